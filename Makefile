@@ -1,0 +1,36 @@
+# Two commands: `make run` and `make test`. Everything else is set up by them.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test lint typecheck unit bench contracts clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/spades up
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/spades bench engine --hands 2000 --preset partnership --seed 1
+
+contracts: install
+	$(BIN)/spades contracts write
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .pytest_cache .ruff_cache

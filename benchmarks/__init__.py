@@ -1,0 +1,1 @@
+"""Benchmarks, run by ``spades bench``; never part of the timed test suite."""

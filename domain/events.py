@@ -1,0 +1,131 @@
+"""Events: what happened at the table, in the past tense. A game's state is their fold.
+
+Some events carry cards that not everyone at the table may see (a deal, a look, a pass, a kept
+draw). They are stored whole; :func:`domain.views.event_for` is the one place that decides what
+a reader gets of them.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from domain.bids import Bid
+from domain.cards import Card
+from domain.rules import Rules
+
+
+class Event(msgspec.Struct, frozen=True, tag_field="type", gc=False):
+    """Base of every event; ``type`` names it on the wire."""
+
+
+class GameCreated(Event, tag="game_created", frozen=True):
+    game_id: str
+    rules: Rules
+    dealer: int | None
+    entropy: str = ""
+    scores: tuple[int, ...] | None = None
+    bags: tuple[int, ...] | None = None
+
+
+class SeatTaken(Event, tag="seat_taken", frozen=True):
+    seat: int
+    player: str
+    entropy: str = ""
+
+
+class HandDealt(Event, tag="hand_dealt", frozen=True):
+    """A new hand. ``hands`` is empty for the two-player draw, whose pile is ``deck``.
+
+    Private: ``hands``, ``deck`` and ``seed``. Public: ``commitment`` (``sha256(seed)``).
+    """
+
+    hand: int
+    dealer: int
+    commitment: str | None
+    hands: tuple[tuple[Card, ...], ...]
+    deck: tuple[Card, ...] | None = None
+    seed: str | None = None
+
+
+class CardDrawn(Event, tag="card_drawn", frozen=True):
+    """One card of a draw turn; a kept card is private to the drawer, discards are face up."""
+
+    seat: int
+    card: Card | None
+    kept: bool
+
+
+class HandLooked(Event, tag="hand_looked", frozen=True):
+    """The seat picked up its cards; ``cards`` is private to it."""
+
+    seat: int
+    cards: tuple[Card, ...] | None = None
+
+
+class BidPlaced(Event, tag="bid_placed", frozen=True):
+    seat: int
+    bid: Bid
+
+
+class CardsPassed(Event, tag="cards_passed", frozen=True):
+    """A blind nil pass sent face down; ``cards`` is private to the passer."""
+
+    seat: int
+    to: int
+    cards: tuple[Card, ...] | None
+
+
+class CardsReceived(Event, tag="cards_received", frozen=True):
+    """A pass arrives, once both seats of the exchange have passed; private to both."""
+
+    seat: int
+    giver: int
+    cards: tuple[Card, ...] | None
+
+
+class CardPlayed(Event, tag="card_played", frozen=True):
+    """A card to the trick. ``renege`` (only under ``renege: penalize``) is private to the seat
+    until the hand is scored."""
+
+    seat: int
+    card: Card
+    renege: bool = False
+
+
+class TrickWon(Event, tag="trick_won", frozen=True):
+    trick: int
+    seat: int
+
+
+class HandScored(Event, tag="hand_scored", frozen=True):
+    """The hand's result per unit, and the seed of its deal, revealed."""
+
+    hand: int
+    bids: tuple[Bid, ...]
+    tricks: tuple[int, ...]
+    points: tuple[int, ...]
+    scores: tuple[int, ...]
+    bags: tuple[int, ...]
+    reneged: tuple[int, ...] = ()
+    seed: str | None = None
+
+
+class GameEnded(Event, tag="game_ended", frozen=True):
+    winners: tuple[int, ...]
+    scores: tuple[int, ...]
+
+
+AnyEvent = (
+    GameCreated
+    | SeatTaken
+    | HandDealt
+    | CardDrawn
+    | HandLooked
+    | BidPlaced
+    | CardsPassed
+    | CardsReceived
+    | CardPlayed
+    | TrickWon
+    | HandScored
+    | GameEnded
+)

@@ -1,0 +1,213 @@
+"""Rule sets: every option and preset of FORMAT.md, resolved and validated at creation.
+
+A rule set is written ``{"preset": NAME, ...overrides}``. :func:`resolve_rules` turns that into a
+:class:`Rules` with every option filled in, or raises :class:`~domain.errors.InvalidRules` naming
+the option that cannot be played::
+
+    >>> resolve_rules({"preset": "cutthroat"}).players
+    3
+    >>> resolve_rules({"preset": "partnership", "trump_order": "jokers"})
+    Traceback (most recent call last):
+    ...
+    domain.errors.InvalidRules: invalid_rules: trump_order 'jokers' needs jokers: true
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from domain.cards import Card
+from domain.errors import InvalidRules
+
+TrumpOrder = Literal["standard", "jokers", "jokers_deuce", "jokers_deuces"]
+DealKind = Literal["deal", "draw"]
+FailedNilTricks = Literal["bags_if_partner_made", "partner", "none"]
+SpadesLead = Literal["broken", "any"]
+FirstLead = Literal["left_of_dealer", "lowest_club", "dealer"]
+Renege = Literal["reject", "penalize"]
+FailedBid = Literal["bid", "short"]
+PresetName = Literal["partnership", "solo", "cutthroat", "three-player-house", "two-player"]
+
+
+class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, cache_hash=True):
+    """Every option of a table, resolved. Defaults are those of the ``partnership`` preset."""
+
+    preset: PresetName = "partnership"
+    players: int = 4
+    partnerships: bool = True
+    deck_remove: tuple[Card, ...] = ()
+    jokers: bool = False
+    trump_order: TrumpOrder = "standard"
+    out_of_play: int = 0
+    deal: DealKind = "deal"
+    min_bid: int = 1
+    team_min_bid: int = 0
+    nil: bool = True
+    nil_value: int = 100
+    blind_nil: bool = True
+    blind_nil_value: int = 200
+    blind_nil_behind: int | None = 100
+    blind_nil_pass: int = 2
+    failed_nil_tricks: FailedNilTricks = "bags_if_partner_made"
+    spades_lead: SpadesLead = "broken"
+    first_lead: FirstLead = "left_of_dealer"
+    must_beat: bool = False
+    renege: Renege = "reject"
+    failed_bid: FailedBid = "bid"
+    overtrick_points: int = 1
+    bag_limit: int | None = 10
+    bag_penalty: int = 100
+    ten_for_two_hundred: bool = False
+    boston: bool = False
+    all_tricks_bonus: int = 0
+    target: int = 500
+    lose_at: int | None = None
+    max_hands: int | None = None
+
+    @property
+    def pack_size(self) -> int:
+        """Cards in the pack after jokers are added and ``deck_remove`` taken out."""
+        return 52 + (2 if self.jokers else 0) - len(self.deck_remove)
+
+    @property
+    def tricks_per_hand(self) -> int:
+        """Cards each seat holds, which is the number of tricks in a hand."""
+        if self.deal == "draw":
+            return 13
+        return (self.pack_size - self.out_of_play) // self.players
+
+    def to_json(self) -> dict[str, Any]:
+        """Every option, as JSON values."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "partnership": {},
+    "solo": {
+        "players": 4,
+        "partnerships": False,
+        "blind_nil_pass": 0,
+        "failed_nil_tricks": "none",
+    },
+    "cutthroat": {
+        "players": 3,
+        "partnerships": False,
+        "deck_remove": ["2C"],
+        "blind_nil_pass": 0,
+        "failed_nil_tricks": "none",
+        "renege": "reject",
+    },
+    "three-player-house": {
+        "players": 3,
+        "partnerships": False,
+        "deck_remove": ["2C"],
+        "nil": False,
+        "blind_nil": False,
+        "first_lead": "lowest_club",
+        "failed_nil_tricks": "none",
+    },
+    "two-player": {
+        "players": 2,
+        "partnerships": False,
+        "deal": "draw",
+        "blind_nil": False,
+        "first_lead": "dealer",
+        "failed_nil_tricks": "none",
+    },
+}
+
+
+def resolve_rules(raw: Mapping[str, Any] | Rules) -> Rules:
+    """Resolve ``{"preset": NAME, ...overrides}`` into a validated :class:`Rules`."""
+    if isinstance(raw, Rules):
+        _check(raw)
+        return raw
+    if not isinstance(raw, Mapping):
+        raise InvalidRules(f"a rule set is a JSON object, not {type(raw).__name__}")
+    preset = raw.get("preset", "partnership")
+    if not isinstance(preset, str) or preset not in PRESETS:
+        raise InvalidRules(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    merged = {**PRESETS[preset], **raw, "preset": preset}
+    if isinstance(merged.get("deck_remove"), list):
+        merged["deck_remove"] = [_card_text(text) for text in merged["deck_remove"]]
+    try:
+        rules = msgspec.convert(merged, Rules, strict=True)
+    except msgspec.ValidationError as error:
+        raise InvalidRules(_explain(str(error))) from None
+    _check(rules)
+    return rules
+
+
+def _card_text(text: Any) -> Any:
+    """Accept ``10H`` in ``deck_remove`` as everywhere; leave the rest to ``convert``."""
+    if isinstance(text, str):
+        try:
+            return Card.parse(text).value
+        except Exception:
+            return text
+    return text
+
+
+def _explain(message: str) -> str:
+    """Turn msgspec's ``... - at `$.option` `` into ``option: ...``."""
+    if " - at `$." in message:
+        text, _, where = message.partition(" - at `$.")
+        option = where.rstrip("`")
+        if text.startswith("Object contains unknown field"):
+            return f"unknown option {option!r}"
+        return f"{option}: {text[0].lower()}{text[1:]}"
+    if message.startswith("Object contains unknown field"):
+        return "unknown option " + message.split("`")[1]
+    return message
+
+
+def _check(rules: Rules) -> None:
+    """The combinations that cannot be played."""
+    if rules.players not in (2, 3, 4):
+        raise InvalidRules(f"players must be 2, 3 or 4, not {rules.players}")
+    if rules.partnerships and rules.players != 4:
+        raise InvalidRules("partnerships need 4 players")
+    if rules.trump_order != "standard" and not rules.jokers:
+        raise InvalidRules(f"trump_order {rules.trump_order!r} needs jokers: true")
+    if len(set(rules.deck_remove)) != len(rules.deck_remove):
+        raise InvalidRules("deck_remove names a card twice")
+    for card in rules.deck_remove:
+        if card.is_joker and not rules.jokers:
+            raise InvalidRules(f"deck_remove: {card} is not in a pack without jokers")
+    if rules.out_of_play < 0:
+        raise InvalidRules("out_of_play cannot be negative")
+    dealt = rules.pack_size - rules.out_of_play
+    if rules.deal == "draw":
+        if rules.players != 2:
+            raise InvalidRules("deal 'draw' is the two-player deal: players must be 2")
+        if dealt < 52:
+            raise InvalidRules(f"deal 'draw' needs 52 cards to draw from; this pack leaves {dealt}")
+    elif dealt <= 0 or dealt % rules.players:
+        raise InvalidRules(
+            f"{rules.pack_size} cards less {rules.out_of_play} out of play "
+            f"do not divide evenly among {rules.players} players"
+        )
+    tricks = rules.tricks_per_hand
+    if not 0 <= rules.min_bid <= tricks:
+        raise InvalidRules(f"min_bid must be between 0 and {tricks}")
+    if not 0 <= rules.team_min_bid <= tricks:
+        raise InvalidRules(f"team_min_bid must be between 0 and {tricks}")
+    if not 0 <= rules.blind_nil_pass < tricks:
+        raise InvalidRules(f"blind_nil_pass must be between 0 and {tricks - 1}")
+    for option in ("nil_value", "blind_nil_value", "bag_penalty", "all_tricks_bonus"):
+        if getattr(rules, option) < 0:
+            raise InvalidRules(f"{option} cannot be negative")
+    if rules.blind_nil_behind is not None and rules.blind_nil_behind < 0:
+        raise InvalidRules("blind_nil_behind cannot be negative")
+    if rules.bag_limit is not None and rules.bag_limit < 1:
+        raise InvalidRules("bag_limit must be at least 1, or null")
+    if rules.target < 1:
+        raise InvalidRules("target must be positive")
+    if rules.lose_at is not None and rules.lose_at >= rules.target:
+        raise InvalidRules("lose_at must be below target")
+    if rules.max_hands is not None and rules.max_hands < 1:
+        raise InvalidRules("max_hands must be at least 1, or null")

@@ -1,0 +1,178 @@
+"""Scoring a hand, for every option of FORMAT.md, with the arithmetic written out.
+
+For each unit, in this order: contract points (made: 10 x bid, plus ``overtrick_points`` and a
+bag per overtrick; set: ``failed_bid``), nil and blind nil results, special bids
+(``ten_for_two_hundred``, ``boston``, which replace the contract's points and count no bags),
+bonuses (``all_tricks_bonus``), then the bag penalty as many times as the count passes
+``bag_limit``. Every step is also a :class:`ScoreLine` naming the option that decided it, so a
+disputed score can be answered line by line.
+
+    >>> from domain.rules import resolve_rules
+    >>> rules = resolve_rules({"preset": "partnership"})
+    >>> result = score_hand(rules, [3, "nil", 2, 6], [5, 1, 3, 4], scores=[0, 0], bags=[0, 0])
+    >>> result.points, result.bags
+    ((53, -160), (3, 0))
+    >>> for line in result.lines:
+    ...     print(line.unit, line.rule, line.points, line.text)
+    0 contract 50 bid 5, took 8: 10 x 5
+    0 overtrick_points 3 3 overtrick(s) x 1
+    1 failed_bid -60 bid 6, took 4: failed_bid 'bid' costs 10 x 6
+    1 nil_value -100 seat 1 nil, took 1: failed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from domain.bids import BLIND_NIL, Bid, is_nil
+from domain.rules import Rules
+from domain.table import table_for
+
+_TEXT = {
+    "contract": "bid {0}, took {1}: 10 x {0}",
+    "overtrick_points": "{0} overtrick(s) x {1}",
+    "failed_bid": "bid {0}, took {1}: failed_bid {2!r} costs 10 x {3}",
+    "renege": "a renege sets the contract of {0} (took {1}): failed_bid {2!r} costs 10 x {3}",
+    "failed_nil_tricks": "the nil bidder's {0} trick(s) count as overtricks, the partner having "
+    "made: {0} x {1}",
+    "nil_value": "seat {0} nil, took {1}: {2}",
+    "blind_nil_value": "seat {0} blind nil, took {1}: {2}",
+    "ten_for_two_hundred": "a contract of 10, took {0}{1}: 200 for exactly 10, else -200",
+    "boston": "a contract of all {0} tricks, took {1}{2}: 200 made, -200 failed",
+    "all_tricks_bonus": "took all {0} tricks",
+    "bag_limit": "bags reach {0}: -{1}, {2} carried over",
+}
+
+
+class ScoreLine(msgspec.Struct, frozen=True, gc=False):
+    """One step of a unit's score: the option that decided it and what it is worth."""
+
+    unit: int
+    rule: str
+    points: int
+    facts: tuple[int | str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The step in words."""
+        return _TEXT[self.rule].format(*self.facts)
+
+
+class HandScore(msgspec.Struct, frozen=True, gc=False):
+    points: tuple[int, ...]
+    scores: tuple[int, ...]
+    bags: tuple[int, ...]
+    lines: tuple[ScoreLine, ...]
+
+
+def score_hand(
+    rules: Rules,
+    bids: Sequence[Bid | None],
+    tricks: Sequence[int],
+    *,
+    scores: Sequence[int],
+    bags: Sequence[int],
+    reneged: int = 0,
+) -> HandScore:
+    """Score one hand. ``reneged`` is a bit set of the units that reneged."""
+    table = table_for(rules)
+    lines: list[ScoreLine] = []
+    points: list[int] = []
+    new_scores: list[int] = []
+    new_bags: list[int] = []
+    for unit, seats in enumerate(table.units):
+        earned = _score_unit(rules, unit, seats, bids, tricks, bool(reneged >> unit & 1), lines)
+        total = sum(line.points for line in lines if line.unit == unit)
+        count = bags[unit]
+        if rules.bag_limit is not None:
+            count += earned
+            while count >= rules.bag_limit:
+                count -= rules.bag_limit
+                lines.append(
+                    ScoreLine(
+                        unit,
+                        "bag_limit",
+                        -rules.bag_penalty,
+                        (rules.bag_limit, rules.bag_penalty, count),
+                    )
+                )
+                total -= rules.bag_penalty
+        points.append(total)
+        new_scores.append(scores[unit] + total)
+        new_bags.append(count)
+    return HandScore(tuple(points), tuple(new_scores), tuple(new_bags), tuple(lines))
+
+
+def _score_unit(
+    rules: Rules,
+    unit: int,
+    seats: Sequence[int],
+    bids: Sequence[Bid | None],
+    tricks: Sequence[int],
+    reneged: bool,
+    lines: list[ScoreLine],
+) -> int:
+    """Append the unit's lines; return the bags it earned this hand."""
+    hand_size = table_for(rules).hand_size
+    nil_seats = [seat for seat in seats if is_nil(bids[seat])]
+    contract_seats = [seat for seat in seats if not is_nil(bids[seat])]
+    contract = sum(int(bids[seat] or 0) for seat in contract_seats)
+    counted = sum(tricks[seat] for seat in contract_seats)
+    nil_tricks = sum(tricks[seat] for seat in nil_seats)
+    failed_nil_tricks = rules.failed_nil_tricks if rules.partnerships else "none"
+    if failed_nil_tricks == "partner":
+        counted += nil_tricks
+    renege_note = " (renege)" if reneged else ""
+    bags = 0
+
+    if contract_seats and rules.ten_for_two_hundred and contract == 10:
+        exact = counted == 10 and not reneged
+        value = 200 if exact else -200
+        lines.append(ScoreLine(unit, "ten_for_two_hundred", value, (counted, renege_note)))
+    elif contract_seats and rules.boston and contract == hand_size:
+        made = counted == hand_size and not reneged
+        value = 200 if made else -200
+        lines.append(ScoreLine(unit, "boston", value, (hand_size, counted, renege_note)))
+    else:
+        made = counted >= contract and not reneged
+        if contract_seats or failed_nil_tricks == "partner":
+            if made:
+                over = counted - contract
+                lines.append(ScoreLine(unit, "contract", 10 * contract, (contract, counted)))
+                if over:
+                    value = over * rules.overtrick_points
+                    lines.append(
+                        ScoreLine(unit, "overtrick_points", value, (over, rules.overtrick_points))
+                    )
+                    bags += over
+            else:
+                lost = contract if rules.failed_bid == "bid" else max(contract - counted, 0)
+                rule = "renege" if reneged else "failed_bid"
+                facts = (contract, counted, rules.failed_bid, lost)
+                lines.append(ScoreLine(unit, rule, -10 * lost, facts))
+        if failed_nil_tricks == "bags_if_partner_made" and nil_tricks and contract_seats and made:
+            value = nil_tricks * rules.overtrick_points
+            lines.append(
+                ScoreLine(unit, "failed_nil_tricks", value, (nil_tricks, rules.overtrick_points))
+            )
+            bags += nil_tricks
+
+    for seat in nil_seats:
+        blind = bids[seat] == BLIND_NIL
+        value = rules.blind_nil_value if blind else rules.nil_value
+        made_nil = tricks[seat] == 0 and not reneged
+        outcome = "made" if made_nil else f"failed{renege_note}"
+        lines.append(
+            ScoreLine(
+                unit,
+                "blind_nil_value" if blind else "nil_value",
+                value if made_nil else -value,
+                (seat, tricks[seat], outcome),
+            )
+        )
+
+    if rules.all_tricks_bonus and sum(tricks[seat] for seat in seats) == hand_size:
+        lines.append(ScoreLine(unit, "all_tricks_bonus", rules.all_tricks_bonus, (hand_size,)))
+    return bags

@@ -1,0 +1,115 @@
+"""The table a rule set describes: seats, scoring units, the pack and how its cards rank.
+
+Everything here is fixed for a game, so it is worked out once from the rules and kept beside
+them; the rules stay the only thing recorded.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from domain.cards import CARDS, RANKS, SPADES, Card, printed_suit, rank_value
+from domain.rules import Rules
+
+TRUMP = SPADES
+"""The trump suit index. Jokers, and the 2♦ under ``jokers_deuces``, belong to it."""
+
+
+def trump_order(rules: Rules) -> tuple[Card, ...]:
+    """The trump suit from the top down, as this rule set ranks it.
+
+    ``standard`` with jokers in the pack puts them on top (they are trumps whatever the order).
+    """
+    spades = [Card(rank + "S") for rank in reversed(RANKS)]  # AS KS ... 2S
+    jokers = [Card.BIG_JOKER, Card.LITTLE_JOKER] if rules.jokers else []
+    if rules.trump_order == "jokers_deuce":
+        order = [*jokers, Card("2S"), *spades[:-1]]
+    elif rules.trump_order == "jokers_deuces":
+        order = [*jokers, Card("2D"), Card("2S"), *spades[:-1]]
+    else:
+        order = [*jokers, *spades]
+    removed = set(rules.deck_remove)
+    return tuple(card for card in order if card not in removed)
+
+
+class Table:
+    """Seats, units and the ranked pack of one rule set. Build it with :func:`table_for`."""
+
+    __slots__ = (
+        "hand_size",
+        "pack",
+        "pack_mask",
+        "players",
+        "power",
+        "rules",
+        "suit_mask",
+        "suit_of",
+        "trump_order",
+        "unit_of",
+        "units",
+    )
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.players = rules.players
+        if rules.partnerships:
+            self.units: tuple[tuple[int, ...], ...] = ((0, 2), (1, 3))
+        else:
+            self.units = tuple((seat,) for seat in range(rules.players))
+        self.unit_of: tuple[int, ...] = tuple(
+            next(u for u, seats in enumerate(self.units) if seat in seats)
+            for seat in range(rules.players)
+        )
+        removed = set(rules.deck_remove)
+        self.pack: tuple[Card, ...] = tuple(
+            card for card in CARDS if card not in removed and (rules.jokers or not card.is_joker)
+        )
+        self.pack_mask = sum(card.bit for card in self.pack)
+        self.hand_size = rules.tricks_per_hand
+        self.trump_order = trump_order(rules)
+        # suit_of: the suit a card counts as for following and leading (trumps are 3).
+        # power: how high it ranks within that suit; a trump beats any other suit anyway.
+        suit_of = [-1] * len(CARDS)
+        power = [0] * len(CARDS)
+        for card in self.pack:
+            suit_of[card.ordinal] = SPADES if card.is_joker else printed_suit(card)
+            power[card.ordinal] = rank_value(card)
+        for depth, card in enumerate(self.trump_order):
+            suit_of[card.ordinal] = TRUMP
+            power[card.ordinal] = 100 - depth
+        self.suit_of: tuple[int, ...] = tuple(suit_of)
+        self.power: tuple[int, ...] = tuple(power)
+        masks = [0, 0, 0, 0]
+        for card in self.pack:
+            masks[suit_of[card.ordinal]] |= card.bit
+        self.suit_mask: tuple[int, ...] = tuple(masks)
+
+    def partner_of(self, seat: int) -> int | None:
+        """The partner's seat in a partnership game, else None."""
+        return (seat + 2) % 4 if self.rules.partnerships else None
+
+    def trick_winner(self, leader: int, trick: tuple[int, ...]) -> int:
+        """The seat that wins a finished trick of card indexes led by ``leader``."""
+        suit_of, power = self.suit_of, self.power
+        win, winning = 0, trick[0]
+        for position in range(1, len(trick)):
+            card = trick[position]
+            if suit_of[card] == suit_of[winning]:
+                if power[card] > power[winning]:
+                    win, winning = position, card
+            elif suit_of[card] == TRUMP:
+                win, winning = position, card
+        return (leader + win) % self.players
+
+    def beats(self, card: int, winning: int) -> bool:
+        """Whether ``card`` would take the trick from ``winning``, the card now winning it."""
+        suit_of = self.suit_of
+        if suit_of[card] == suit_of[winning]:
+            return self.power[card] > self.power[winning]
+        return suit_of[card] == TRUMP
+
+
+@cache
+def table_for(rules: Rules) -> Table:
+    """The table of a rule set (rule sets are values, so each is worked out once)."""
+    return Table(rules)

@@ -1,0 +1,161 @@
+"""What each reader may see: the public view, a seat's view, and events as a reader gets them.
+
+This module is the only way state or events leave the server. A seat never sees a card it could
+not see at the table: not another seat's hand, not its own before it has looked or bid, not a
+card passed to it before the exchange, not a kept draw of the other player, not the deck or the
+seed before the hand is scored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec.structs import replace
+
+from domain.bids import Bid
+from domain.cards import CARDS, Card, cards_in
+from domain.commands import to_api
+from domain.events import (
+    AnyEvent,
+    CardDrawn,
+    CardPlayed,
+    CardsPassed,
+    CardsReceived,
+    HandDealt,
+    HandLooked,
+)
+from domain.game import PassDue, legal_actions
+from domain.state import NO_SEAT, Game, Phase, Status, held
+from domain.table import table_for
+
+PUBLIC = None
+"""The reader who holds no seat."""
+
+
+class SeatInfo(msgspec.Struct, frozen=True):
+    seat: int
+    player: str | None
+
+
+class TrickCard(msgspec.Struct, frozen=True):
+    seat: int
+    card: Card
+
+
+class PublicState(msgspec.Struct, frozen=True, kw_only=True):
+    """The table as anyone watching it sees it."""
+
+    game_id: str
+    version: int
+    rules: dict[str, Any]
+    status: Status
+    phase: Phase | None
+    hand_number: int
+    dealer: int | None
+    turn: int | None
+    seats: list[SeatInfo]
+    units: list[list[int]]
+    bids: list[Bid | None]
+    tricks: list[int]
+    current_trick: list[TrickCard]
+    spades_broken: bool
+    scores: list[int]
+    bags: list[int]
+    winners: list[int]
+    deal_commitment: str | None
+    passes_due: list[int]
+    discards: list[Card]
+
+
+class SeatView(PublicState, frozen=True, kw_only=True):
+    """The table as one seat sees it, with every action it may send now."""
+
+    seat: int
+    hand: list[Card] | None
+    drawn_card: Card | None
+    legal: list[dict[str, Any]]
+
+
+def public_view(game: Game) -> PublicState:
+    """The public state of a game."""
+    table = table_for(game.rules)
+    hand = game.hand
+    players = game.rules.players
+    return PublicState(
+        game_id=game.game_id,
+        version=game.version,
+        rules=game.rules.to_json(),
+        status=game.status,
+        phase=hand.phase if hand else None,
+        hand_number=hand.number if hand else game.hands_played,
+        dealer=hand.dealer if hand else None,
+        turn=hand.turn if hand and hand.turn != NO_SEAT else None,
+        seats=[
+            SeatInfo(seat, player.name if player else None)
+            for seat, player in enumerate(game.players)
+        ],
+        units=[list(unit) for unit in table.units],
+        bids=list(hand.bids) if hand else [None] * players,
+        tricks=list(hand.won) if hand else [0] * players,
+        current_trick=[
+            TrickCard((hand.leader + k) % players, CARDS[index])
+            for k, index in enumerate(hand.trick)
+        ]
+        if hand
+        else [],
+        spades_broken=hand.spades_broken if hand else False,
+        scores=list(game.scores),
+        bags=list(game.bags),
+        winners=list(game.winners),
+        deal_commitment=hand.commitment if hand else None,
+        passes_due=[s for s in range(players) if hand and hand.passes_due >> s & 1],
+        discards=_discards(game),
+    )
+
+
+def seat_view(game: Game, seat: int) -> SeatView:
+    """What ``seat`` sees: the public state, its own cards once it has looked, and ``legal``."""
+    public = public_view(game)
+    hand = game.hand
+    cards: list[Card] | None = None
+    drawn: Card | None = None
+    if hand is not None and hand.looked >> seat & 1:
+        cards = cards_in(held(hand, seat))
+    if hand is not None and hand.phase == "draw" and hand.turn == seat:
+        drawn = hand.pile[hand.drawn]
+    return SeatView(
+        **msgspec.structs.asdict(public),
+        seat=seat,
+        hand=cards,
+        drawn_card=drawn,
+        legal=[_legal(action) for action in legal_actions(game, seat)],
+    )
+
+
+def _legal(action: Any) -> dict[str, Any]:
+    if isinstance(action, PassDue):
+        return {"type": "pass", "count": action.count}
+    return to_api(action)
+
+
+def _discards(game: Game) -> list[Card]:
+    """The face-up discards of the two-player draw."""
+    return cards_in(game.hand.discarded) if game.hand else []
+
+
+def event_for(event: AnyEvent, reader: int | None) -> AnyEvent:
+    """``event`` as ``reader`` (a seat, or None for the public) may see it."""
+    if isinstance(event, HandDealt):
+        return replace(event, hands=(), deck=None, seed=None)
+    if isinstance(event, HandLooked):
+        return event if reader == event.seat else replace(event, cards=None)
+    if isinstance(event, CardDrawn):
+        return event if reader == event.seat or not event.kept else replace(event, card=None)
+    if isinstance(event, CardsPassed):
+        return event if reader == event.seat else replace(event, cards=None)
+    if isinstance(event, CardsReceived):
+        return event if reader in (event.seat, event.giver) else replace(event, cards=None)
+    if isinstance(event, CardPlayed) and event.renege and reader != event.seat:
+        return replace(event, renege=False)
+    return event
