@@ -30,6 +30,7 @@ class CreateGame(Command, tag="create_game", frozen=True):
     entropy: str = ""
     scores: tuple[int, ...] | None = None
     bags: tuple[int, ...] | None = None
+    league: str | None = None
 
 
 class TakeSeat(Command, tag="take_seat", frozen=True):

@@ -25,6 +25,7 @@ class GameCreated(Event, tag="game_created", frozen=True):
     entropy: str = ""
     scores: tuple[int, ...] | None = None
     bags: tuple[int, ...] | None = None
+    league: str | None = None
 
 
 class SeatTaken(Event, tag="seat_taken", frozen=True):

@@ -132,6 +132,8 @@ def _create(command: CreateGame) -> GameCreated:
         raise RuleViolation("malformed", "bags cannot be negative")
     if not command.game_id or len(command.game_id) > 128:
         raise RuleViolation("malformed", "a game id is 1 to 128 characters")
+    if command.league is not None and not 1 <= len(command.league) <= MAX_NAME:
+        raise RuleViolation("malformed", f"a league name is 1 to {MAX_NAME} characters")
     _check_entropy(command.entropy)
     return GameCreated(
         game_id=command.game_id,
@@ -140,6 +142,7 @@ def _create(command: CreateGame) -> GameCreated:
         entropy=command.entropy,
         scores=command.scores,
         bags=command.bags,
+        league=command.league,
     )
 
 
