@@ -1,0 +1,1 @@
+"""Shared runtime of every Spades process: settings, logging, NATS connection, embedded server."""

@@ -1,0 +1,81 @@
+"""Connecting to NATS and declaring JetStream streams."""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+from nats.aio.client import Client
+from nats.js.api import StreamConfig, StreamInfo
+from nats.js.errors import BadRequestError
+from nats.js.manager import JetStreamManager
+
+from services.runtime.logging import get_logger
+
+# JetStream API error "stream name already in use with a different configuration".
+STREAM_NAME_IN_USE = 10058
+# Short waits so a restarted server is found again quickly; attempts never run out, so a
+# process outlives any outage of its server.
+RECONNECT_TIME_WAIT_S = 1
+CONNECT_TIMEOUT_S = 2
+
+log = get_logger(__name__)
+
+
+async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0) -> Client:
+    """Connect as `name` (shown in the server's monitoring), reconnecting forever after.
+
+    With unlimited attempts nats-py would also retry the first connection forever; a wrong
+    URL should fail instead, so the first connection is bounded by `first_connect_timeout_s`.
+    """
+    client = Client()
+    server = _address(url)
+
+    async def on_error(error: Exception) -> None:
+        log.warning("nats error", server=server, connection=name, error=repr(error))
+
+    async def on_disconnected() -> None:
+        if client.is_closed:  # closed on purpose, not lost
+            log.info("nats connection closed", server=server, connection=name)
+        else:
+            log.warning("nats disconnected", server=server, connection=name)
+
+    async def on_reconnected() -> None:
+        log.info("nats reconnected", server=server, connection=name)
+
+    try:
+        async with asyncio.timeout(first_connect_timeout_s):
+            await client.connect(
+                servers=[url],
+                name=name,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=RECONNECT_TIME_WAIT_S,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                error_cb=on_error,
+                disconnected_cb=on_disconnected,
+                reconnected_cb=on_reconnected,
+            )
+    except TimeoutError:
+        await client.close()
+        raise ConnectionError(
+            f"no NATS server answered at {server} within {first_connect_timeout_s}s"
+        ) from None
+    return client
+
+
+async def ensure_stream(js: JetStreamManager, config: StreamConfig) -> StreamInfo:
+    """Create the stream, or bring an existing one of that name to `config`."""
+    try:
+        # Adding a stream that exists with the same configuration succeeds unchanged.
+        return await js.add_stream(config)
+    except BadRequestError as error:
+        if error.err_code != STREAM_NAME_IN_USE:
+            raise
+    log.info("updating stream configuration", stream=config.name)
+    return await js.update_stream(config)
+
+
+def _address(url: str) -> str:
+    # host:port only: a URL may carry a user and password, which must not be logged.
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port}" if parts.hostname else "(unparsable url)"

@@ -1,0 +1,98 @@
+"""Settings of every Spades process, read from `SPADES_*` environment variables."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SIGNING_KEY_BYTES = 32
+SIGNING_KEY_FILENAME = "secret.key"
+
+LogFormat = Literal["auto", "json", "console"]
+
+
+class Settings(BaseSettings):
+    """One process's configuration; every field can be set as `SPADES_<FIELD>`."""
+
+    model_config = SettingsConfigDict(env_prefix="SPADES_", extra="ignore")
+
+    nats_url: str | None = None
+    """NATS server to use; None starts the embedded server."""
+    data_dir: Path = Path("var")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    nats_port: int | None = None
+    """Port of the embedded server; None picks a free one."""
+    database_url: str | None = None
+    """Read-model database; None means SQLite under `data_dir`."""
+    # repr=False: secrets must not reach logs or tracebacks through a printed Settings.
+    api_keys: str = Field(default="", repr=False)
+    """Comma-separated API keys accepted by the gateway."""
+    secret_key: str | None = Field(default=None, repr=False)
+    """Key that signs seat tokens; None keeps a generated one in `data_dir/secret.key`."""
+    log_format: LogFormat = "auto"
+    log_level: str = "INFO"
+    command_timeout_s: float = 5.0
+    stream_replicas: int = 1
+    engine_queue: str = "engine"
+
+    @property
+    def api_key_set(self) -> frozenset[str]:
+        return frozenset(key.strip() for key in self.api_keys.split(",") if key.strip())
+
+    @property
+    def nats_store_dir(self) -> Path:
+        """Where the embedded server keeps its JetStream files."""
+        return self.data_dir / "nats"
+
+    @property
+    def read_model_database_url(self) -> str:
+        """`database_url`, or the default SQLite file under `data_dir`."""
+        if self.database_url is not None:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'read_models.db').absolute()}"
+
+    def signing_key(self) -> bytes:
+        """The key that signs seat tokens: `secret_key`, else the key file (created once)."""
+        if self.secret_key is not None:
+            return self.secret_key.encode()
+        return _read_or_create_key_file(self.data_dir / SIGNING_KEY_FILENAME)
+
+
+def get_settings() -> Settings:
+    """Read the settings from the environment now (never cached, so tests can change it)."""
+    return Settings()
+
+
+def _read_or_create_key_file(path: Path) -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        _create_key_file(path)
+    key = path.read_bytes()
+    if len(key) != SIGNING_KEY_BYTES:
+        raise ValueError(
+            f"{path} holds {len(key)} bytes, expected {SIGNING_KEY_BYTES}; "
+            "restore it or delete it to issue a new key (which invalidates every seat token)"
+        )
+    return key
+
+
+def _create_key_file(path: Path) -> None:
+    # Written to a private temporary file and linked into place: link() fails if the key
+    # already exists, so two processes starting at once agree on one complete key.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as key_file:
+            key_file.write(secrets.token_bytes(SIGNING_KEY_BYTES))
+        # Another process created the key first: its key wins.
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
