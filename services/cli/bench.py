@@ -39,3 +39,30 @@ def engine(
         typer.echo(f"ratio (ours / OpenSpiel): {figures.ratio:.2f}")
     else:
         typer.echo("OpenSpiel is not installed (pip install -e '.[bench]'): no ratio")
+
+
+@app.command("commands")
+def commands(
+    games: Annotated[int, typer.Option(help="Games played at once.")] = 32,
+    count: Annotated[int, typer.Option("--commands", help="Commands in all.")] = 8000,
+    engines: Annotated[int, typer.Option(help="Engine processes.")] = 1,
+    preset: Annotated[str, typer.Option(help="Rules preset.")] = "partnership",
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """Commands/s and latency through the engine over NATS, against raw JetStream publishes."""
+    from benchmarks.commands import run
+
+    figures = run(games, count, engines, preset)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"commands: {figures.commands} over {games} games, {engines} engine(s)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("commands/s", f"{figures.commands_per_s:,.0f}")
+    table.add_row("latency p50", f"{figures.p50_ms:.2f} ms")
+    table.add_row("latency p99", f"{figures.p99_ms:.2f} ms")
+    table.add_row("raw JetStream publishes/s", f"{figures.baseline_publish_per_s:,.0f}")
+    table.add_row("mean commit size", f"{figures.mean_commit_bytes} B")
+    table.add_row("ratio commands / publishes", f"{figures.ratio:.2f}")
+    Console().print(table)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from services.cli import bench, scenario
+from services.cli import bench, scenario, serve
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -13,3 +13,7 @@ app = typer.Typer(
 )
 app.add_typer(scenario.app, name="scenario")
 app.add_typer(bench.app, name="bench")
+app.add_typer(serve.app, name="serve")
+
+if __name__ == "__main__":
+    app()

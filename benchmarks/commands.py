@@ -1,0 +1,189 @@
+"""``spades bench commands``: commands per second through the engine over NATS, no HTTP.
+
+G games are played at once by random players (:class:`benchmarks.nats_table.RandomTable`),
+each sending one command at a time and waiting for its reply, against an engine in its own
+process. In the same run, the baseline: G tasks each publishing messages of the same size as
+the average commit to a JetStream stream of the same storage, each waiting for its PubAck (the
+ceiling for a store that acknowledges every append). Measured on an embedded nats-server unless
+``SPADES_NATS_URL`` names one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import nats
+from nats.js import api
+
+from benchmarks.nats_table import RandomTable
+from contracts.wire import ActRequest
+from services.engine.client import EngineClient, EngineUnavailable
+from services.engine.service import ensure_streams
+from services.runtime.game_stream import GameStream
+from services.runtime.nats_server import EmbeddedNats
+
+BASELINE_STREAM = "SPADES_BENCH_BASELINE"
+
+
+class CommandFigures(msgspec.Struct):
+    games: int
+    engines: int
+    commands: int
+    seconds: float
+    commands_per_s: float
+    p50_ms: float
+    p99_ms: float
+    mean_commit_bytes: int
+    baseline_publish_per_s: float
+    ratio: float
+
+
+@contextlib.contextmanager
+def _nats(url: str | None) -> Iterator[str]:
+    if url:
+        yield url
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="spades-bench-") as store,
+        EmbeddedNats(Path(store)) as server,
+    ):
+        yield server.url
+
+
+@contextlib.contextmanager
+def engine_processes(url: str, count: int) -> Iterator[None]:
+    """Engine processes (``spades serve engine``), stopped on exit."""
+    env = {**os.environ, "SPADES_NATS_URL": url, "SPADES_LOG_LEVEL": "WARNING"}
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "services.cli.main", "serve", "engine"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+async def wait_for_engine(client: EngineClient, timeout_s: float = 30.0) -> None:
+    """Return once an engine answers (a probe for a game that does not exist)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            await client.send("probe", ActRequest(seat=0, action={"type": "look"}))
+            return
+        except EngineUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def _play(
+    url: str, games: int, commands: int, preset: str, seed: int
+) -> tuple[float, list[float], int]:
+    connection = await nats.connect(url)
+    js = connection.jetstream()
+    await ensure_streams(js)
+    client = EngineClient(connection, timeout_s=30)
+    await wait_for_engine(client)
+    stream = GameStream(js)
+    rng = random.Random(seed)
+    tables = [
+        RandomTable(
+            client, stream, f"bench-{seed}-{n}", random.Random(rng.random()), avoid_blind_nil=True
+        )
+        for n in range(games)
+    ]
+    await asyncio.gather(*(table.open({"preset": preset, "target": 10**9}) for table in tables))
+    for table in tables:
+        table.latencies.clear()
+    per_table = max(1, commands // games)
+
+    async def run(table: RandomTable) -> None:
+        for _ in range(per_table):
+            await table.step()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(run(table) for table in tables))
+    seconds = time.perf_counter() - start
+    latencies = [latency for table in tables for latency in table.latencies]
+    info = await js.stream_info("SPADES_GAMES")
+    mean_size = int(info.state.bytes / max(info.state.messages, 1))
+    await connection.close()
+    return seconds, latencies, mean_size
+
+
+async def _baseline(url: str, concurrency: int, publishes: int, size: int) -> float:
+    connection = await nats.connect(url)
+    js = connection.jetstream()
+    with contextlib.suppress(Exception):
+        await js.delete_stream(BASELINE_STREAM)
+    await js.add_stream(
+        api.StreamConfig(
+            name=BASELINE_STREAM,
+            subjects=["spades.bench.>"],
+            storage=api.StorageType.FILE,
+            duplicate_window=120,
+        )
+    )
+    payload = os.urandom(size)
+    per_task = max(1, publishes // concurrency)
+
+    async def publish(task: int) -> None:
+        subject = f"spades.bench.{task}"
+        for n in range(per_task):
+            await js.publish(subject, payload, headers={"Nats-Msg-Id": f"{task}-{n}"})
+
+    start = time.perf_counter()
+    await asyncio.gather(*(publish(task) for task in range(concurrency)))
+    seconds = time.perf_counter() - start
+    await js.delete_stream(BASELINE_STREAM)
+    await connection.close()
+    return per_task * concurrency / seconds
+
+
+def run(
+    games: int, commands: int, engines: int = 1, preset: str = "partnership", seed: int = 1
+) -> CommandFigures:
+    with _nats(os.environ.get("SPADES_NATS_URL")) as url:
+
+        async def measure() -> CommandFigures:
+            with engine_processes(url, engines):
+                seconds, latencies, size = await _play(url, games, commands, preset, seed)
+            baseline = await _baseline(url, games, len(latencies), size)
+            ordered = sorted(latencies)
+            rate = len(latencies) / seconds
+            return CommandFigures(
+                games=games,
+                engines=engines,
+                commands=len(latencies),
+                seconds=round(seconds, 3),
+                commands_per_s=round(rate, 1),
+                p50_ms=round(statistics.median(ordered) * 1000, 2),
+                p99_ms=round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 2),
+                mean_commit_bytes=size,
+                baseline_publish_per_s=round(baseline, 1),
+                ratio=round(rate / baseline, 3),
+            )
+
+        return asyncio.run(measure())

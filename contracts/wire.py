@@ -1,0 +1,185 @@
+"""The messages services exchange over NATS, and the names of subjects and streams.
+
+Commands travel as NATS requests on ``spades.commands.<game_id>`` (one queue group of engines
+answers them); a game's history is the JetStream stream ``SPADES_GAMES``, one subject per game,
+``spades.games.<game_id>``, one message per accepted command: a :class:`Commit`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import msgspec
+
+from domain.events import AnyEvent
+
+SCHEMA = 1
+"""The version of the commit and event shapes written now (see :func:`read_commit`)."""
+
+GAMES_STREAM = "SPADES_GAMES"
+GAME_SUBJECTS = "spades.games.>"
+COMMAND_SUBJECTS = "spades.commands.*"
+MAX_COMMAND_BYTES = 64 * 1024
+"""A command larger than this is refused as malformed without being decoded."""
+
+GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+COMMAND_ID = re.compile(r"^[A-Za-z0-9_=-]{1,128}$")
+GENESIS = "0" * 64
+"""The ``previous`` hash of a game's first commit."""
+
+
+def game_subject(game_id: str) -> str:
+    """The stream subject that holds one game's commits."""
+    return f"spades.games.{game_id}"
+
+
+def command_subject(game_id: str) -> str:
+    """The subject an engine answers a game's commands on."""
+    return f"spades.commands.{game_id}"
+
+
+class Refusal(msgspec.Struct, frozen=True):
+    """Why a command was refused: a FORMAT.md code (or ``conflict``) and what it says."""
+
+    code: str
+    detail: str = ""
+
+
+class Commit(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One command's outcome, appended as one message: its events, or its refusal.
+
+    ``version`` is the game's version after these events (its event count), so they carry the
+    versions ``version - len(events) + 1`` .. ``version``; a refusal has no events and leaves
+    the version as it was. Refusals are kept so that a retried command id gets its first
+    answer however late it comes. ``previous`` is the SHA-256 of the previous commit's message
+    bytes (:data:`GENESIS` for the first): the history is a hash chain an auditor can check.
+    ``time`` is when the engine decided (UTC ISO 8601); ``request`` the SHA-256 of the request
+    body, so a reused command id with another body is told apart.
+    """
+
+    schema: int = SCHEMA
+    game_id: str
+    version: int
+    command_id: str
+    time: str
+    previous: str
+    request: str = ""
+    events: list[AnyEvent] = []
+    refusal: Refusal | None = None
+
+    @property
+    def first_version(self) -> int:
+        return self.version - len(self.events) + 1
+
+
+_commit_decoder = msgspec.json.Decoder(Commit)
+_commit_encoder = msgspec.json.Encoder()
+
+
+def encode_commit(commit: Commit) -> bytes:
+    return _commit_encoder.encode(commit)
+
+
+def read_commit(data: bytes) -> Commit:
+    """Decode a stored commit, upcasting an older shape first (never rewriting the stored one).
+
+    Raises ``msgspec.DecodeError``/``ValidationError`` for bytes that are not a commit.
+    """
+    raw = msgspec.json.decode(data)
+    schema = raw.get("schema", 1) if isinstance(raw, dict) else None
+    if schema == SCHEMA:
+        return _commit_decoder.decode(data)
+    if not isinstance(schema, int) or schema > SCHEMA:
+        raise msgspec.ValidationError(f"unknown commit schema {schema!r}")
+    for upcast in _UPCASTERS[schema:SCHEMA]:
+        raw = upcast(raw)
+    return msgspec.convert(raw, Commit)
+
+
+_UPCASTERS: list[Any] = [None]
+"""``_UPCASTERS[n]`` turns a schema-n commit (a dict) into schema n+1. Schema 1 is the first."""
+
+
+# --------------------------------------------------------------------------- commands
+
+
+class CreateGameRequest(msgspec.Struct, frozen=True, tag="create_game", kw_only=True):
+    rules: dict[str, Any]
+    dealer: int | None = None
+    entropy: str = ""
+    league: str | None = None
+
+
+class TakeSeatRequest(msgspec.Struct, frozen=True, tag="take_seat", kw_only=True):
+    player: str
+    seat: int | None = None
+    entropy: str = ""
+
+
+class ActRequest(msgspec.Struct, frozen=True, tag="act", kw_only=True):
+    """A seat's action, in the HTTP API's shape (``{"type": "bid", "bid": 3}``)."""
+
+    seat: int
+    action: Any
+    expected_version: int | None = None
+
+
+RequestBody = CreateGameRequest | TakeSeatRequest | ActRequest
+
+
+class CommandRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What the gateway sends an engine. ``command_id`` makes a retry safe: the same id gets
+    the first answer, however long after."""
+
+    command_id: str
+    game_id: str
+    body: RequestBody
+
+
+ReplyCode = Literal[
+    "not_your_turn",
+    "wrong_phase",
+    "card_not_in_hand",
+    "must_follow_suit",
+    "spades_not_broken",
+    "must_beat",
+    "wrong_opening_lead",
+    "invalid_bid",
+    "nil_not_allowed",
+    "blind_nil_not_allowed",
+    "invalid_pass",
+    "game_over",
+    "malformed",
+    "invalid_rules",
+    "seat_taken",
+    "game_not_found",
+    "conflict",
+    "idempotency_key_reused",
+    "unavailable",
+]
+
+
+class EventRecord(msgspec.Struct, frozen=True):
+    """An event with its position in the game (its version), as one reader may see it."""
+
+    version: int
+    event: AnyEvent
+
+
+class CommandReply(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An engine's answer: the events as the sender may see them, or a refusal code."""
+
+    command_id: str
+    ok: bool
+    version: int = 0
+    sequence: int = 0
+    """The stream sequence of the commit (0 when nothing was committed)."""
+    events: list[EventRecord] = []
+    seat: int | None = None
+    code: ReplyCode | None = None
+    detail: str = ""
+
+
+reply_decoder = msgspec.json.Decoder(CommandReply)
+request_decoder = msgspec.json.Decoder(CommandRequest)

@@ -1,0 +1,44 @@
+"""Sending commands to the engines: one NATS request per command, answered by one engine."""
+
+from __future__ import annotations
+
+import secrets
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client
+
+from contracts.wire import CommandReply, CommandRequest, RequestBody, command_subject, reply_decoder
+
+_encoder = msgspec.json.Encoder()
+
+
+class EngineUnavailable(Exception):
+    """No engine answered in time (or none is running). Retry with the same command id."""
+
+
+def new_command_id() -> str:
+    return secrets.token_hex(16)
+
+
+class EngineClient:
+    """Sends command requests over a NATS connection."""
+
+    def __init__(self, connection: Client, timeout_s: float = 5.0) -> None:
+        self._connection = connection
+        self._timeout_s = timeout_s
+
+    async def send(
+        self, game_id: str, body: RequestBody, command_id: str | None = None
+    ) -> CommandReply:
+        """Send one command; the same ``command_id`` always gets the first answer."""
+        request = CommandRequest(
+            command_id=command_id or new_command_id(), game_id=game_id, body=body
+        )
+        try:
+            message = await self._connection.request(
+                command_subject(game_id), _encoder.encode(request), timeout=self._timeout_s
+            )
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
+            raise EngineUnavailable(str(error) or type(error).__name__) from None
+        return reply_decoder.decode(message.data)

@@ -1,0 +1,102 @@
+"""The engine process: a FastStream NATS subscriber in a queue group, answering commands.
+
+Every engine process joins the queue group ``engine`` on ``spades.commands.*``, so NATS gives
+each command to one of them; more processes, more throughput. The streams are created (or
+checked) at start-up from their one definition in :mod:`services.runtime.game_stream`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import structlog
+from faststream import FastStream
+from faststream.message import StreamMessage
+from faststream.nats import NatsBroker
+from nats.js import JetStreamContext
+
+from contracts.wire import COMMAND_SUBJECTS, MAX_COMMAND_BYTES
+from services.engine.engine import Engine
+from services.runtime.game_stream import GameStream, games_stream_config
+from services.runtime.logging import get_logger
+from services.runtime.nats import ensure_stream
+
+log = structlog.get_logger("spades.engine")
+
+COMMAND_WORKERS = 256
+"""Commands in hand at once in one process (commands of one game still go one at a time)."""
+
+
+async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
+    """Create the game stream from its one definition, or bring it in line with it."""
+    await ensure_stream(js, games_stream_config(replicas))
+
+
+async def _delivery(message: StreamMessage[Any]) -> tuple[bytes, str]:
+    """Hand the handler the request's bytes and its reply subject: the engine reads the bytes
+    itself, so that a message that is not a command gets a ``malformed`` reply, not an error."""
+    return bytes(message.body), message.reply_to
+
+
+def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1) -> FastStream:
+    """The engine as a FastStream application (``spades serve engine`` runs it).
+
+    The subscriber hands each command to a task of its own and returns at once, so commands of
+    different games are decided and appended concurrently (up to ``COMMAND_WORKERS`` at a
+    time; past that the subscriber waits, which holds back NATS delivery). Each task replies
+    on the request's reply subject when its commit is acknowledged. FastStream's own
+    ``max_workers`` pool does the same job at several times the cost per message here.
+    """
+    broker = NatsBroker(
+        nats_url,
+        name="spades-engine",
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        logger=get_logger("faststream"),
+        log_level=logging.DEBUG,  # FastStream's line per message, below the default INFO
+    )
+    holder: dict[str, Engine] = {}
+    slots = asyncio.Semaphore(COMMAND_WORKERS)
+    running: set[asyncio.Task[None]] = set()
+
+    async def answer(body: bytes, reply_to: str) -> None:
+        try:
+            reply = await holder["engine"].handle(body)
+            if reply_to:
+                await broker.connection.publish(reply_to, reply)
+        finally:
+            slots.release()
+
+    @broker.subscriber(
+        COMMAND_SUBJECTS,
+        queue=queue,
+        no_reply=True,
+        decoder=_delivery,
+        pending_bytes_limit=MAX_COMMAND_BYTES * COMMAND_WORKERS * 4,
+        title="spades.commands.{game_id}",
+        description="A command for one game (CommandRequest JSON); the reply is a CommandReply.",
+    )
+    async def on_command(delivery: tuple[bytes, str]) -> None:
+        await slots.acquire()
+        task = asyncio.create_task(answer(*delivery))
+        running.add(task)
+        task.add_done_callback(running.discard)
+
+    app = FastStream(broker, logger=None)
+
+    @app.on_startup
+    async def connect_store() -> None:
+        await broker.connect()
+        js = broker.config.connection_state.stream
+        await ensure_streams(js, replicas)
+        holder["engine"] = Engine(GameStream(js))
+        log.info("engine ready", queue=queue)
+
+    @app.on_shutdown
+    async def finish_commands() -> None:
+        if running:
+            await asyncio.wait(running, timeout=10)
+
+    return app

@@ -1,0 +1,68 @@
+"""Helpers for the integration tests: engine processes and reading a game's whole record."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import nats
+from nats.aio.client import Client
+
+from benchmarks.commands import wait_for_engine
+from services.engine.client import EngineClient
+from services.runtime.game_stream import GameStream, StoredCommit
+
+
+class EngineProcess:
+    """``spades serve engine`` as a child process, with its log in a file."""
+
+    def __init__(self, nats_url: str, log_dir: Path, name: str = "engine") -> None:
+        self.nats_url = nats_url
+        self.log_path = log_dir / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "SPADES_NATS_URL": self.nats_url, "SPADES_LOG_FORMAT": "json"}
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "services.cli.main", "serve", "engine"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to finish anything in hand."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+async def connected(url: str) -> Client:
+    return await nats.connect(url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+
+
+async def ready_client(connection: Client, timeout_s: float = 5.0) -> EngineClient:
+    client = EngineClient(connection, timeout_s=timeout_s)
+    await wait_for_engine(client)
+    return client
+
+
+async def history(connection: Client, game_id: str) -> list[StoredCommit]:
+    return await GameStream(connection.jetstream()).read(game_id)
