@@ -12,12 +12,9 @@ starts from the version the last one reached).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import secrets
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import msgspec
@@ -27,7 +24,6 @@ import nats.js.errors
 from contracts.wire import (
     COMMAND_ID,
     GAME_ID,
-    GENESIS,
     MAX_COMMAND_BYTES,
     ActRequest,
     CommandReply,
@@ -45,9 +41,9 @@ from domain.commands import AnyCommand, CreateGame, TakeSeat, from_api
 from domain.dealing import SeededDeal
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, SeatTaken
-from domain.game import decide, evolve
-from domain.state import Game
+from domain.game import decide
 from domain.views import event_for
+from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import (
     AppendConflict,
     DuplicateCommand,
@@ -64,68 +60,12 @@ MAX_ATTEMPTS = 16
 _reply_encoder = msgspec.json.Encoder()
 
 
-@dataclass(frozen=True, slots=True)
-class Answered:
-    """Where a command's first answer is, and which request body got it."""
-
-    sequence: int
-    request: str
+def request_digest(request: CommandRequest) -> str:
+    """SHA-256 of what a command asks, however its JSON was spelled (key order, spacing)."""
+    return hashlib.sha256(_canonical.encode(request.body)).hexdigest()
 
 
-@dataclass
-class LoadedGame:
-    """A game as the engine holds it: its state, and where its history ends."""
-
-    game_id: str
-    state: Game | None = None
-    sequence: int = 0
-    digest: str = GENESIS
-    answered: dict[str, Answered] = field(default_factory=dict)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    @property
-    def version(self) -> int:
-        return self.state.version if self.state is not None else 0
-
-    def apply(self, stored: StoredCommit) -> None:
-        commit = stored.commit
-        state = self.state
-        for event in commit.events:
-            state = evolve(state, event)
-        self.state = state
-        self.sequence = stored.sequence
-        self.digest = stored.digest
-        self.answered[commit.command_id] = Answered(stored.sequence, commit.request)
-
-
-class GameCache:
-    """Games in memory, least recently used first out; a cold game is rebuilt by replay."""
-
-    def __init__(self, stream: GameStream, capacity: int = 2000) -> None:
-        self._stream = stream
-        self._capacity = capacity
-        self._games: OrderedDict[str, LoadedGame] = OrderedDict()
-
-    async def get(self, game_id: str) -> LoadedGame:
-        game = self._games.get(game_id)
-        if game is None:
-            game = LoadedGame(game_id)
-            self._games[game_id] = game
-            while len(self._games) > self._capacity:
-                self._games.popitem(last=False)
-            async with game.lock:
-                await self.catch_up(game)
-        else:
-            self._games.move_to_end(game_id)
-        return game
-
-    async def catch_up(self, game: LoadedGame) -> None:
-        """Apply the commits other engines appended since ``game.sequence``."""
-        for stored in await self._stream.read(game.game_id, after=game.sequence):
-            game.apply(stored)
-
-    def forget(self, game_id: str) -> None:
-        self._games.pop(game_id, None)
+_canonical = msgspec.json.Encoder(order="sorted")
 
 
 def _now() -> str:
@@ -182,7 +122,7 @@ class Engine:
         seat = request.body.seat if isinstance(request.body, ActRequest) else None
         bound = log.bind(game_id=request.game_id, command_id=request.command_id, seat=seat)
         try:
-            reply = await self.execute(request, hashlib.sha256(data).hexdigest())
+            reply = await self.execute(request, request_digest(request))
         except (nats.errors.Error, nats.js.errors.Error, TimeoutError, OSError) as error:
             bound.warning("command not answered: event store unreachable", error=str(error))
             self.games.forget(request.game_id)
