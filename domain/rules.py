@@ -80,8 +80,8 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         return (self.pack_size - self.out_of_play) // self.players
 
     def to_json(self) -> dict[str, Any]:
-        """Every option, as JSON values."""
-        out: dict[str, Any] = msgspec.to_builtins(self)
+        """Every option, as JSON values (lists, not tuples)."""
+        out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
         return out
 
 

@@ -127,14 +127,16 @@ def _score_unit(
     renege_note = " (renege)" if reneged else ""
     bags = 0
 
+    # A special bid replaces the contract's points; FORMAT.md scores it after the nils.
+    special: ScoreLine | None = None
     if contract_seats and rules.ten_for_two_hundred and contract == 10:
         exact = counted == 10 and not reneged
         value = 200 if exact else -200
-        lines.append(ScoreLine(unit, "ten_for_two_hundred", value, (counted, renege_note)))
+        special = ScoreLine(unit, "ten_for_two_hundred", value, (counted, renege_note))
     elif contract_seats and rules.boston and contract == hand_size:
         made = counted == hand_size and not reneged
         value = 200 if made else -200
-        lines.append(ScoreLine(unit, "boston", value, (hand_size, counted, renege_note)))
+        special = ScoreLine(unit, "boston", value, (hand_size, counted, renege_note))
     else:
         made = counted >= contract and not reneged
         if contract_seats or failed_nil_tricks == "partner":
@@ -173,6 +175,8 @@ def _score_unit(
             )
         )
 
+    if special is not None:
+        lines.append(special)
     if rules.all_tricks_bonus and sum(tricks[seat] for seat in seats) == hand_size:
         lines.append(ScoreLine(unit, "all_tricks_bonus", rules.all_tricks_bonus, (hand_size,)))
     return bags
