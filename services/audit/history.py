@@ -15,18 +15,34 @@ from domain.fairness import deal_problems
 from domain.rules import Rules
 from services.runtime.game_stream import StoredCommit
 
+CHAIN_RULE = "previous = SHA-256 of the previous commit's stored bytes"
+VERSIONS_RULE = "a commit's events carry the versions after the one before, without a gap"
+
 
 class Problem(msgspec.Struct, frozen=True):
-    """The first thing found wrong at one place of the record."""
+    """The first thing found wrong at one place of the record, and the rule it breaks."""
 
     version: int
     """The game version (event number) where it is found; 0 for the history as a whole."""
     check: str
+    """Which check found it: chain, versions, idempotency, commit, deal, replay, score,
+    read_model (the order in which the checks of one version are reported)."""
     detail: str
+    rule: str | None = None
+    """What decided it: a FORMAT.md code or option (``must_follow_suit``, ``failed_bid``), or
+    the record's own rule (the hash chain, the deal's commitment)."""
+    hand: int | None = None
+    """The hand the version belongs to, when it belongs to one."""
+    arithmetic: list[str] = []
+    """For a score in question: the rules' own arithmetic, line by line."""
 
 
 def chain_problems(commits: Sequence[StoredCommit]) -> list[Problem]:
-    """Hash chain, contiguous versions, one commit per command id."""
+    """Hash chain, contiguous versions, one commit per command id.
+
+    A gap or a repeat is reported at the version that was due next, so a removed commit is
+    named by the first version it took with it.
+    """
     problems: list[Problem] = []
     previous_digest = GENESIS
     previous_version = 0
@@ -35,24 +51,37 @@ def chain_problems(commits: Sequence[StoredCommit]) -> list[Problem]:
         commit = stored.commit
         if commit.previous != previous_digest:
             problems.append(
-                Problem(commit.first_version, "chain", "the commit does not name the one before it")
+                Problem(
+                    commit.first_version,
+                    "chain",
+                    "the commit does not name the one before it",
+                    CHAIN_RULE,
+                )
             )
-        if commit.first_version != previous_version + 1:
+        due = previous_version + 1
+        if commit.first_version != due:
+            jump = _jump(due, commit.first_version)
+            problems.append(Problem(due, "versions", jump, VERSIONS_RULE))
+        if commit.command_id in seen:
             problems.append(
                 Problem(
                     commit.first_version,
-                    "versions",
-                    f"versions jump from {previous_version} to {commit.first_version}",
+                    "idempotency",
+                    f"command {commit.command_id} is committed twice",
+                    "one commit per command id",
                 )
-            )
-        if commit.command_id in seen:
-            problems.append(
-                Problem(commit.first_version, "idempotency", f"command {commit.command_id} twice")
             )
         seen.add(commit.command_id)
         previous_digest = stored.digest
         previous_version = commit.version
     return problems
+
+
+def _jump(due: int, found: int) -> str:
+    if found > due:
+        missing = f"version {due} is" if found == due + 1 else f"versions {due} to {found - 1} are"
+        return f"{missing} missing: the next commit starts at {found}"
+    return f"the commit starts at version {found} again, where {due} was due"
 
 
 def deal_checks(commits: Sequence[StoredCommit]) -> list[Problem]:

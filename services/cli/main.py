@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from services.cli import bench, scenario, serve
+from services.cli import bench, contracts, scenario, serve
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -14,6 +17,28 @@ app = typer.Typer(
 app.add_typer(scenario.app, name="scenario")
 app.add_typer(bench.app, name="bench")
 app.add_typer(serve.app, name="serve")
+app.add_typer(contracts.app, name="contracts")
+
+
+@app.command()
+def up(
+    host: Annotated[str | None, typer.Option(help="Gateway address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Gateway port (default 8000).")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Where NATS and SQLite keep data (var).")
+    ] = None,
+) -> None:
+    """Start the whole stack: embedded NATS, engine, projection workers and the gateway."""
+    from services.cli.up import run_stack
+    from services.runtime.logging import configure_logging
+    from services.runtime.settings import get_settings
+
+    settings = get_settings()
+    changes = {"host": host, "port": port, "data_dir": data_dir}
+    settings = settings.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    configure_logging(settings)
+    raise typer.Exit(run_stack(settings))
+
 
 if __name__ == "__main__":
     app()

@@ -12,6 +12,9 @@ from services.runtime.settings import get_settings
 
 app = typer.Typer(no_args_is_help=True, help="Run one service as its own process.")
 
+GRACEFUL_SHUTDOWN_S = 3
+"""How long open event streams may hold a stopping gateway."""
+
 NatsUrl = Annotated[
     str | None,
     typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL)."),
@@ -42,3 +45,28 @@ def engine(nats_url: NatsUrl = None) -> None:
         url, queue=settings.engine_queue, replicas=settings.stream_replicas
     )
     asyncio.run(application.run())
+
+
+@app.command("gateway")
+def gateway(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default SPADES_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default SPADES_PORT).")] = None,
+    nats_url: NatsUrl = None,
+) -> None:
+    """The HTTP API: FastAPI under uvicorn, sending commands to the engines over NATS."""
+    import uvicorn
+
+    from services.gateway.app import create_app
+
+    settings = get_settings()
+    changes = {"host": host, "port": port, "nats_url": nats_url_or_exit(nats_url)}
+    settings = settings.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    configure_logging(settings)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,  # our logging, configured above
+        access_log=False,  # it prints query strings; the gateway logs requests by path
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )

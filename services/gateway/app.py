@@ -1,0 +1,109 @@
+"""The HTTP gateway's composition root: :func:`create_app` builds the whole application.
+
+Nothing connects at import or at :func:`create_app`; the lifespan connects to NATS and builds
+the services every route shares (:class:`services.gateway.deps.Gateway`), and closes them.
+``spades serve gateway`` runs it under uvicorn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from fastapi import FastAPI
+
+from services.engine.client import EngineClient
+from services.gateway.auth import PlatformKeys, SeatTokens
+from services.gateway.body_limit import BodyLimit
+from services.gateway.commands import Commands, InFlight
+from services.gateway.deps import Gateway
+from services.gateway.openapi import install_openapi
+from services.gateway.problems import install_problem_handlers
+from services.gateway.read_models import StreamReadModels
+from services.gateway.routes import actions, audit, events, games, hands, seats, service
+from services.gateway.telemetry import Metrics, RequestTelemetry
+from services.runtime.game_cache import GameCache
+from services.runtime.game_stream import GameStream
+from services.runtime.logging import get_logger
+from services.runtime.nats import connect
+from services.runtime.settings import Settings, get_settings
+
+log = get_logger("spades.gateway")
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+KEEP_ALIVE_S = 15.0
+"""Seconds between keep-alive comments on an idle event stream."""
+MIN_VERSION_WAIT_S = 5.0
+"""The longest a read waits for its ``min_version``."""
+
+DESCRIPTION = """\
+Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
+played, and audit them afterwards. Errors are RFC 9457 problems whose `code` is a FORMAT.md code.
+"""
+
+
+def _lifespan(
+    settings: Settings, metrics: Metrics, keep_alive_s: float, min_version_wait_s: float
+) -> Lifespan:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not settings.nats_url:
+            raise RuntimeError("the gateway needs a NATS server: set SPADES_NATS_URL")
+        platform_keys = PlatformKeys(settings.api_key_set)
+        if not platform_keys.required:
+            log.warning("SPADES_API_KEYS is not set: anyone may create games")
+        seat_tokens = SeatTokens(settings.signing_key())
+        connection = await connect(settings.nats_url, "spades-gateway")
+        js = connection.jetstream(timeout=settings.command_timeout_s)
+        stream = GameStream(js)
+        games = GameCache(stream)
+        in_flight = InFlight()
+        metrics.in_flight.set_function(lambda: len(in_flight))
+        app.state.gateway = Gateway(
+            connection=connection,
+            js=js,
+            stream=stream,
+            games=games,
+            commands=Commands(
+                EngineClient(connection, settings.command_timeout_s), metrics.engine_timeouts
+            ),
+            in_flight=in_flight,
+            seat_tokens=seat_tokens,
+            platform_keys=platform_keys,
+            read_models=StreamReadModels(connection, js, stream, games),
+            metrics=metrics,
+            keep_alive_s=keep_alive_s,
+            min_version_wait_s=min_version_wait_s,
+        )
+        log.info("gateway ready")
+        try:
+            yield
+        finally:
+            await connection.close()
+
+    return lifespan
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    keep_alive_s: float = KEEP_ALIVE_S,
+    min_version_wait_s: float = MIN_VERSION_WAIT_S,
+) -> FastAPI:
+    """The gateway as an ASGI application (settings from the environment when not given)."""
+    settings = settings if settings is not None else get_settings()
+    metrics = Metrics()
+    app = FastAPI(
+        title="Spades",
+        version="1",
+        description=DESCRIPTION,
+        lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
+    )
+    for router in (games, seats, actions, events, hands, audit, service):
+        app.include_router(router.router)
+    install_problem_handlers(app)
+    install_openapi(app)
+    app.add_middleware(BodyLimit)
+    app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: sees every answer
+    return app

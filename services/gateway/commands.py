@@ -1,0 +1,77 @@
+"""Commands from HTTP to the engines: idempotency keys, requests in flight, replies as problems.
+
+An ``Idempotency-Key`` becomes the command id, derived from the game, the seat and the key, so a
+retry reaches the engine under the same id and gets the first answer (the engine keeps every
+command id in the game's history). While the first request with a key is still being answered
+in this process, a second one is refused with ``conflict`` rather than sent again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client import Counter
+
+from contracts.wire import CommandReply, RequestBody
+from services.engine.client import EngineClient, EngineUnavailable, new_command_id
+from services.gateway.problems import ProblemError
+from services.runtime.logging import get_logger
+
+MAX_IDEMPOTENCY_KEY = 255
+
+log = get_logger("spades.gateway")
+
+
+def command_id_for(game_id: str, seat: int, idempotency_key: str | None) -> str:
+    """The command id of an action: derived from its key, or fresh when it has none."""
+    if idempotency_key is None:
+        return new_command_id()
+    material = f"{game_id}\x00{seat}\x00{idempotency_key}".encode()
+    return "k" + hashlib.sha256(material).hexdigest()
+
+
+class InFlight:
+    """Command ids being answered in this process right now."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+
+    @contextmanager
+    def hold(self, command_id: str) -> Iterator[None]:
+        if command_id in self._ids:
+            raise ProblemError(
+                "conflict", "a request with this Idempotency-Key is still being processed"
+            )
+        self._ids.add(command_id)
+        try:
+            yield
+        finally:
+            self._ids.discard(command_id)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class Commands:
+    """Sends commands to the engines; a refusal or silence comes back as a ProblemError."""
+
+    def __init__(self, engine: EngineClient, timeouts: Counter) -> None:
+        self._engine = engine
+        self._timeouts = timeouts
+
+    async def send(
+        self, game_id: str, body: RequestBody, command_id: str | None = None
+    ) -> CommandReply:
+        """The engine's acceptance of one command."""
+        command_id = command_id or new_command_id()
+        try:
+            reply = await self._engine.send(game_id, body, command_id)
+        except EngineUnavailable as silence:
+            self._timeouts.inc()
+            log.warning("no engine answered", command_id=command_id, error=str(silence))
+            raise ProblemError("unavailable", "no engine answered in time; retry") from None
+        if not reply.ok:
+            raise ProblemError(reply.code or "unavailable", reply.detail)
+        return reply

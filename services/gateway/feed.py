@@ -1,0 +1,115 @@
+"""One game as server-sent events: a ``state`` event, then every event as it is committed.
+
+Each event's ``id:`` is its version, so a client that reconnects with ``Last-Event-ID`` gets the
+events after it and no ``state``; an id the game has not reached (or not a version at all) gets
+a fresh ``state``. The events come from a JetStream ordered consumer on the game's subject,
+started right after the last commit already rendered: nothing is missed or sent twice between
+the state and the first event. Idle streams get a keep-alive comment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import anyio
+import msgspec
+import nats.errors
+from fastapi.sse import format_sse_event
+from nats.js import JetStreamContext, api
+from starlette.responses import StreamingResponse
+
+from contracts.wire import GAMES_STREAM, game_subject, read_commit
+from domain.state import Game
+from services.gateway.views import Reader, event_json, state_for, versioned
+from services.runtime.logging import get_logger
+
+KEEP_ALIVE = format_sse_event(comment="keep-alive")
+_POSITION = re.compile(r"^[0-9]{1,18}$")
+
+log = get_logger("spades.gateway.feed")
+
+
+class EventStream(StreamingResponse):
+    """``text/event-stream``, framed here (not FastAPI's generator-endpoint SSE, whose
+    keep-alive interval is fixed), unbuffered by proxies."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, content: AsyncIterator[bytes], status_code: int = 200) -> None:
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        super().__init__(content, status_code, headers)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedStart:
+    """Where a stream begins: the game as last read, and what the client already has."""
+
+    game: Game
+    sequence: int
+    """The stream sequence of the game's last commit."""
+    resume_after: int | None
+    """The version the client has seen (from ``Last-Event-ID``), or None for a fresh state."""
+
+
+def resume_point(last_event_id: str | None, version: int) -> int | None:
+    """The version to resume after, or None when ``Last-Event-ID`` is absent or unusable."""
+    if last_event_id is None or not _POSITION.match(last_event_id.strip()):
+        return None
+    position = int(last_event_id)
+    return position if position <= version else None
+
+
+@contextlib.asynccontextmanager
+async def _following(
+    js: JetStreamContext, game_id: str, from_sequence: int
+) -> AsyncIterator[JetStreamContext.PushSubscription]:
+    config = api.ConsumerConfig(
+        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=from_sequence
+    )
+    subscription = await js.subscribe(
+        game_subject(game_id), stream=GAMES_STREAM, config=config, ordered_consumer=True
+    )
+    try:
+        yield subscription
+    finally:
+        with anyio.CancelScope(shield=True), contextlib.suppress(nats.errors.Error):
+            await subscription.unsubscribe()
+
+
+def _state_frame(game: Game, reader: Reader) -> bytes:
+    data = msgspec.json.encode(state_for(game, reader)).decode()
+    return format_sse_event(data_str=data, event="state", id=str(game.version))
+
+
+async def frames(
+    js: JetStreamContext, start: FeedStart, reader: Reader, keep_alive_s: float
+) -> AsyncIterator[bytes]:
+    """The stream's bytes, until the client goes or NATS does."""
+    game = start.game
+    seen = start.resume_after
+    from_sequence = start.sequence + 1
+    if seen is None:
+        yield _state_frame(game, reader)
+        seen = game.version
+    elif seen < game.version:
+        from_sequence = 1  # replay the game's subject from its start, skipping what was seen
+    try:
+        async with _following(js, game.game_id, from_sequence) as subscription:
+            while True:
+                try:
+                    message = await subscription.next_msg(timeout=keep_alive_s)
+                except nats.errors.TimeoutError:
+                    yield KEEP_ALIVE
+                    continue
+                for version, event in versioned(read_commit(message.data)):
+                    if version > seen:
+                        data = event_json(event, reader).decode()
+                        yield format_sse_event(
+                            data_str=data, event=str(event.__struct_config__.tag), id=str(version)
+                        )
+                        seen = version
+    except nats.errors.Error as error:
+        log.warning("event stream ends: nats", game_id=game.game_id, error=type(error).__name__)

@@ -1,0 +1,490 @@
+"""The HTTP API's bodies, as pydantic models: what requests may hold and what responses hold.
+
+Only the HTTP edge uses these. Responses mirror the domain's own shapes field for field
+(``domain.views.PublicState``/``SeatView``, ``domain.events``, ``domain.records.HandRecord``),
+so the OpenAPI document describes exactly what leaves the service; a test keeps them in step.
+Request models are strict: a value of the wrong JSON type is ``malformed``, never coerced.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.rules import (
+    DealKind,
+    FailedBid,
+    FailedNilTricks,
+    FirstLead,
+    PresetName,
+    Renege,
+    SpadesLead,
+    TrumpOrder,
+)
+from domain.state import Phase, Status
+
+Card = Annotated[
+    str,
+    Field(
+        pattern=r"^(?:[2-9TJQKA][CDHS]|BJ|LJ)$",
+        description="Rank and suit, e.g. `QH`, `TS`; jokers `BJ` and `LJ` (FORMAT.md).",
+        examples=["QH"],
+    ),
+]
+CardInput = Annotated[
+    str,
+    Field(
+        max_length=8,
+        description="A card as FORMAT.md writes it; `10H` and lower case are accepted too.",
+        examples=["QH"],
+    ),
+]
+Bid = Annotated[
+    int | Literal["nil", "blind_nil"],
+    Field(description="A number of tricks, `nil` or `blind_nil`.", examples=[3, "nil"]),
+]
+Version = Annotated[int, Field(ge=0, description="A game version: how many events made it.")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class CreateGame(_Strict):
+    rules: dict[str, Any] = Field(
+        description='`{"preset": NAME, ...overrides}` with FORMAT.md\'s options.',
+        examples=[{"preset": "partnership", "target": 300}],
+    )
+    dealer: int | None = Field(
+        default=None, description="The first dealer; absent, the game's shuffle cuts for it."
+    )
+    entropy: str = Field(default="", max_length=256, description="Hex the deal mixes in.")
+    league: str | None = Field(default=None, max_length=64)
+
+
+class TakeSeat(_Strict):
+    player: str = Field(max_length=64, examples=["ada"])
+    seat: int | None = Field(default=None, description="Absent: the first free seat.")
+    entropy: str = Field(default="", max_length=256, description="Hex the deals mix in.")
+
+
+class _Action(_Strict):
+    expected_version: Version | None = Field(
+        default=None, description="Refused with 409 `conflict` when the game has moved on."
+    )
+    seat: int | None = Field(
+        default=None, description="Optional; when given it must be the seat token's seat."
+    )
+
+
+class BidAction(_Action):
+    type: Literal["bid"]
+    bid: Bid
+
+
+class PlayAction(_Action):
+    type: Literal["play"]
+    card: CardInput
+
+
+class PassAction(_Action):
+    type: Literal["pass"]
+    cards: list[CardInput] = Field(max_length=54)
+
+
+class DrawAction(_Action):
+    type: Literal["draw"]
+    keep: bool
+
+
+class LookAction(_Action):
+    type: Literal["look"]
+
+
+Action = BidAction | PlayAction | PassAction | DrawAction | LookAction
+"""The body of ``POST .../actions``, told apart by ``type``."""
+
+
+# --------------------------------------------------------------------------- game state
+
+
+class RuleSet(BaseModel):
+    """Every option of FORMAT.md, resolved."""
+
+    preset: PresetName
+    players: int
+    partnerships: bool
+    deck_remove: list[Card]
+    jokers: bool
+    trump_order: TrumpOrder
+    out_of_play: int
+    deal: DealKind
+    min_bid: int
+    team_min_bid: int
+    nil: bool
+    nil_value: int
+    blind_nil: bool
+    blind_nil_value: int
+    blind_nil_behind: int | None
+    blind_nil_pass: int
+    failed_nil_tricks: FailedNilTricks
+    spades_lead: SpadesLead
+    first_lead: FirstLead
+    must_beat: bool
+    renege: Renege
+    failed_bid: FailedBid
+    overtrick_points: int
+    bag_limit: int | None
+    bag_penalty: int
+    ten_for_two_hundred: bool
+    boston: bool
+    all_tricks_bonus: int
+    target: int
+    lose_at: int | None
+    max_hands: int | None
+
+
+class SeatInfo(BaseModel):
+    seat: int
+    player: str | None
+
+
+class TrickCard(BaseModel):
+    seat: int
+    card: Card
+
+
+class PublicState(BaseModel):
+    """The table as anyone watching it sees it."""
+
+    game_id: str
+    version: int
+    rules: RuleSet
+    status: Status
+    phase: Phase | None
+    hand_number: int
+    dealer: int | None
+    turn: int | None
+    seats: list[SeatInfo]
+    units: list[list[int]]
+    bids: list[Bid | None]
+    tricks: list[int]
+    current_trick: list[TrickCard]
+    spades_broken: bool
+    scores: list[int]
+    bags: list[int]
+    winners: list[int]
+    deal_commitment: str | None
+    passes_due: list[int]
+    discards: list[Card]
+
+
+class LegalBid(BaseModel):
+    type: Literal["bid"]
+    bid: Bid
+
+
+class LegalPlay(BaseModel):
+    type: Literal["play"]
+    card: Card
+
+
+class LegalPass(BaseModel):
+    """A pass that is due: ``count`` cards of the seat's choosing."""
+
+    type: Literal["pass"]
+    count: int
+
+
+class LegalDraw(BaseModel):
+    type: Literal["draw"]
+    keep: bool
+
+
+class LegalLook(BaseModel):
+    type: Literal["look"]
+
+
+LegalAction = Annotated[
+    LegalBid | LegalPlay | LegalPass | LegalDraw | LegalLook, Field(discriminator="type")
+]
+
+
+class SeatView(PublicState):
+    """The table as one seat sees it, with every action it may send now."""
+
+    seat: int
+    hand: list[Card] | None
+    drawn_card: Card | None
+    legal: list[LegalAction]
+
+
+class SeatTaken(BaseModel):
+    seat: int
+    player: str
+    token: str = Field(description="`Authorization: Bearer <token>` acts for this seat only.")
+
+
+# --------------------------------------------------------------------------- events
+
+
+class GameCreatedEvent(BaseModel):
+    type: Literal["game_created"]
+    game_id: str
+    rules: RuleSet
+    dealer: int | None
+    entropy: str
+    scores: list[int] | None
+    bags: list[int] | None
+    league: str | None
+
+
+class SeatTakenEvent(BaseModel):
+    type: Literal["seat_taken"]
+    seat: int
+    player: str
+    entropy: str
+
+
+class HandDealtEvent(BaseModel):
+    """The deal: its cards are never shown here (``hands`` empty, ``deck`` and ``seed`` null);
+    the hand record has them once the hand is over."""
+
+    type: Literal["hand_dealt"]
+    hand: int
+    dealer: int
+    commitment: str | None
+    hands: list[list[Card]]
+    deck: list[Card] | None
+    seed: str | None
+
+
+class CardDrawnEvent(BaseModel):
+    type: Literal["card_drawn"]
+    seat: int
+    card: Card | None
+    kept: bool
+
+
+class HandLookedEvent(BaseModel):
+    type: Literal["hand_looked"]
+    seat: int
+    cards: list[Card] | None
+
+
+class BidPlacedEvent(BaseModel):
+    type: Literal["bid_placed"]
+    seat: int
+    bid: Bid
+
+
+class CardsPassedEvent(BaseModel):
+    type: Literal["cards_passed"]
+    seat: int
+    to: int
+    cards: list[Card] | None
+
+
+class CardsReceivedEvent(BaseModel):
+    type: Literal["cards_received"]
+    seat: int
+    giver: int
+    cards: list[Card] | None
+
+
+class CardPlayedEvent(BaseModel):
+    type: Literal["card_played"]
+    seat: int
+    card: Card
+    renege: bool
+
+
+class TrickWonEvent(BaseModel):
+    type: Literal["trick_won"]
+    trick: int
+    seat: int
+
+
+class HandScoredEvent(BaseModel):
+    type: Literal["hand_scored"]
+    hand: int
+    bids: list[Bid]
+    tricks: list[int]
+    points: list[int]
+    scores: list[int]
+    bags: list[int]
+    reneged: list[int]
+    seed: str | None
+
+
+class GameEndedEvent(BaseModel):
+    type: Literal["game_ended"]
+    winners: list[int]
+    scores: list[int]
+
+
+Event = Annotated[
+    GameCreatedEvent
+    | SeatTakenEvent
+    | HandDealtEvent
+    | CardDrawnEvent
+    | HandLookedEvent
+    | BidPlacedEvent
+    | CardsPassedEvent
+    | CardsReceivedEvent
+    | CardPlayedEvent
+    | TrickWonEvent
+    | HandScoredEvent
+    | GameEndedEvent,
+    Field(discriminator="type"),
+]
+
+
+class EventRecord(BaseModel):
+    version: int = Field(description="The event's position in the game, 1 for the first.")
+    event: Event
+
+
+class Events(BaseModel):
+    """Events as the reader may see them, and the game's version when they were read."""
+
+    version: int
+    events: list[EventRecord]
+
+
+# --------------------------------------------------------------------------- records
+
+
+class Deal(BaseModel):
+    deck: list[Card] | None
+    hands: list[list[Card]]
+    seed: str | None
+    commitment: str | None
+
+
+class Drawn(BaseModel):
+    seat: int
+    card: Card
+    kept: bool
+
+
+class Pass(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_seat: int = Field(alias="from")
+    to: int
+    cards: list[Card]
+
+
+class Played(BaseModel):
+    seat: int
+    card: Card
+
+
+class Trick(BaseModel):
+    leader: int
+    cards: list[Played]
+    winner: int
+
+
+class HandRecord(BaseModel):
+    """One finished hand, as dealt and played and scored."""
+
+    hand: int
+    dealer: int
+    deal: Deal
+    draws: list[Drawn]
+    bids: list[Bid]
+    passes: list[Pass]
+    tricks: list[Trick]
+    tricks_won: list[int]
+    points: list[int]
+    scores: list[int]
+    bags: list[int]
+    reneged: list[int]
+
+
+class HandRecords(BaseModel):
+    hands: list[HandRecord]
+
+
+class HandScore(BaseModel):
+    hand: int
+    points: list[int]
+    scores: list[int]
+    bags: list[int]
+
+
+class Scoreboard(BaseModel):
+    units: list[list[int]]
+    hands: list[HandScore]
+    scores: list[int]
+    bags: list[int]
+    game_over: bool
+    winners: list[int]
+
+
+class GameSummary(BaseModel):
+    game_id: str
+    version: int
+    status: Status
+    preset: PresetName
+    league: str | None
+    players: list[str | None] = Field(description="The player in each seat, null when free.")
+    hand_number: int
+    scores: list[int]
+    winners: list[int]
+
+
+class GameList(BaseModel):
+    games: list[GameSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: done.")
+
+
+# --------------------------------------------------------------------------- audit
+
+
+class AuditProblem(BaseModel):
+    version: int = Field(description="The event where it is found; 0: the history as a whole.")
+    check: str = Field(description="chain, versions, idempotency, deal, replay or score.")
+    detail: str
+    rule: str | None = Field(default=None, description="The rule or code that decided it.")
+    hand: int | None = None
+    arithmetic: list[str] = Field(default_factory=list)
+
+
+class HandAudit(BaseModel):
+    hand: int
+    deal_verified: bool
+    replayed: bool
+    score_matches: bool
+    problems: list[AuditProblem]
+
+
+class Audit(BaseModel):
+    ok: bool
+    events: int
+    chain: bool = Field(description="The commits' hash chain is intact and versions contiguous.")
+    hands: list[HandAudit] = Field(description="Every finished hand.")
+    problems: list[AuditProblem] = Field(description="Everything found, hands' included.")
+
+
+# --------------------------------------------------------------------------- service
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with the refusal's FORMAT.md ``code``."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"]

@@ -1,0 +1,84 @@
+"""The OpenAPI document: problem responses as ``application/problem+json``, codes per status.
+
+FastAPI documents a 422 ``HTTPValidationError`` for every route with parameters; here a
+request that fails validation is a 400 problem, and 422 is a problem too (a refused action), so
+every error response is rewritten to the one Problem schema after FastAPI generates the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from services.gateway.models import Problem
+from services.gateway.problems import PROBLEM_JSON
+
+_CODES: dict[int, str] = {
+    400: "`malformed`: the request cannot be read (body, parameters, headers).",
+    401: "`unauthorized`: no valid seat token or platform key.",
+    403: "`forbidden`: the seat token is for another game or seat.",
+    404: "`game_not_found`, `hand_not_found`, or `not_found`.",
+    409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict`.",
+    422: "Every other FORMAT.md code, `invalid_rules`, `idempotency_key_reused`.",
+    503: "`unavailable`: the engine or NATS did not answer in time; retry (see Retry-After).",
+}
+
+OPTIONAL_CREDENTIAL: dict[str, Any] = {"security": [{}]}
+"""``openapi_extra`` of a route whose bearer credential may be left out: FastAPI lists its
+bearer scheme as required, and this adds the anonymous alternative beside it."""
+
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying.",
+        "schema": {"type": "integer"},
+    }
+}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` of a route that can answer these problem statuses."""
+    documented: dict[int | str, dict[str, Any]] = {}
+    for status in (400, *statuses):
+        entry: dict[str, Any] = {"model": Problem, "description": _CODES[status]}
+        if status == 503:
+            entry["headers"] = _RETRY_AFTER
+        documented[status] = entry
+    return documented
+
+
+def _problem_content() -> dict[str, Any]:
+    return {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+
+
+def _tidy(document: dict[str, Any]) -> dict[str, Any]:
+    for path in document.get("paths", {}).values():
+        for operation in path.values():
+            for status, response in operation.get("responses", {}).items():
+                if int(status) >= 400:
+                    response["content"] = _problem_content()
+                    response["description"] = _CODES.get(int(status), response["description"])
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.pop("HTTPValidationError", None)
+    schemas.pop("ValidationError", None)
+    schemas["Problem"] = Problem.model_json_schema()
+    return document
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Serve the tidied document at ``/openapi.json`` (generated once, then kept)."""
+
+    def document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _tidy(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    description=app.description,
+                    routes=app.routes,
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = document  # type: ignore[method-assign]

@@ -1,0 +1,76 @@
+"""Events: a game's history as a reader may see it, by page or as server-sent events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from itertools import islice
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+
+from services.gateway.deps import GameId, ReaderOf, Services, StreamReaderOf
+from services.gateway.feed import EventStream, FeedStart, frames, resume_point
+from services.gateway.models import Events
+from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.problems import ProblemError
+from services.gateway.views import event_records, versioned
+
+router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
+
+
+@router.get(
+    "",
+    response_model=Events,
+    responses=problems(401, 403, 404, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def events(
+    game_id: GameId,
+    reader: ReaderOf,
+    services: Services,
+    after: Annotated[int, Query(ge=0, description="The version to start after.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> Any:
+    """Events after version ``after``: public ones, and with a seat token that seat's own."""
+    commits = await services.stream.read(game_id)
+    if not any(stored.commit.events for stored in commits):
+        raise ProblemError("game_not_found", f"no game {game_id}")
+    every = (pair for stored in commits for pair in versioned(stored.commit))
+    wanted = islice((pair for pair in every if pair[0] > after), limit)
+    version = commits[-1].commit.version
+    return {"version": version, "events": event_records(wanted, reader)}
+
+
+@router.get(
+    "/stream",
+    response_class=EventStream,
+    responses={
+        200: {"description": "A `state` event, then every event, each with `id:` its version."},
+        **problems(401, 403, 404, 503),
+    },
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def event_stream(
+    game_id: GameId,
+    reader: StreamReaderOf,
+    services: Services,
+    last_event_id: Annotated[
+        str | None, Header(max_length=32, description="Resume after this version.")
+    ] = None,
+) -> EventStream:
+    """The game as server-sent events, resumable with ``Last-Event-ID``."""
+    loaded = await services.games.latest(game_id)
+    game, sequence = loaded.state, loaded.sequence
+    if game is None:
+        raise ProblemError("game_not_found", f"no game {game_id}")
+    start = FeedStart(game, sequence, resume_point(last_event_id, game.version))
+
+    async def body() -> AsyncIterator[bytes]:
+        services.metrics.streams.inc()
+        try:
+            async for frame in frames(services.js, start, reader, services.keep_alive_s):
+                yield frame
+        finally:
+            services.metrics.streams.dec()
+
+    return EventStream(body())

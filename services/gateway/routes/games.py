@@ -1,0 +1,84 @@
+"""Games: create one, list them, read one's public state or a seat's view of it."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any
+
+import structlog
+from fastapi import APIRouter, Query, Response
+
+from contracts.wire import CreateGameRequest
+from domain.game import fold
+from domain.state import Status
+from services.gateway.deps import CurrentGame, Platform, SeatOf, Services
+from services.gateway.models import CreateGame, GameList, PublicState, SeatView
+from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.problems import ProblemError
+from services.gateway.read_models import GameQuery, InvalidCursor
+from services.gateway.views import as_json, state_for
+from services.runtime.logging import get_logger
+
+router = APIRouter(prefix="/v1/games", tags=["games"])
+
+log = get_logger("spades.gateway")
+
+_LOCATION = {"description": "The game's URL.", "schema": {"type": "string"}}
+
+
+def new_game_id() -> str:
+    return secrets.token_hex(8)
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=PublicState,
+    responses={**problems(401, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
+    openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
+)
+async def create_game(
+    body: CreateGame, services: Services, _platform: Platform, response: Response
+) -> Any:
+    """Create a game; the response is its public state."""
+    game_id = new_game_id()
+    structlog.contextvars.bind_contextvars(game_id=game_id)
+    request = CreateGameRequest(
+        rules=body.rules, dealer=body.dealer, entropy=body.entropy, league=body.league
+    )
+    reply = await services.commands.send(game_id, request)
+    game = fold(record.event for record in reply.events)
+    if game is None:
+        raise ProblemError("unavailable", "the engine created nothing; retry")
+    log.info("game created", preset=game.rules.preset)
+    response.headers["Location"] = f"{router.prefix}/{game_id}"
+    return as_json(state_for(game, None))
+
+
+@router.get("", response_model=GameList, responses=problems(503))
+async def list_games(
+    services: Services,
+    status: Status | None = None,
+    player: Annotated[str | None, Query(max_length=64)] = None,
+    league: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the page before.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> Any:
+    """Games, a page at a time, filtered by status, a player's name or a league."""
+    query = GameQuery(status=status, player=player, league=league, cursor=cursor, limit=limit)
+    try:
+        return as_json(await services.read_models.list_games(query))
+    except InvalidCursor as error:
+        raise ProblemError("malformed", str(error)) from None
+
+
+@router.get("/{game_id}", response_model=PublicState, responses=problems(404, 503))
+async def public_state(game: CurrentGame) -> Any:
+    """The game as anyone watching the table sees it."""
+    return as_json(state_for(game, None))
+
+
+@router.get("/{game_id}/view", response_model=SeatView, responses=problems(401, 403, 404, 503))
+async def seat_view(grant: SeatOf, game: CurrentGame) -> Any:
+    """The game as the token's seat sees it: its cards once looked at, and every legal action."""
+    return as_json(state_for(game, grant.seat))

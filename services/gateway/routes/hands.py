@@ -1,0 +1,49 @@
+"""Finished hands and the scoreboard, from the read models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+
+from services.gateway.deps import GameId, MinVersion, Services
+from services.gateway.models import HandRecord, HandRecords, Scoreboard
+from services.gateway.openapi import problems
+from services.gateway.problems import ProblemError
+from services.gateway.views import as_json
+
+router = APIRouter(prefix="/v1/games/{game_id}", tags=["hands"])
+
+
+@router.get("/hands", response_model=HandRecords, responses=problems(404, 503))
+async def hands(game_id: GameId, _visible: MinVersion, services: Services) -> Any:
+    """Every finished hand's record: deal, draws, bids, passes, tricks and score."""
+    records = await services.read_models.hand_records(game_id)
+    if records is None:
+        raise ProblemError("game_not_found", f"no game {game_id}")
+    return {"hands": as_json(records)}
+
+
+@router.get("/hands/{hand}", response_model=HandRecord, responses=problems(404, 503))
+async def hand(
+    game_id: GameId,
+    hand: Annotated[int, Path(description="The hand's number, 1 for the first.")],
+    _visible: MinVersion,
+    services: Services,
+) -> Any:
+    """One finished hand's record; a hand still being played has none."""
+    record = await services.read_models.hand_record(game_id, hand)
+    if record is None:
+        if await services.read_models.hand_records(game_id) is None:
+            raise ProblemError("game_not_found", f"no game {game_id}")
+        raise ProblemError("hand_not_found", f"game {game_id} has no finished hand {hand}")
+    return as_json(record)
+
+
+@router.get("/scoreboard", response_model=Scoreboard, responses=problems(404, 503))
+async def scoreboard(game_id: GameId, _visible: MinVersion, services: Services) -> Any:
+    """Each hand's points and the running totals per unit."""
+    board = await services.read_models.scoreboard(game_id)
+    if board is None:
+        raise ProblemError("game_not_found", f"no game {game_id}")
+    return as_json(board)

@@ -1,0 +1,215 @@
+"""The OpenAPI document: valid, in step with the domain's shapes, and true of the running API.
+
+The last test is schemathesis against the app in process (its ASGI transport runs the app's
+lifespan), with a real nats-server and a real engine behind it: no request it makes may get a
+server error, and every response must match the document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, get_args
+
+import msgspec
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from pydantic import BaseModel
+from schemathesis import GenerationMode
+from schemathesis.python.asgi import shutdown_lifespans
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from contracts.wire import CreateGameRequest, TakeSeatRequest
+from domain import events, records, views
+from domain.commands import CreateGame, TakeSeat
+from domain.dealing import SeededDeal
+from domain.game import decide, fold
+from domain.rules import Rules
+from services.audit.history import Problem
+from services.gateway import audit, models, read_models
+from services.gateway.app import create_app
+from services.gateway.auth import SeatTokens
+from services.runtime.nats_server import EmbeddedNats
+from services.runtime.settings import Settings
+from tests.integration.support import EngineProcess, connected, ready_client
+
+SIGNING_KEY = "gateway-schema-tests-key"
+
+
+def test_the_openapi_document_is_valid_and_its_errors_are_problems() -> None:
+    document = create_app(Settings(nats_url="nats://127.0.0.1:1", secret_key="k")).openapi()
+    schemathesis.openapi.from_dict(document).validate()
+    schemas = document["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas
+    assert "Problem" in schemas
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if int(status) >= 400:
+                    assert list(response["content"]) == ["application/problem+json"], (
+                        path,
+                        method,
+                        status,
+                    )
+    act = document["paths"]["/v1/games/{game_id}/actions"]["post"]
+    assert set(act["responses"]) == {"200", "400", "401", "403", "404", "409", "422", "503"}
+    assert "Retry-After" in act["responses"]["503"]["headers"]
+
+
+def _names(model: type[BaseModel]) -> set[str]:
+    return {field.alias or name for name, field in model.model_fields.items()} - {"type"}
+
+
+def _struct_names(struct: type[msgspec.Struct]) -> set[str]:
+    return set(struct.__struct_encode_fields__)
+
+
+MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
+    (models.PublicState, views.PublicState),
+    (models.SeatView, views.SeatView),
+    (models.SeatInfo, views.SeatInfo),
+    (models.TrickCard, views.TrickCard),
+    (models.RuleSet, Rules),
+    (models.HandRecord, records.HandRecord),
+    (models.Deal, records.Deal),
+    (models.Drawn, records.Drawn),
+    (models.Pass, records.Pass),
+    (models.Trick, records.Trick),
+    (models.Played, records.Played),
+    (models.Scoreboard, read_models.Scoreboard),
+    (models.HandScore, read_models.HandScore),
+    (models.GameSummary, read_models.GameSummary),
+    (models.GameList, read_models.GamePage),
+    (models.Audit, audit.AuditReport),
+    (models.HandAudit, audit.HandAudit),
+    (models.AuditProblem, Problem),
+    (models.GameCreatedEvent, events.GameCreated),
+    (models.SeatTakenEvent, events.SeatTaken),
+    (models.HandDealtEvent, events.HandDealt),
+    (models.CardDrawnEvent, events.CardDrawn),
+    (models.HandLookedEvent, events.HandLooked),
+    (models.BidPlacedEvent, events.BidPlaced),
+    (models.CardsPassedEvent, events.CardsPassed),
+    (models.CardsReceivedEvent, events.CardsReceived),
+    (models.CardPlayedEvent, events.CardPlayed),
+    (models.TrickWonEvent, events.TrickWon),
+    (models.HandScoredEvent, events.HandScored),
+    (models.GameEndedEvent, events.GameEnded),
+]
+
+
+@pytest.mark.parametrize(("model", "struct"), MIRRORS, ids=[m.__name__ for m, _ in MIRRORS])
+def test_the_response_models_mirror_the_domain(
+    model: type[BaseModel], struct: type[msgspec.Struct]
+) -> None:
+    assert _names(model) == _struct_names(struct)
+    if "type" in model.model_fields:  # an event: its tag is its type
+        assert get_args(model.model_fields["type"].annotation) == (struct.__struct_config__.tag,)
+
+
+def test_the_response_models_accept_the_domain_values() -> None:
+    """A dealt table through the domain, rendered as the API renders it, fits the models."""
+    game = fold(decide(None, CreateGame("mirror", {"jokers": True, "deck_remove": ["2C", "2D"]})))
+    deal = SeededDeal(b"\x01" * 32)
+    for seat in range(4):
+        game = fold(decide(game, TakeSeat(f"p{seat}"), deal=deal), game)
+    assert game is not None
+    models.PublicState.model_validate(msgspec.to_builtins(views.public_view(game)))
+    for seat in range(4):
+        shown = msgspec.to_builtins(views.seat_view(game, seat))
+        assert models.SeatView.model_validate(shown).legal
+
+
+# --------------------------------------------------------------------------- schemathesis
+
+
+async def _seated_game(nats_url: str) -> str:
+    """A dealt game made over NATS, as any client of the engine would."""
+    connection = await connected(nats_url)
+    try:
+        engine = await ready_client(connection, timeout_s=2.0)
+        game_id = f"schema-{secrets.token_hex(6)}"
+        await engine.send(game_id, CreateGameRequest(rules={"preset": "partnership"}, dealer=0))
+        for seat in range(4):
+            await engine.send(game_id, TakeSeatRequest(player=f"p{seat}", seat=seat))
+    finally:
+        await connection.close()
+    return game_id
+
+
+@pytest.fixture(scope="module")
+def engine(
+    shared_nats: EmbeddedNats, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EngineProcess]:
+    process = EngineProcess(shared_nats.url, tmp_path_factory.mktemp("schema-engine"))
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def seated_game(shared_nats: EmbeddedNats, engine: EngineProcess) -> str:
+    return asyncio.run(_seated_game(shared_nats.url))
+
+
+@pytest.fixture(scope="module")
+def api(
+    shared_nats: EmbeddedNats, seated_game: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[schemathesis.BaseSchema]:
+    data_dir: Path = tmp_path_factory.mktemp("schema-gateway")
+    app = create_app(
+        Settings(nats_url=shared_nats.url, data_dir=data_dir, secret_key=SIGNING_KEY),
+        min_version_wait_s=0.05,
+    )
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    # a stream never ends by itself: the event stream has tests of its own
+    yield schema.exclude(path="/v1/games/{game_id}/events/stream")
+    shutdown_lifespans()
+
+
+def no_server_error(
+    _ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case[Any]
+) -> None:
+    """Never a 500; and with NATS and an engine up, never a 503 either (a stray error would be
+    one), except a read told to wait for a version that does not come (``min_version``)."""
+    waited = "min_version" in (case.query or {})
+    assert response.status_code < 500 or (response.status_code == 503 and waited), response.text
+
+
+CHECKS = [
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+def test_no_request_gets_a_server_error_or_breaks_the_schema(
+    api: schemathesis.BaseSchema, seated_game: str, mode: GenerationMode
+) -> None:
+    """Every operation, its game id pinned to a dealt game and its token to one of its seats,
+    so requests reach the engine and get real answers."""
+    token = SeatTokens(SIGNING_KEY.encode()).issue(seated_game, 1)
+    headers = {"Authorization": f"Bearer {token}"}
+    cases = api.as_strategy(mode, path_parameters={"game_id": seated_game})
+
+    @given(case=cases)
+    @settings(
+        max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
+    def answers_within_the_document(case: schemathesis.Case[Any]) -> None:
+        case.call_and_validate(headers=headers, checks=CHECKS, additional_checks=[no_server_error])
+
+    answers_within_the_document()
