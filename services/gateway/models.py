@@ -463,6 +463,9 @@ class HandAudit(BaseModel):
     replayed: bool
     score_matches: bool
     problems: list[AuditProblem]
+    arithmetic: list[str] = Field(
+        default_factory=list, description="The rules' score of the hand, line by line."
+    )
 
 
 class Audit(BaseModel):
@@ -471,6 +474,9 @@ class Audit(BaseModel):
     chain: bool = Field(description="The commits' hash chain is intact and versions contiguous.")
     hands: list[HandAudit] = Field(description="Every finished hand.")
     problems: list[AuditProblem] = Field(description="Everything found, hands' included.")
+    first_problem: AuditProblem | None = Field(
+        default=None, description="The first event where anything fails, and why."
+    )
 
 
 # --------------------------------------------------------------------------- service

@@ -34,8 +34,9 @@ from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import decide, fold
 from domain.rules import Rules
+from services.audit import report
 from services.audit.history import Problem
-from services.gateway import audit, models, read_models
+from services.gateway import models, read_models
 from services.gateway.app import create_app
 from services.gateway.auth import SeatTokens
 from services.runtime.nats_server import EmbeddedNats
@@ -89,8 +90,8 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.HandScore, read_models.HandScore),
     (models.GameSummary, read_models.GameSummary),
     (models.GameList, read_models.GamePage),
-    (models.Audit, audit.AuditReport),
-    (models.HandAudit, audit.HandAudit),
+    (models.Audit, report.AuditReport),
+    (models.HandAudit, report.HandReport),
     (models.AuditProblem, Problem),
     (models.GameCreatedEvent, events.GameCreated),
     (models.SeatTakenEvent, events.SeatTaken),
