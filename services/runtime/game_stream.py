@@ -26,6 +26,10 @@ WRONG_LAST_SEQUENCE = 10071
 """JetStream's API error code for a failed ``Nats-Expected-Last-Subject-Sequence`` check."""
 
 FETCH_BATCH = 512
+DIRECT_READS = 24
+"""Commits read one request each before a read switches to a consumer."""
+INACTIVE_CONSUMER_S = 2.0
+"""A read's consumer is gone this long after its last fetch, so reads leave none behind."""
 
 
 class AppendConflict(Exception):
@@ -93,16 +97,36 @@ class GameStream:
         return int(message.seq or 0)
 
     async def read(self, game_id: str, after: int = 0) -> list[StoredCommit]:
-        """The game's commits with a stream sequence above ``after``, in order."""
+        """The game's commits with a stream sequence above ``after``, in order.
+
+        Catching up (a few new commits) is a few direct gets of the subject's next message; a
+        long history (a cold game) is read with a short-lived consumer, one fetch per batch.
+        """
         last = await self.last_sequence(game_id)
         if last <= after:
             return []
+        commits: list[StoredCommit] = []
+        cursor = after + 1
+        for _ in range(DIRECT_READS):
+            message = await self._js.get_msg(
+                self._stream, seq=cursor, subject=game_subject(game_id), next=True
+            )
+            sequence = int(message.seq or 0)
+            data = message.data or b""
+            commits.append(StoredCommit(sequence, data, read_commit(data)))
+            if sequence >= last:
+                return commits
+            cursor = sequence + 1
+        commits.extend(await self._consume(game_id, cursor, last))
+        return commits
+
+    async def _consume(self, game_id: str, start: int, last: int) -> list[StoredCommit]:
         config = api.ConsumerConfig(
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=after + 1,
+            opt_start_seq=start,
             ack_policy=api.AckPolicy.NONE,
             mem_storage=True,
-            inactive_threshold=30.0,
+            inactive_threshold=INACTIVE_CONSUMER_S,
             num_replicas=1,
         )
         subscription = await self._js.pull_subscribe(
