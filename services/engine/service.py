@@ -21,7 +21,7 @@ from contracts.wire import COMMAND_SUBJECTS, MAX_COMMAND_BYTES
 from services.engine.engine import Engine
 from services.runtime.game_stream import GameStream, games_stream_config
 from services.runtime.logging import get_logger
-from services.runtime.nats import ensure_stream
+from services.runtime.nats import ensure_stream, servers_of
 
 log = structlog.get_logger("spades.engine")
 
@@ -50,7 +50,7 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
     ``max_workers`` pool does the same job at several times the cost per message here.
     """
     broker = NatsBroker(
-        nats_url,
+        servers_of(nats_url),
         name="spades-engine",
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,

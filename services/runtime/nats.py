@@ -22,6 +22,12 @@ CONNECT_TIMEOUT_S = 2
 log = get_logger(__name__)
 
 
+def servers_of(url: str) -> list[str]:
+    """The servers of a URL list: ``nats://a:4222,nats://b:4222`` names a cluster's nodes, any
+    of which will do (the client moves to another when one goes)."""
+    return [part.strip() for part in url.split(",") if part.strip()]
+
+
 async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0) -> Client:
     """Connect as `name` (shown in the server's monitoring), reconnecting forever after.
 
@@ -46,7 +52,7 @@ async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0)
     try:
         async with asyncio.timeout(first_connect_timeout_s):
             await client.connect(
-                servers=[url],
+                servers=servers_of(url),
                 name=name,
                 max_reconnect_attempts=-1,
                 reconnect_time_wait=RECONNECT_TIME_WAIT_S,

@@ -23,7 +23,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SPADES_", extra="ignore")
 
     nats_url: str | None = None
-    """NATS server to use; None starts the embedded server."""
+    """NATS server to use (several, comma-separated, for a cluster); None starts the embedded
+    server."""
     data_dir: Path = Path("var")
     host: str = "127.0.0.1"
     port: int = 8000
