@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli.projections import bench as bench_projections
+
 app = typer.Typer(no_args_is_help=True, help="Benchmarks: print figures and ratios to a peer.")
 console = Console(stderr=True)
 
@@ -66,3 +68,6 @@ def commands(
     table.add_row("mean commit size", f"{figures.mean_commit_bytes} B")
     table.add_row("ratio commands / publishes", f"{figures.ratio:.2f}")
     Console().print(table)
+
+
+app.command("projections")(bench_projections)

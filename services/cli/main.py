@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli import audit, bench, contracts, scenario, serve
+from services.cli import audit, bench, contracts, projections, scenario, serve
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -18,6 +18,7 @@ app.add_typer(scenario.app, name="scenario")
 app.add_typer(bench.app, name="bench")
 app.add_typer(serve.app, name="serve")
 app.add_typer(contracts.app, name="contracts")
+app.add_typer(projections.app, name="projections")
 app.command("audit")(audit.audit)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from services.cli.projections import serve as serve_projections
 from services.runtime.logging import configure_logging
 from services.runtime.settings import get_settings
 
@@ -70,3 +71,6 @@ def gateway(
         access_log=False,  # it prints query strings; the gateway logs requests by path
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
+
+
+app.command("projections")(serve_projections)

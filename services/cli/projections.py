@@ -1,0 +1,277 @@
+"""``spades projections ...`` (parked messages, rebuilds, lag) and ``spades serve projections``.
+
+Register in ``services/cli/main.py``::
+
+    app.add_typer(projections.app, name="projections")
+    serve_app.command("projections")(projections.serve)      # the ``serve`` group
+    bench.app.command("projections")(projections.bench)      # or in services/cli/bench.py
+
+``python -m services.cli.projections`` runs :func:`serve` too. The read side is imported when a
+command runs, not when the command line starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.runtime.logging import configure_logging
+from services.runtime.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from services.projections.lag import WorkerLag
+    from services.projections.parking import ParkedMessage
+    from services.projections.store import Store
+
+app = typer.Typer(no_args_is_help=True, help="Read models: parked messages, rebuilds, lag.")
+console = Console()
+
+T = TypeVar("T")
+
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="One read model (`spades projections lag` lists them)."),
+]
+
+
+def _settings() -> Settings:
+    """The settings, with logs going to stderr (stdout is the command's own output)."""
+    settings = get_settings()
+    configure_logging(settings)
+    return settings
+
+
+def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+    from services.projections.migrations import migrate
+    from services.projections.store import open_store
+
+    async def run() -> T:
+        store = open_store(settings.read_model_database_url)
+        try:
+            await migrate(store)
+            return await work(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def _check_model(model: str | None) -> None:
+    from services.projections.read_models import READ_MODELS
+
+    if model is not None and model not in READ_MODELS:
+        raise typer.BadParameter(f"no read model {model!r}; known: {', '.join(READ_MODELS)}")
+
+
+def _parked_table(title: str, messages: list[ParkedMessage]) -> Table:
+    table = Table(title=title)
+    for column in ("model", "sequence", "subject", "attempts", "parked at", "bytes", "reason"):
+        table.add_column(column, justify="right" if column in ("sequence", "bytes") else "left")
+    for message in messages:
+        table.add_row(
+            message.model,
+            str(message.sequence),
+            message.subject,
+            str(message.attempts),
+            message.parked_at,
+            str(len(message.payload)),
+            message.reason,
+        )
+    return table
+
+
+@app.command("parked")
+def parked(
+    model: ModelOption = None,
+    json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+) -> None:
+    """List the messages the workers could not apply, with the reason."""
+    from services.projections.parking import parked_messages
+
+    _check_model(model)
+    messages = _with_store(_settings(), lambda store: parked_messages(store, model))
+    if json:
+        for message in messages:
+            fields = {**dataclasses.asdict(message), "payload": None}
+            typer.echo(msgspec.json.encode(fields).decode())
+        return
+    console.print(_parked_table(f"{len(messages)} parked message(s)", messages))
+
+
+@app.command("replay-parked")
+def replay_parked_command(model: ModelOption = None) -> None:
+    """Apply the parked messages again, oldest first; those that apply are forgotten."""
+    from services.projections.parking import replay_parked
+
+    _check_model(model)
+    outcome = _with_store(_settings(), lambda store: replay_parked(store, model))
+    typer.echo(f"{len(outcome.applied)} applied, {len(outcome.still_parked)} still parked")
+    if outcome.still_parked:
+        console.print(_parked_table("still parked", outcome.still_parked))
+        raise typer.Exit(1)
+
+
+@app.command("rebuild")
+def rebuild_command(
+    name: Annotated[str | None, typer.Argument(help="The read model; all when omitted.")] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the running workers have replayed.")
+    ] = False,
+) -> None:
+    """Rebuild a read model (or all) from the stream; the others keep serving.
+
+    The running workers notice within a second and replay; with no worker running, the next
+    start replays.
+    """
+    from services.projections.rebuild import rebuild
+
+    _check_model(name)
+    settings = _settings()
+    names = None if name is None else [name]
+    rebuilt = _with_store(settings, lambda store: rebuild(store, names))
+    typer.echo(f"reset {', '.join(rebuilt)}: the workers replay the stream")
+    if wait:
+        asyncio.run(_wait_replayed(settings, rebuilt))
+
+
+async def _wait_replayed(settings: Settings, models: list[str]) -> None:
+    report = await _lag(settings, models, until_caught_up=True)
+    typer.echo(", ".join(f"{lag.model} at {lag.position}" for lag in report.values()))
+
+
+@app.command("lag")
+def lag_command(
+    json: Annotated[bool, typer.Option("--json", help="One JSON line.")] = False,
+) -> None:
+    """Each read model's position and how far it is behind the game stream."""
+    report = asyncio.run(_lag(_settings(), None))
+    if json:
+        typer.echo(msgspec.json.encode({m: w.lag for m, w in report.items()}).decode())
+        return
+    table = Table(title="projection lag")
+    for column in ("model", "position", "stream", "lag"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for worker in report.values():
+        table.add_row(
+            worker.model, str(worker.position), str(worker.last_sequence), str(worker.lag)
+        )
+    console.print(table)
+
+
+async def _lag(
+    settings: Settings, models: list[str] | None, *, until_caught_up: bool = False
+) -> dict[str, WorkerLag]:
+    from services.projections.lag import projection_lag
+    from services.projections.store import open_store
+    from services.runtime.nats import connect
+
+    if settings.nats_url is None:
+        raise typer.BadParameter("set SPADES_NATS_URL: the lag is measured against the stream")
+    client = await connect(settings.nats_url, "spades-cli")
+    store = open_store(settings.read_model_database_url)
+    try:
+        report = await projection_lag(store.engine, client.jetstream(), models)
+        while until_caught_up and any(worker.lag for worker in report.values()):
+            await asyncio.sleep(1.0)
+            report = await projection_lag(store.engine, client.jetstream(), models)
+        return report
+    finally:
+        await store.close()
+        await client.close()
+
+
+def serve(
+    model: Annotated[
+        list[str] | None, typer.Option("--model", "-m", help="Run only these read models.")
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option(help="Most messages applied in one transaction.")
+    ] = None,
+    nats_url: Annotated[
+        str | None, typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL).")
+    ] = None,
+) -> None:
+    """Run the projection workers (one per read model) until SIGTERM or Ctrl-C."""
+    for name in model or ():
+        _check_model(name)
+    settings = _settings()
+    if nats_url is not None:
+        settings = settings.model_copy(update={"nats_url": nats_url})
+    asyncio.run(_serve(settings, model, batch_size))
+
+
+async def _serve(settings: Settings, models: list[str] | None, batch_size: int | None) -> None:
+    from services.projections.service import run_projections
+    from services.projections.worker import BATCH_SIZE
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    workers = asyncio.create_task(
+        run_projections(settings, models=models, batch_size=batch_size or BATCH_SIZE)
+    )
+    stop = asyncio.create_task(stopping.wait())
+    await asyncio.wait({workers, stop}, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if workers.done():
+        workers.result()  # it ended on its own: an error, raised here
+        return
+    workers.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await workers
+
+
+def bench(
+    games: Annotated[int, typer.Option(help="Finished games in the stream.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the random games.")] = 1,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """Replay a stream of finished games into fresh read models (SQLite, and PostgreSQL when
+    reachable) against a plain replay through the domain."""
+    from benchmarks.projections import postgres_url_from, run
+
+    configure_logging(get_settings(), level="WARNING")
+    started = time.perf_counter()
+    progress = None if json else Console(stderr=True).print
+    figures = run(games, seed, postgres_url_from(dict(os.environ)), progress)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(
+        title=f"projections: {figures.games:,} games, {figures.commits:,} commits, "
+        f"{figures.events:,} events"
+    )
+    for column in ("replay", "seconds", "events/s", "commits/s", "of the ceiling"):
+        table.add_column(column, justify="left" if column == "replay" else "right")
+    ceiling = figures.ceiling_events_per_s
+    table.add_row("domain only (ceiling)", "", f"{ceiling:,.0f}", "", "1.000")
+    delivery = figures.delivery_events_per_s
+    table.add_row("NATS delivery only", "", f"{delivery:,.0f}", "", f"{delivery / ceiling:.3f}")
+    for store in figures.stores:
+        table.add_row(
+            f"4 read models, {store.store}",
+            f"{store.seconds:,.1f}",
+            f"{store.events_per_s:,.0f}",
+            f"{store.commits_per_s:,.0f}",
+            f"{store.ratio:.3f}",
+        )
+    console.print(table)
+    if figures.postgres != "measured":
+        typer.echo(f"PostgreSQL not measured: {figures.postgres}")
+    typer.echo(f"done in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    typer.run(serve)

@@ -1,0 +1,145 @@
+"""The ``hands`` read model: API.md's hand record of each hand, written once it is scored.
+
+The record is made by the domain's own :class:`~domain.records.HandRecorder`, which needs every
+event of the hand from its deal on. Those of the hand in progress are kept in ``hand_progress``
+(in the same transactions as the position), so a worker restarted mid-hand loses nothing and
+never has to read the game back from the stream. No record, and so no card, is visible before
+the hand is over.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from contracts.wire import Commit
+from domain.events import (
+    AnyEvent,
+    CardDrawn,
+    CardPlayed,
+    CardsPassed,
+    GameCreated,
+    HandDealt,
+    HandScored,
+    TrickWon,
+)
+from domain.records import HandRecord, HandRecorder
+from services.projections.model import PerGameModel
+from services.projections.schema import hand_progress, hand_records
+from services.projections.store import upsert
+
+RECORDED = (HandDealt, CardDrawn, CardsPassed, CardPlayed, TrickWon, HandScored)
+"""The events a hand record is made of; the others (bids, looks, receipts) are not kept."""
+
+_encode_pending = msgspec.json.Encoder().encode
+_decode_pending = msgspec.json.Decoder(list[AnyEvent]).decode
+
+
+@dataclass(slots=True)
+class HandProgress:
+    game_id: str
+    version: int
+    stored: bytes = b""
+    """The pending events as stored; decoded only if no recorder is at hand."""
+    recorder: HandRecorder | None = None
+    pending: list[AnyEvent] = field(default_factory=list)
+    """The recorded events of the hand in progress, from its deal on (once decoded)."""
+    records: list[HandRecord] = field(default_factory=list)
+    """Records finished since the progress was loaded (rows to write)."""
+
+    def feed(self, event: AnyEvent) -> None:
+        if self.recorder is None:
+            self.recorder = HandRecorder()
+            self.pending = _decode_pending(self.stored) if self.stored else []
+            for earlier in self.pending:
+                self.recorder.feed(earlier)
+        if isinstance(event, HandDealt):
+            self.pending = []
+        self.pending.append(event)
+        record = self.recorder.feed(event)
+        if record is not None:
+            self.records.append(record)
+            self.pending = []
+
+    def pending_bytes(self) -> bytes:
+        return self.stored if self.recorder is None else _encode_pending(self.pending)
+
+
+class Recorders:
+    """Hand recorders kept between batches, so that a hand's earlier events are not fed again
+    (and decoded again) at every batch: the replay of a long stream spends most of its time
+    there otherwise.
+
+    A recorder is taken out when its game is loaded and put back when the batch is saved, with
+    the version and the pending events it was saved with. It is used only if the database holds
+    exactly those: after a rolled-back batch, a rebuild or another process's writes, the hand is
+    fed again from the stored events.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._kept: OrderedDict[str, tuple[int, bytes, HandRecorder, list[AnyEvent]]] = (
+            OrderedDict()
+        )
+
+    def take(self, game_id: str, version: int, stored: bytes) -> HandProgress:
+        kept = self._kept.pop(game_id, None)
+        if kept is None or kept[:2] != (version, stored):
+            return HandProgress(game_id, version, stored)
+        return HandProgress(game_id, version, stored, recorder=kept[2], pending=kept[3])
+
+    def keep(self, progress: HandProgress, stored: bytes) -> None:
+        if progress.recorder is None:
+            return
+        entry = (progress.version, stored, progress.recorder, progress.pending)
+        self._kept[progress.game_id] = entry
+        while len(self._kept) > self._capacity:
+            self._kept.popitem(last=False)
+
+
+class HandsModel(PerGameModel[HandProgress]):
+    name = "hands"
+    tables = (hand_records, hand_progress)
+
+    def __init__(self) -> None:
+        self.recorders = Recorders()
+
+    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, HandProgress]:
+        result = await conn.execute(
+            sa.select(hand_progress).where(hand_progress.c.game_id.in_(game_ids))
+        )
+        return {
+            row.game_id: self.recorders.take(row.game_id, row.version, row.pending)
+            for row in result
+        }
+
+    def fold(self, state: HandProgress | None, commit: Commit) -> HandProgress:
+        if state is None:
+            if not commit.events or not isinstance(commit.events[0], GameCreated):
+                raise ValueError(f"game {commit.game_id} does not begin with game_created")
+            state = HandProgress(commit.game_id, 0)
+        for event in commit.events:
+            if isinstance(event, RECORDED):
+                state.feed(event)
+        return state
+
+    async def save(self, conn: AsyncConnection, states: dict[str, HandProgress]) -> None:
+        pending = {game_id: state.pending_bytes() for game_id, state in states.items()}
+        progress = [
+            {"game_id": s.game_id, "version": s.version, "pending": pending[s.game_id]}
+            for s in states.values()
+        ]
+        records = [
+            {"game_id": s.game_id, "hand": record.hand, "record": record}
+            for s in states.values()
+            for record in s.records
+        ]
+        await upsert(conn, hand_progress, progress, keys=["game_id"])
+        await upsert(conn, hand_records, records, keys=["game_id", "hand"])
+        for game_id, state in states.items():
+            self.recorders.keep(state, pending[game_id])

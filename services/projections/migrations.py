@@ -1,0 +1,193 @@
+"""Schema migrations, applied in order on start: ``schema_version`` records each one applied.
+
+A step is plain SQLAlchemy DDL run in its own transaction (DDL is transactional on SQLite and
+PostgreSQL alike, so a step is applied whole or not at all). Steps are history: once released a
+step is never edited, and a change to a table is a new step at the end of :data:`MIGRATIONS`,
+with :mod:`.schema` updated to the shape it leaves. That is why step 1 spells out its tables
+rather than using :mod:`.schema`'s: a fresh database must go through the same steps as an old
+one.
+
+Two processes may start at once. Each step takes a lock first (``pg_advisory_xact_lock`` on
+PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), then reads the version, so the second process finds
+the step done and skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from services.projections.schema import Json, schema_version
+from services.projections.store import Store
+
+MIGRATION_LOCK = 0x5350_4144_4553
+"""The PostgreSQL advisory lock key that serializes migrations (``SPADES`` in hex)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[sa.Connection], None]
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was migrated by a newer version of the service than this one."""
+
+
+def _read_models_v1(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "projection_positions",
+        tables,
+        sa.Column("model", sa.String(32), primary_key=True),
+        sa.Column("position", sa.BigInteger, nullable=False),
+        sa.Column("generation", sa.Integer, nullable=False),
+        sa.Column("updated_at", sa.Text, nullable=False),
+    )
+    sa.Table(
+        "parked",
+        tables,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("model", sa.String(32), nullable=False),
+        sa.Column("sequence", sa.BigInteger, nullable=False),
+        sa.Column("subject", sa.Text, nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        sa.Column("payload", sa.LargeBinary, nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("parked_at", sa.Text, nullable=False),
+        sa.UniqueConstraint("model", "sequence", name="parked_model_sequence"),
+    )
+    sa.Table(
+        "games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("preset", sa.String(32), nullable=False),
+        sa.Column("league", sa.Text),
+        sa.Column("players", Json, nullable=False),
+        sa.Column("scores", Json, nullable=False),
+        sa.Column("bags", Json, nullable=False),
+        sa.Column("winners", Json, nullable=False),
+        sa.Column("hands_played", sa.Integer, nullable=False),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("created_at", sa.Text, nullable=False),
+        sa.Column("updated_at", sa.Text, nullable=False),
+        sa.Index("games_by_created", "created_at", "game_id"),
+        sa.Index("games_by_status", "status", "created_at", "game_id"),
+        sa.Index("games_by_league", "league", "created_at", "game_id"),
+    )
+    sa.Table(
+        "game_players",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("seat", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("player", sa.Text, nullable=False),
+        sa.Index("game_players_by_player", "player", "game_id"),
+    )
+    sa.Table(
+        "scoreboards",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("units", Json, nullable=False),
+        sa.Column("hands", Json, nullable=False),
+        sa.Column("scores", Json, nullable=False),
+        sa.Column("bags", Json, nullable=False),
+        sa.Column("game_over", sa.Boolean, nullable=False),
+        sa.Column("winners", Json, nullable=False),
+        sa.Column("version", sa.Integer, nullable=False),
+    )
+    sa.Table(
+        "hand_records",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("hand", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("record", Json, nullable=False),
+    )
+    sa.Table(
+        "hand_progress",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("pending", sa.LargeBinary, nullable=False),
+    )
+    sa.Table(
+        "players",
+        tables,
+        sa.Column("player", sa.Text, primary_key=True),
+        *(
+            sa.Column(counter, sa.Integer, nullable=False)
+            for counter in (
+                "games",
+                "wins",
+                "hands",
+                "bids_made",
+                "bids_set",
+                "nils_made",
+                "nils_failed",
+                "bags",
+            )
+        ),
+    )
+    sa.Table(
+        "player_games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("rules", Json, nullable=False),
+        sa.Column("players", Json, nullable=False),
+        sa.Column("version", sa.Integer, nullable=False),
+    )
+    tables.create_all(connection)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
+    ),
+)
+"""Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
+
+LATEST = MIGRATIONS[-1].version
+
+
+async def migrate(store: Store) -> int:
+    """Bring the database to :data:`LATEST`; return the version it was at before."""
+    async with store.writing() as conn:
+        await _serialize(store, conn)
+        if store.schema is not None:
+            await conn.execute(sa.schema.CreateSchema(store.schema, if_not_exists=True))
+        await conn.run_sync(schema_version.create, checkfirst=True)
+        before = await _current_version(conn)
+    if before > LATEST:
+        raise SchemaTooNew(
+            f"the read-model database is at schema {before}; this version knows up to {LATEST}"
+        )
+    for migration in MIGRATIONS:
+        async with store.writing() as conn:
+            await _serialize(store, conn)
+            if await _current_version(conn) >= migration.version:
+                continue
+            await conn.run_sync(migration.apply)
+            await conn.execute(
+                schema_version.insert().values(
+                    version=migration.version,
+                    description=migration.description,
+                    applied_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                )
+            )
+    return before
+
+
+async def _serialize(store: Store, conn: AsyncConnection) -> None:
+    # On SQLite the transaction began IMMEDIATE and already holds the write lock.
+    if store.is_postgres:
+        await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
+
+
+async def _current_version(conn: AsyncConnection) -> int:
+    version = await conn.scalar(sa.select(sa.func.max(schema_version.c.version)))
+    return int(version or 0)

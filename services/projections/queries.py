@@ -1,0 +1,175 @@
+"""What the HTTP gateway reads: JSON-ready dicts in API.md's field names.
+
+Every function takes the read-model engine (``open_store(url).engine``, one per gateway
+process). The models are eventually consistent with the stream; a client that must see its own
+write passes the version its command returned, and the gateway waits with
+:func:`wait_for_version` before reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import time
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.projections import schema as tables
+
+MAX_LIMIT = 200
+GAME_VERSIONS: dict[str, sa.Column[int]] = {
+    "games": tables.games.c.version,
+    "scoreboard": tables.scoreboards.c.version,
+    "hands": tables.hand_progress.c.version,
+    "players": tables.player_games.c.version,
+}
+"""Per model, the column holding the last game version it applied."""
+
+_FIRST_WAIT_S = 0.005
+_LONGEST_WAIT_S = 0.1
+
+
+class InvalidCursor(ValueError):
+    """A ``cursor`` that no page of :func:`list_games` handed out."""
+
+
+async def list_games(
+    engine: AsyncEngine,
+    status: str | None = None,
+    player: str | None = None,
+    league: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Game summaries, newest first, and the cursor of the next page (None on the last).
+
+    Filters combine (and); ``player`` matches a name at any seat. A summary's ``players`` holds
+    the name at each seat (null while the seat is free).
+    """
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be 1 to {MAX_LIMIT}, not {limit}")
+    games, seats = tables.games, tables.game_players
+    query = sa.select(games).order_by(games.c.created_at.desc(), games.c.game_id.desc())
+    if status is not None:
+        query = query.where(games.c.status == status)
+    if league is not None:
+        query = query.where(games.c.league == league)
+    if player is not None:
+        seated = sa.select(seats.c.game_id).where(seats.c.player == player)
+        query = query.where(games.c.game_id.in_(seated))
+    if cursor is not None:
+        query = query.where(sa.tuple_(games.c.created_at, games.c.game_id) < _read_cursor(cursor))
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query.limit(limit + 1))).all()
+    page = [_summary(row) for row in rows[:limit]]
+    next_cursor = _cursor(rows[limit - 1]) if len(rows) > limit else None
+    return page, next_cursor
+
+
+async def scoreboard(engine: AsyncEngine, game_id: str) -> dict[str, Any] | None:
+    """API.md's scoreboard (with ``game_id`` and ``version``), or None for an unknown game."""
+    boards = tables.scoreboards
+    async with engine.connect() as conn:
+        result = await conn.execute(sa.select(boards).where(boards.c.game_id == game_id))
+        row = result.one_or_none()
+    return None if row is None else row._asdict()
+
+
+async def hand_records(engine: AsyncEngine, game_id: str) -> list[dict[str, Any]]:
+    """The records of the game's finished hands, in order (none for an unknown game)."""
+    records = tables.hand_records
+    query = sa.select(records.c.record).where(records.c.game_id == game_id).order_by(records.c.hand)
+    async with engine.connect() as conn:
+        return list((await conn.scalars(query)).all())
+
+
+async def hand_record(engine: AsyncEngine, game_id: str, n: int) -> dict[str, Any] | None:
+    """The record of hand ``n`` (1-based) once it is finished; None before, or never."""
+    records = tables.hand_records
+    query = sa.select(records.c.record).where(
+        (records.c.game_id == game_id) & (records.c.hand == n)
+    )
+    async with engine.connect() as conn:
+        record: dict[str, Any] | None = await conn.scalar(query)
+    return record
+
+
+async def player_stats(engine: AsyncEngine, name: str) -> dict[str, Any] | None:
+    """A player's counters over every game they sat in, or None for a name never seated."""
+    counters = tables.players
+    async with engine.connect() as conn:
+        result = await conn.execute(sa.select(counters).where(counters.c.player == name))
+        row = result.one_or_none()
+    return None if row is None else row._asdict()
+
+
+async def model_version(engine: AsyncEngine, game_id: str, model: str | None = None) -> int:
+    """The game version that ``model`` has applied (with None: that every model has applied,
+    the least of them); 0 when the game is not there yet."""
+    columns = GAME_VERSIONS if model is None else {model: GAME_VERSIONS[model]}
+    query = sa.select(
+        *(
+            sa.func.coalesce(
+                sa.select(column).where(column.table.c.game_id == game_id).scalar_subquery(), 0
+            )
+            for column in columns.values()
+        )
+    )
+    async with engine.connect() as conn:
+        versions = (await conn.execute(query)).one()
+    return min(int(version) for version in versions)
+
+
+async def wait_for_version(
+    engine: AsyncEngine,
+    game_id: str,
+    version: int,
+    timeout: float,  # noqa: ASYNC109 (the gateway's contract: seconds, and a bool back)
+    model: str | None = None,
+) -> bool:
+    """Wait until :func:`model_version` reaches ``version``; False if ``timeout`` (seconds)
+    passes first. For ``?min_version=``: a client reads its own writes."""
+    deadline = time.monotonic() + timeout
+    pause = _FIRST_WAIT_S
+    while await model_version(engine, game_id, model) < version:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(pause, left))
+        pause = min(pause * 2, _LONGEST_WAIT_S)
+    return True
+
+
+def _summary(row: sa.Row[Any]) -> dict[str, Any]:
+    return {
+        "game_id": row.game_id,
+        "status": row.status,
+        "preset": row.preset,
+        "league": row.league,
+        "players": row.players,
+        "scores": row.scores,
+        "bags": row.bags,
+        "winners": row.winners,
+        "hands_played": row.hands_played,
+        "version": row.version,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+
+
+def _cursor(row: sa.Row[Any]) -> str:
+    raw = msgspec.json.encode([row.created_at, row.game_id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at, game_id = msgspec.json.decode(raw, type=tuple[str, str])
+    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+        raise InvalidCursor(f"cursor {cursor[:80]!r} was not handed out by this list") from None
+    return created_at, game_id

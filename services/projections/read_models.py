@@ -1,0 +1,27 @@
+"""Every read model, by name: what the workers run, a rebuild resets and queries read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from services.projections.games import GamesModel
+from services.projections.hands import HandsModel
+from services.projections.model import ReadModel
+from services.projections.players import PlayersModel
+from services.projections.scoreboard import ScoreboardModel
+
+READ_MODELS: dict[str, ReadModel] = {
+    model.name: model for model in (GamesModel(), ScoreboardModel(), HandsModel(), PlayersModel())
+}
+
+
+def read_models(names: Iterable[str] | None = None) -> list[ReadModel]:
+    """The models named (all when ``names`` is None); an unknown name raises ``KeyError``."""
+    if names is None:
+        return list(READ_MODELS.values())
+    chosen = []
+    for name in names:
+        if name not in READ_MODELS:
+            raise KeyError(f"no read model {name!r}; known: {', '.join(READ_MODELS)}")
+        chosen.append(READ_MODELS[name])
+    return chosen

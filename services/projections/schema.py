@@ -1,0 +1,163 @@
+"""The read-model tables as they are after the last migration (see :mod:`.migrations`).
+
+Queries and workers use these definitions; the migrations create and change the tables, and a
+test checks that a migrated database has exactly these columns. Lists and small records are JSON
+text (:class:`Json`): they are read and written whole, never queried into.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+metadata = sa.MetaData()
+
+
+class Json(sa.types.TypeDecorator[Any]):
+    """JSON values kept as text, the same on SQLite and PostgreSQL (encoded by msgspec)."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else msgspec.json.encode(value).decode()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else msgspec.json.decode(value)
+
+
+# --------------------------------------------------------------------------- bookkeeping
+
+schema_version = sa.Table(
+    "schema_version",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("applied_at", sa.Text, nullable=False),
+)
+
+positions = sa.Table(
+    "projection_positions",
+    metadata,
+    sa.Column("model", sa.String(32), primary_key=True),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+)
+"""Per read model: the last stream sequence applied, and how many times it was rebuilt."""
+
+parked = sa.Table(
+    "parked",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("model", sa.String(32), nullable=False),
+    sa.Column("sequence", sa.BigInteger, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("payload", sa.LargeBinary, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("parked_at", sa.Text, nullable=False),
+    sa.UniqueConstraint("model", "sequence", name="parked_model_sequence"),
+)
+"""Messages a model could not apply, with the reason, until an operator replays them."""
+
+# --------------------------------------------------------------------------- games
+
+games = sa.Table(
+    "games",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("preset", sa.String(32), nullable=False),
+    sa.Column("league", sa.Text),
+    sa.Column("players", Json, nullable=False),
+    sa.Column("scores", Json, nullable=False),
+    sa.Column("bags", Json, nullable=False),
+    sa.Column("winners", Json, nullable=False),
+    sa.Column("hands_played", sa.Integer, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.Index("games_by_created", "created_at", "game_id"),
+    sa.Index("games_by_status", "status", "created_at", "game_id"),
+    sa.Index("games_by_league", "league", "created_at", "game_id"),
+)
+"""One summary per game, for the game list. ``players`` is the name at each seat (or null)."""
+
+game_players = sa.Table(
+    "game_players",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("seat", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("player", sa.Text, nullable=False),
+    sa.Index("game_players_by_player", "player", "game_id"),
+)
+"""Who sits where: the index behind the game list's ``player`` filter."""
+
+# --------------------------------------------------------------------------- scoreboard
+
+scoreboards = sa.Table(
+    "scoreboards",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("units", Json, nullable=False),
+    sa.Column("hands", Json, nullable=False),
+    sa.Column("scores", Json, nullable=False),
+    sa.Column("bags", Json, nullable=False),
+    sa.Column("game_over", sa.Boolean, nullable=False),
+    sa.Column("winners", Json, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+"""API.md's scoreboard, one row per game; ``hands`` is the list of per-hand results."""
+
+# --------------------------------------------------------------------------- hands
+
+hand_records = sa.Table(
+    "hand_records",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("hand", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("record", Json, nullable=False),
+)
+"""API.md's hand record of each scored hand."""
+
+hand_progress = sa.Table(
+    "hand_progress",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("pending", sa.LargeBinary, nullable=False),
+)
+"""Per game: the events of the hand in progress, from its deal on, so that its record can be
+written when it is scored even across a restart. They hold the hand's secret cards and seed:
+nothing in :mod:`.queries` reads this table."""
+
+# --------------------------------------------------------------------------- players
+
+players = sa.Table(
+    "players",
+    metadata,
+    sa.Column("player", sa.Text, primary_key=True),
+    sa.Column("games", sa.Integer, nullable=False),
+    sa.Column("wins", sa.Integer, nullable=False),
+    sa.Column("hands", sa.Integer, nullable=False),
+    sa.Column("bids_made", sa.Integer, nullable=False),
+    sa.Column("bids_set", sa.Integer, nullable=False),
+    sa.Column("nils_made", sa.Integer, nullable=False),
+    sa.Column("nils_failed", sa.Integer, nullable=False),
+    sa.Column("bags", sa.Integer, nullable=False),
+)
+"""Per player name: counters over every game they sat in."""
+
+player_games = sa.Table(
+    "player_games",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("rules", Json, nullable=False),
+    sa.Column("players", Json, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+"""What the players model needs to know of each game: its rules and who sits where."""

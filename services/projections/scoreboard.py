@@ -1,0 +1,88 @@
+"""The ``scoreboard`` read model: API.md's scoreboard of each game, hand by hand.
+
+Every figure is copied from the events (``hand_scored``, ``game_ended``): the engine scored the
+hand and the projection never does the arithmetic again, so the scoreboard cannot disagree with
+the game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from contracts.wire import Commit
+from domain.events import GameCreated, GameEnded, HandScored
+from domain.table import table_for
+from services.projections.model import PerGameModel
+from services.projections.schema import scoreboards
+from services.projections.store import upsert
+
+
+@dataclass(slots=True)
+class Scoreboard:
+    game_id: str
+    units: list[list[int]]
+    hands: list[dict[str, object]]
+    scores: list[int]
+    bags: list[int]
+    game_over: bool
+    winners: list[int]
+    version: int
+
+    @classmethod
+    def created(cls, event: GameCreated) -> Scoreboard:
+        units = table_for(event.rules).units
+        return cls(
+            game_id=event.game_id,
+            units=[list(unit) for unit in units],
+            hands=[],
+            scores=list(event.scores or (0,) * len(units)),
+            bags=list(event.bags or (0,) * len(units)),
+            game_over=False,
+            winners=[],
+            version=0,
+        )
+
+
+COLUMNS = tuple(column.name for column in scoreboards.columns)
+
+
+class ScoreboardModel(PerGameModel[Scoreboard]):
+    name = "scoreboard"
+    tables = (scoreboards,)
+
+    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, Scoreboard]:
+        result = await conn.execute(
+            sa.select(scoreboards).where(scoreboards.c.game_id.in_(game_ids))
+        )
+        return {row.game_id: Scoreboard(**row._asdict()) for row in result}
+
+    def fold(self, state: Scoreboard | None, commit: Commit) -> Scoreboard:
+        for event in commit.events:
+            if isinstance(event, GameCreated):
+                state = Scoreboard.created(event)
+            elif state is None:
+                raise ValueError(f"game {commit.game_id} has events before game_created")
+            elif isinstance(event, HandScored):
+                state.hands.append(
+                    {
+                        "hand": event.hand,
+                        "points": list(event.points),
+                        "scores": list(event.scores),
+                        "bags": list(event.bags),
+                    }
+                )
+                state.scores, state.bags = list(event.scores), list(event.bags)
+            elif isinstance(event, GameEnded):
+                state.game_over = True
+                state.winners, state.scores = list(event.winners), list(event.scores)
+        if state is None:
+            raise ValueError(f"game {commit.game_id} has no game_created")
+        return state
+
+    async def save(self, conn: AsyncConnection, states: dict[str, Scoreboard]) -> None:
+        rows = [{name: getattr(state, name) for name in COLUMNS} for state in states.values()]
+        await upsert(conn, scoreboards, rows, keys=["game_id"])

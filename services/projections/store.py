@@ -1,0 +1,225 @@
+"""The read-model database: one SQLAlchemy Core (async) layer over SQLite and PostgreSQL.
+
+``SPADES_DATABASE_URL`` comes in the plain form (``postgresql://user@host:port/db`` or
+``sqlite:///path``); :func:`store_url` picks the async driver (asyncpg, aiosqlite). A
+``?schema=NAME`` query parameter puts the tables in that PostgreSQL schema, created on first
+start, so that several deployments (or test runs) can share one database.
+
+SQLite runs in WAL mode, so readers never wait for the writer, with ``synchronous=NORMAL``: a
+killed process loses nothing committed, and a power loss can lose only the last transactions,
+positions included, which the workers then replay from the stream. The sqlite3 driver's own
+transaction handling is switched off and SQLAlchemy emits ``BEGIN`` itself: ``BEGIN IMMEDIATE``
+for writers (:meth:`Store.writing`), so that a worker holds the write lock from the moment it
+reads the position it is about to advance, and a plain deferred ``BEGIN`` for readers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+"""How long a writer waits for SQLite's write lock before the attempt fails (and is retried)."""
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgres": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StoreUrl:
+    """Where the read models live: a URL with its async driver, and a PostgreSQL schema."""
+
+    url: sa.URL
+    schema: str | None = None
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.get_backend_name() == "sqlite"
+
+
+def store_url(raw: str) -> StoreUrl:
+    """Read ``SPADES_DATABASE_URL``: pick the async driver and take out ``?schema=``.
+
+    >>> store_url("postgresql://postgres@127.0.0.1:5432/test?schema=t1").url.drivername
+    'postgresql+asyncpg'
+    >>> store_url("sqlite:///var/read_models.db").url.drivername
+    'sqlite+aiosqlite'
+    """
+    url = make_url(raw)
+    driver = _DRIVERS.get(url.drivername)
+    if driver is None:
+        raise ValueError(
+            f"unsupported read-model database {url.drivername!r}: use postgresql://... "
+            "or sqlite:///path"
+        )
+    schema = url.query.get("schema")
+    if isinstance(schema, tuple):
+        raise ValueError("give ?schema= once")
+    if schema is not None:
+        if driver != "postgresql+asyncpg":
+            raise ValueError("?schema= is for PostgreSQL only")
+        if not _SCHEMA_NAME.match(schema):
+            raise ValueError(f"schema {schema!r} is not a plain lower-case SQL name")
+    return StoreUrl(url.set(drivername=driver).difference_update_query(["schema"]), schema)
+
+
+class Store:
+    """The read-model database: an engine for reading, and writing transactions.
+
+    Build it with :func:`open_store`; :meth:`close` when done.
+    """
+
+    def __init__(self, engine: AsyncEngine, schema: str | None = None) -> None:
+        self.engine = engine
+        self.schema = schema
+        self._writer = engine.execution_options(sqlite_begin="IMMEDIATE")
+        # SQLite has one writer at a time. Writers of this process queue here rather than in
+        # SQLite's busy handler, which sleeps in steps of up to 100 ms while it waits.
+        self._turn: AbstractAsyncContextManager[object] = (
+            asyncio.Lock() if engine.dialect.name == "sqlite" else contextlib.nullcontext()
+        )
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    def writing(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A transaction that writes: it commits on leaving, rolls back on an exception.
+
+        On SQLite it begins with ``BEGIN IMMEDIATE`` (the write lock is taken at once, so what
+        it reads cannot change under it); on PostgreSQL it is an ordinary transaction and takes
+        row locks where it needs them (``SELECT ... FOR UPDATE``).
+        """
+        return self._write()
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        async with self._turn, self._writer.begin() as conn:
+            yield conn
+
+    def reading(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for reads."""
+        return self.engine.connect()
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def open_store(raw_url: str, *, pool_size: int = 5) -> Store:
+    """Connect lazily to the read-model database at ``raw_url`` (no I/O happens here).
+
+    Statement parameters are kept out of error messages (``hide_parameters``): they can hold a
+    hand in progress, and errors end up in logs and in parked messages' reasons.
+    """
+    where = store_url(raw_url)
+    if where.is_sqlite:
+        return Store(_sqlite_engine(where.url))
+    server_settings = {"application_name": "spades"}
+    if where.schema is not None:
+        server_settings["search_path"] = where.schema
+    engine = create_async_engine(
+        where.url,
+        pool_size=pool_size,
+        pool_pre_ping=True,
+        hide_parameters=True,
+        connect_args={"server_settings": server_settings},
+    )
+    return Store(engine, where.schema)
+
+
+def _sqlite_engine(url: sa.URL) -> AsyncEngine:
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(
+        url, hide_parameters=True, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    )
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def configure(dbapi_connection: Any, _record: Any) -> None:
+        # SQLAlchemy, not the driver, begins transactions (see the module docstring).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def begin(connection: sa.Connection) -> None:
+        mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def is_store_trouble(error: BaseException) -> bool:
+    """Whether ``error`` is the database failing (down, locked, connection lost), as opposed to
+    a statement failing on the data it was given: the first is waited out, not parked."""
+    if isinstance(error, sa.exc.DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(
+        error, sa.exc.OperationalError | sa.exc.InterfaceError | sa.exc.TimeoutError | OSError
+    )
+
+
+async def upsert(
+    conn: AsyncConnection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    keys: Sequence[str],
+    add: Sequence[str] = (),
+) -> None:
+    """Insert ``rows``, or update the row with the same ``keys``: columns named in ``add`` are
+    added to the stored value, the others replaced. One statement for all the rows."""
+    if not rows:
+        return
+    statement = _insert(conn, table)
+    excluded = statement.excluded
+    changes: dict[str, Any] = {}
+    for column in rows[0]:
+        if column in keys:
+            continue
+        changes[column] = table.c[column] + excluded[column] if column in add else excluded[column]
+    if changes:
+        statement = statement.on_conflict_do_update(index_elements=list(keys), set_=changes)
+    else:
+        statement = statement.on_conflict_do_nothing(index_elements=list(keys))
+    await conn.execute(statement, list(rows))
+
+
+async def insert_missing(
+    conn: AsyncConnection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    keys: Sequence[str],
+) -> None:
+    """Insert the rows whose ``keys`` are not in the table yet; leave the others as they are."""
+    if rows:
+        statement = _insert(conn, table).on_conflict_do_nothing(index_elements=list(keys))
+        await conn.execute(statement, list(rows))
+
+
+def _insert(conn: AsyncConnection, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)

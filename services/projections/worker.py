@@ -1,0 +1,259 @@
+"""A projection worker: one read model, fed by its own durable JetStream consumer.
+
+The loop fetches what the stream has (up to ``batch_size`` messages), applies the batch in one
+transaction that also moves the model's position to the batch's last sequence, then
+acknowledges the batch. A message at or below the stored position is skipped, so a redelivery
+(a crash between the commit and the acknowledgement) or a replay changes nothing.
+
+What goes wrong, and what the worker does:
+
+- the database is down, locked or lost its connection: the batch is tried again, with backoff
+  and no limit. The messages are fine; parking them would be wrong.
+- a message is not a commit, or is a commit out of order for its game: parked at once, in the
+  batch's transaction. Retrying cannot change it.
+- anything else (an event that breaks the model): the batch's transaction is rolled back and its
+  messages are applied one at a time, each tried up to ``RetryPolicy.attempts`` times with
+  backoff, then parked with the reason. The position moves on; the worker never stops for one
+  message.
+
+A rebuild (:mod:`.rebuild`) raises the model's generation. Each batch transaction checks it
+under the position lock, and so does each idle fetch: on a change the worker drops what it has,
+re-creates its consumer from the new position (0) and replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import structlog
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from services.projections import positions
+from services.projections.consumer import open_consumer, stream_sequence
+from services.projections.metrics import LAG, PARKED, POSITION
+from services.projections.model import Delivered, ReadModel, Unreadable
+from services.projections.parking import ParkedMessage, describe, now, park
+from services.projections.store import Store, is_store_trouble
+
+log = structlog.get_logger("spades.projections")
+
+T = TypeVar("T")
+
+BATCH_SIZE = 1000
+IDLE_S = 1.0
+"""How long a fetch waits for new messages; also how soon an idle worker notices a rebuild."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    attempts: int = 4
+    """Tries of a failing message before it is parked."""
+    first_delay_s: float = 0.05
+    factor: float = 4.0
+    max_delay_s: float = 10.0
+
+    def delay(self, attempt: int) -> float:
+        """The wait after the ``attempt``-th failure (1-based)."""
+        return min(self.max_delay_s, self.first_delay_s * self.factor ** (attempt - 1))
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+class Rebuilt(Exception):
+    """The model was rebuilt while this worker ran: what it holds is stale."""
+
+
+class Message:
+    """A stream message as the worker holds it: decoded once, kept for parking."""
+
+    __slots__ = ("data", "delivered", "problem", "sequence", "subject")
+
+    def __init__(self, msg: Msg) -> None:
+        self.sequence = stream_sequence(msg.reply)
+        self.subject: str = msg.subject
+        self.data: bytes = msg.data
+        self.delivered: Delivered | None = None
+        self.problem: str | None = None
+        try:
+            self.delivered = Delivered.read(self.sequence, self.subject, self.data)
+        except Unreadable as error:
+            self.problem = str(error)
+
+
+class Worker:
+    """Keeps one read model up to date with the game stream."""
+
+    def __init__(
+        self,
+        model: ReadModel,
+        store: Store,
+        client: Client,
+        *,
+        batch_size: int = BATCH_SIZE,
+        idle_s: float = IDLE_S,
+        retry: RetryPolicy = DEFAULT_RETRY,
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.client = client
+        self.batch_size = batch_size
+        self.idle_s = idle_s
+        self.retry = retry
+        self.position = 0
+        """The last stream sequence applied (or parked), as of this worker's last commit."""
+        self.generation = 0
+        self.log = log.bind(model=model.name)
+        self._failures = 0
+        """Failed starts in a row: the backoff before the next start grows with them."""
+
+    async def run(self) -> None:
+        """Consume until cancelled. Any failure outside a batch (NATS unreachable, the stream
+        not created yet) restarts the consumer after a backoff."""
+        while True:
+            try:
+                await self._consume()
+            except Exception as error:
+                self._failures += 1
+                delay = self.retry.delay(self._failures)
+                self.log.warning("worker restarting", error=describe(error), in_s=delay)
+                await asyncio.sleep(delay)
+
+    async def _consume(self) -> None:
+        """Consume from the stored position until the model is rebuilt."""
+        async with self.store.writing() as conn:
+            start = await positions.ensure(conn, self.model.name)
+        self.position, self.generation = start.position, start.generation
+        POSITION.labels(self.model.name).set(self.position)
+        feed = await open_consumer(
+            self.client, self.model.name, self.position, max_ack_pending=4 * self.batch_size
+        )
+        self._failures = 0
+        self.log.info("worker consuming", after=self.position, generation=self.generation)
+        try:
+            while True:
+                try:
+                    messages = await feed.fetch(self.batch_size, self.idle_s)
+                except TimeoutError:
+                    LAG.labels(self.model.name).set(0)
+                    if await self._rebuilt():
+                        return
+                    continue
+                try:
+                    await self._apply([Message(msg) for msg in messages])
+                except Rebuilt:
+                    self.log.info("read model rebuilt: replaying the stream")
+                    return
+                await messages[-1].ack()
+                LAG.labels(self.model.name).set(messages[-1].metadata.num_pending)
+        finally:
+            with contextlib.suppress(Exception):
+                await feed.close()
+
+    async def _rebuilt(self) -> bool:
+        async with self.store.reading() as conn:
+            stored = await positions.read(conn, self.model.name)
+        return stored.generation != self.generation
+
+    async def _apply(self, batch: Sequence[Message]) -> None:
+        try:
+            await self._despite_store_trouble(lambda: self._transact(batch))
+        except Rebuilt:
+            raise
+        except Exception as error:
+            if len(batch) == 1:
+                await self._retry_or_park(batch[0], error)
+                return
+            self.log.warning(
+                "batch failed: applying its messages one at a time",
+                first=batch[0].sequence,
+                last=batch[-1].sequence,
+                error=describe(error),
+            )
+            for message in batch:
+                await self._retry_or_park(message, None)
+
+    async def _retry_or_park(self, message: Message, failure: Exception | None) -> None:
+        """Apply one message, with backoff between tries; park it after the last try."""
+        tries = 0 if failure is None else 1
+        while tries < self.retry.attempts:
+            if tries:
+                await asyncio.sleep(self.retry.delay(tries))
+            tries += 1
+            try:
+                await self._despite_store_trouble(lambda: self._transact([message]))
+                return
+            except Rebuilt:
+                raise
+            except Exception as error:
+                failure = error
+        reason = describe(failure) if failure is not None else "failed"
+        await self._despite_store_trouble(lambda: self._transact([message], reason, tries))
+
+    async def _despite_store_trouble(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt`` until the database lets it finish; other errors go to the caller."""
+        troubles = 0
+        while True:
+            try:
+                return await attempt()
+            except Exception as error:
+                if not is_store_trouble(error):
+                    raise
+                troubles += 1
+                delay = self.retry.delay(troubles)
+                self.log.warning(
+                    "read-model database unavailable", error=describe(error), in_s=delay
+                )
+                await asyncio.sleep(delay)
+
+    async def _transact(
+        self, batch: Sequence[Message], park_reason: str | None = None, tries: int = 1
+    ) -> None:
+        """Apply (or park, with ``park_reason``) the unseen messages of ``batch`` and move the
+        position to the last of them, in one transaction."""
+        name = self.model.name
+        async with self.store.writing() as conn:
+            stored = await positions.lock(conn, name)
+            if stored.generation != self.generation:
+                raise Rebuilt(f"generation {stored.generation}, worker at {self.generation}")
+            fresh = [message for message in batch if message.sequence > stored.position]
+            if not fresh:
+                return
+            if park_reason is not None:
+                refused = {message.sequence: park_reason for message in fresh}
+            else:
+                readable = [m.delivered for m in fresh if m.delivered is not None]
+                refused = await self.model.apply(conn, readable) if readable else {}
+                refused.update({m.sequence: m.problem for m in fresh if m.problem is not None})
+            parked = [
+                self._parked(m, refused[m.sequence], tries) for m in fresh if m.sequence in refused
+            ]
+            for message in parked:
+                await park(conn, message)
+            await positions.advance(conn, name, fresh[-1].sequence)
+        self.position = fresh[-1].sequence
+        POSITION.labels(name).set(self.position)
+        for message in parked:
+            PARKED.labels(name).inc()
+            self.log.warning(
+                "message parked",
+                sequence=message.sequence,
+                subject=message.subject,
+                reason=message.reason,
+            )
+
+    def _parked(self, message: Message, reason: str, tries: int) -> ParkedMessage:
+        return ParkedMessage(
+            model=self.model.name,
+            sequence=message.sequence,
+            subject=message.subject,
+            reason=reason,
+            payload=message.data,
+            attempts=tries,
+            parked_at=now(),
+        )

@@ -1,0 +1,209 @@
+"""Fixtures and helpers of the projection tests: every store they run against, games to write.
+
+Loaded by the projection test modules with ``pytest_plugins``. The ``store`` fixture runs each
+test against SQLite (a file under ``tmp_path``) and PostgreSQL (``SPADES_TEST_POSTGRES_URL``,
+each test in a schema of its own, dropped afterwards); PostgreSQL is skipped, with the reason,
+when the variable is unset or the server does not answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import sqlalchemy as sa
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from benchmarks.projections import EPOCH, GameLog, interleaved, play_game
+from contracts.wire import GAMES_STREAM, game_subject
+from domain.events import AnyEvent, GameEnded, HandScored
+from domain.game import fold
+from domain.state import Game
+from domain.table import table_for
+from services.engine.service import ensure_streams
+from services.projections import positions
+from services.projections.migrations import migrate
+from services.projections.read_models import READ_MODELS
+from services.projections.service import Projections
+from services.projections.store import Store, open_store
+from services.projections.worker import RetryPolicy
+from services.runtime.game_stream import GameStream
+
+POSTGRES_VARIABLE = "SPADES_TEST_POSTGRES_URL"
+QUICK_RETRY = RetryPolicy(attempts=3, first_delay_s=0.01, factor=2.0)
+"""Retries short enough for a test (the worker's backoff, not its logic, is shortened)."""
+CATCH_UP_S = 120.0
+
+
+# --------------------------------------------------------------------------- stores
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """The plain ``SPADES_DATABASE_URL`` of a fresh, empty read-model database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'read_models.db'}"
+        return
+    base = os.environ.get(POSTGRES_VARIABLE)
+    if not base:
+        pytest.skip(f"{POSTGRES_VARIABLE} is not set: no PostgreSQL to test against")
+    schema = f"test_{secrets.token_hex(6)}"
+    url = f"{base}{'&' if '?' in base else '?'}schema={schema}"
+    probe = open_store(url)
+    try:
+        async with asyncio.timeout(5), probe.reading() as conn:
+            await conn.execute(sa.text("select 1"))
+    except Exception as error:
+        pytest.skip(f"PostgreSQL at {POSTGRES_VARIABLE} does not answer: {error!r}")
+    finally:
+        await probe.close()
+    yield url
+    dropper = open_store(url)
+    try:
+        async with dropper.writing() as conn:
+            await conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
+    finally:
+        await dropper.close()
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Store]:
+    """The read-model database, migrated."""
+    opened = open_store(database_url)
+    await migrate(opened)
+    yield opened
+    await opened.close()
+
+
+# --------------------------------------------------------------------------- the stream
+
+
+@pytest.fixture
+async def js(nats_client: Client) -> JetStreamContext:
+    """JetStream with the game stream declared as the engine declares it."""
+    context = nats_client.jetstream()
+    await ensure_streams(context)
+    return context
+
+
+def random_logs(count: int, seed: int, prefix: str = "g") -> list[GameLog]:
+    """Finished games of every preset, 1 to 3 hands each; every other one in league
+    ``north``; created in four distinct minutes, so that several share a creation time."""
+    rng = random.Random(seed)
+    presets = ("partnership", "solo", "cutthroat", "three-player-house", "two-player")
+    return [
+        play_game(
+            rng,
+            f"{prefix}{n}",
+            preset=presets[n % len(presets)],
+            max_hands=1 + n % 3,
+            league="north" if n % 2 else None,
+            start=EPOCH + timedelta(minutes=n % 4),
+        )
+        for n in range(count)
+    ]
+
+
+async def append_games(js: JetStreamContext, logs: Sequence[GameLog]) -> int:
+    """Append the games' commits through :class:`GameStream` (optimistic concurrency and
+    deduplication as the engine appends), interleaved; return the stream's last sequence."""
+    stream = GameStream(js)
+    last_of: dict[str, int] = {}
+    payloads = {log.game_id: iter(log.commits) for log in logs}
+    sequence = 0
+    for subject, data in interleaved(list(logs)):
+        game_id = subject.removeprefix("spades.games.")
+        commit = next(payloads[game_id])
+        sequence = await stream.append(
+            game_id,
+            data,
+            expected=last_of.get(game_id, 0),
+            command_id=f"{game_id}:{commit.command_id}",
+        )
+        last_of[game_id] = sequence
+    return sequence
+
+
+async def publish_raw(js: JetStreamContext, game_id: str, data: bytes) -> int:
+    """Put any bytes on a game's subject, as a buggy or hostile writer could."""
+    ack = await js.publish(game_subject(game_id), data, stream=GAMES_STREAM)
+    return ack.seq
+
+
+async def last_sequence(js: JetStreamContext) -> int:
+    return int((await js.stream_info(GAMES_STREAM)).state.last_seq or 0)
+
+
+# --------------------------------------------------------------------------- read models
+
+
+def workers(store: Store, client: Client, **options: Any) -> Projections:
+    return Projections(store, client, retry=QUICK_RETRY, idle_s=0.2, **options)
+
+
+async def wait_for_position(
+    store: Store, sequence: int, models: Iterable[str] | None = None, within_s: float = CATCH_UP_S
+) -> dict[str, int]:
+    """Poll until every model (or those named) stands at ``sequence``; return the positions."""
+    names = list(models if models is not None else READ_MODELS)
+    deadline = time.monotonic() + within_s
+    while True:
+        async with store.reading() as conn:
+            stored = await positions.all_positions(conn)
+        reached = {name: stored[name].position for name in names if name in stored}
+        if len(reached) == len(names) and min(reached.values()) >= sequence:
+            return reached
+        if time.monotonic() > deadline:
+            raise AssertionError(f"read models at {reached}, not {sequence}, after {within_s} s")
+        await asyncio.sleep(0.02)
+
+
+async def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every read model's tables, in key order."""
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    async with store.reading() as conn:
+        for model in READ_MODELS.values():
+            for table in model.tables:
+                query = sa.select(table).order_by(*table.primary_key.columns)
+                rows[table.name] = [tuple(row) for row in await conn.execute(query)]
+    return rows
+
+
+def final_state(events: list[AnyEvent]) -> Game:
+    game = fold(events)
+    assert game is not None
+    return game
+
+
+def expected_scoreboard(events: list[AnyEvent]) -> dict[str, Any]:
+    """API.md's scoreboard, straight from the events and the folded state."""
+    game = final_state(events)
+    return {
+        "game_id": game.game_id,
+        "units": [list(unit) for unit in table_for(game.rules).units],
+        "hands": [
+            {"hand": e.hand, "points": [*e.points], "scores": [*e.scores], "bags": [*e.bags]}
+            for e in events
+            if isinstance(e, HandScored)
+        ],
+        "scores": list(game.scores),
+        "bags": list(game.bags),
+        "game_over": any(isinstance(event, GameEnded) for event in events),
+        "winners": list(game.winners),
+        "version": game.version,
+    }
+
+
+def as_json(value: Any) -> Any:
+    """What the read models return for a domain value: its JSON form."""
+    return msgspec.json.decode(msgspec.json.encode(value))

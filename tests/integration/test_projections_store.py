@@ -1,0 +1,225 @@
+"""The read-model database: migrations, the gateway's queries, the operator's commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from sqlalchemy.ext.asyncio import AsyncEngine
+from typer.testing import CliRunner
+
+from benchmarks.projections import GameLog, GameWriter, measure, random_games
+from domain.commands import CreateGame, TakeSeat
+from domain.dealing import SeededDeal
+from domain.game import decide
+from services.cli.projections import app as projections_cli
+from services.projections import queries
+from services.projections.migrations import LATEST, SchemaTooNew, migrate
+from services.projections.schema import metadata, schema_version
+from services.projections.store import Store, open_store
+from services.runtime.game_stream import GameStream
+from services.runtime.nats_server import EmbeddedNats
+
+pytest.register_assert_rewrite("tests.integration.conftest_projections")
+from tests.integration.conftest_projections import (  # noqa: E402
+    append_games,
+    final_state,
+    publish_raw,
+    random_logs,
+    wait_for_position,
+    workers,
+)
+
+pytest_plugins = ["tests.integration.conftest_projections"]
+pytestmark = pytest.mark.integration
+
+
+async def test_processes_starting_at_once_migrate_once(database_url: str) -> None:
+    stores = [open_store(database_url) for _ in range(3)]
+    try:
+        before = await asyncio.gather(*(migrate(store) for store in stores))
+        assert set(before) <= {0, LATEST}
+        assert await migrate(stores[0]) == LATEST
+        async with stores[0].reading() as conn:
+            applied = (await conn.execute(sa.select(schema_version.c.version))).scalars().all()
+            tables = await conn.run_sync(_columns_by_table)
+        assert applied == list(range(1, LATEST + 1))
+        assert tables == {
+            table.name: ({c.name for c in table.columns}, {c.name for c in table.primary_key})
+            for table in metadata.tables.values()
+        }
+    finally:
+        for store in stores:
+            await store.close()
+
+
+def _columns_by_table(connection: sa.Connection) -> dict[str, tuple[set[str], set[str]]]:
+    inspector = sa.inspect(connection)
+    return {
+        name: (
+            {column["name"] for column in inspector.get_columns(name)},
+            set(inspector.get_pk_constraint(name)["constrained_columns"]),
+        )
+        for name in inspector.get_table_names()
+    }
+
+
+async def test_a_database_from_a_newer_version_is_refused(store: Store) -> None:
+    async with store.writing() as conn:
+        await conn.execute(
+            schema_version.insert().values(version=LATEST + 1, description="future", applied_at="")
+        )
+    with pytest.raises(SchemaTooNew):
+        await migrate(store)
+
+
+async def test_the_game_list_filters_and_pages(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    logs = random_logs(11, seed=17)
+    waiting = GameWriter("waiting-game")
+    game = waiting.commit(decide(None, CreateGame("waiting-game", {"preset": "solo"})))
+    waiting.commit(decide(game, TakeSeat("zed"), deal=SeededDeal(bytes(32))))
+    last = await append_games(js, [*logs, waiting.log])
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+    engine = store.engine
+
+    everything, cursor = await queries.list_games(engine, limit=100)
+    assert cursor is None
+    newest_first = sorted(
+        [*logs, waiting.log], key=lambda log: (log.commits[0].time, log.game_id), reverse=True
+    )
+    assert [g["game_id"] for g in everything] == [log.game_id for log in newest_first]
+
+    paged: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page, cursor = await queries.list_games(engine, cursor=cursor, limit=4)
+        paged.extend(page)
+        if cursor is None:
+            break
+    assert paged == everything
+
+    assert [g["game_id"] for g in await _all(engine, status="waiting")] == ["waiting-game"]
+    assert len(await _all(engine, status="finished")) == len(logs)
+    north = {log.game_id for n, log in enumerate(logs) if n % 2}
+    assert {g["game_id"] for g in await _all(engine, league="north")} == north
+    name = final_state(logs[0].events).players[0]
+    assert name is not None
+    with_player = {
+        log.game_id
+        for log in logs
+        if name.name in [p.name for p in final_state(log.events).players if p is not None]
+    }
+    assert {g["game_id"] for g in await _all(engine, player=name.name)} == with_player
+    assert {g["game_id"] for g in await _all(engine, player=name.name, league="north")} == (
+        with_player & north
+    )
+    with pytest.raises(queries.InvalidCursor):
+        await queries.list_games(engine, cursor="not-a-cursor")
+    with pytest.raises(ValueError, match="limit"):
+        await queries.list_games(engine, limit=0)
+
+
+async def _all(engine: AsyncEngine, **filters: Any) -> list[dict[str, Any]]:
+    games, cursor = await queries.list_games(engine, limit=queries.MAX_LIMIT, **filters)
+    assert cursor is None
+    return games
+
+
+async def test_waiting_for_a_version_to_be_read(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    (log,) = random_logs(1, seed=18)
+    first = await append_games(js, [_prefix(log, 1)])
+    async with workers(store, nats_client):
+        assert await queries.wait_for_version(store.engine, log.game_id, 1, timeout=30)
+        await wait_for_position(store, first)
+        assert await queries.model_version(store.engine, log.game_id) == 1
+        assert not await queries.wait_for_version(store.engine, log.game_id, 2, timeout=0.1)
+
+        final = final_state(log.events).version
+        waiting = asyncio.create_task(
+            queries.wait_for_version(store.engine, log.game_id, final, timeout=60)
+        )
+        await _append_rest(js, log)
+        assert await waiting
+        for model in ("games", "scoreboard", "hands", "players"):
+            assert await queries.model_version(store.engine, log.game_id, model) == final
+
+
+def _prefix(log: GameLog, count: int) -> GameLog:
+    return GameLog(log.game_id, log.commits[:count], log.payloads[:count])
+
+
+async def _append_rest(js: JetStreamContext, log: GameLog) -> None:
+    stream = GameStream(js)
+    expected = await stream.last_sequence(log.game_id)
+    for commit, data in zip(log.commits[1:], log.payloads[1:], strict=True):
+        expected = await stream.append(
+            log.game_id, data, expected=expected, command_id=commit.command_id
+        )
+
+
+async def test_the_operator_commands(
+    store: Store,
+    database_url: str,
+    js: JetStreamContext,
+    nats_client: Client,
+    nats_server: EmbeddedNats,
+) -> None:
+    await append_games(js, random_logs(2, seed=19))
+    garbage = await publish_raw(js, "junk", b"{not json")
+    environment = {"SPADES_DATABASE_URL": database_url, "SPADES_NATS_URL": nats_server.url}
+
+    def spades_projections(*args: str) -> Any:
+        return CliRunner().invoke(projections_cli, list(args), env=environment)
+
+    async with workers(store, nats_client, models=["games"]):
+        await wait_for_position(store, garbage, ["games"])
+        listed = await asyncio.to_thread(spades_projections, "parked", "--json")
+        assert listed.exit_code == 0, listed.output
+        (line,) = listed.stdout.splitlines()
+        assert json.loads(line)["sequence"] == garbage
+        assert json.loads(line)["reason"].startswith("not a commit")
+        table = await asyncio.to_thread(spades_projections, "parked")
+        assert "1 parked message(s)" in table.stdout
+
+        replayed = await asyncio.to_thread(spades_projections, "replay-parked", "-m", "games")
+        assert replayed.exit_code == 1
+        assert "0 applied, 1 still parked" in replayed.stdout
+
+        lag = await asyncio.to_thread(spades_projections, "lag", "--json")
+        assert lag.exit_code == 0, lag.output
+        assert json.loads(lag.stdout) == {
+            "games": 0,
+            "scoreboard": garbage,
+            "hands": garbage,
+            "players": garbage,
+        }
+
+        rebuilt = await asyncio.to_thread(spades_projections, "rebuild", "games", "--wait")
+        assert rebuilt.exit_code == 0, rebuilt.output
+        assert f"games at {garbage}" in rebuilt.stdout
+        games, _ = await queries.list_games(store.engine)
+        assert len(games) == 2
+
+    unknown = await asyncio.to_thread(spades_projections, "rebuild", "nonsense")
+    assert unknown.exit_code == 2
+
+
+async def test_the_benchmark_measures_what_it_published() -> None:
+    """``spades bench projections`` on a small stream: the counts are those of the games."""
+    games = list(random_games(12, seed=1))
+    figures = await measure(len(games), seed=1, postgres_url=None)
+    assert figures.commits == sum(len(log.commits) for log in games)
+    assert figures.events == sum(len(log.events) for log in games)
+    assert [store.store for store in figures.stores] == ["sqlite"]
+    assert figures.postgres.startswith("no SPADES_TEST_POSTGRES_URL")
+    assert 0 < figures.stores[0].ratio < 1
