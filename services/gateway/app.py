@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+import nats.errors
 from fastapi import FastAPI
 
 from services.engine.client import EngineClient
@@ -19,9 +20,11 @@ from services.gateway.commands import Commands, InFlight
 from services.gateway.deps import Gateway
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
-from services.gateway.read_models import StreamReadModels
+from services.gateway.read_models import ProjectionReadModels
 from services.gateway.routes import actions, audit, events, games, hands, seats, service
 from services.gateway.telemetry import Metrics, RequestTelemetry
+from services.projections.migrations import migrate
+from services.projections.store import open_store
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
@@ -58,6 +61,8 @@ def _lifespan(
         js = connection.jetstream(timeout=settings.command_timeout_s)
         stream = GameStream(js)
         games = GameCache(stream)
+        store = open_store(settings.read_model_database_url)
+        await migrate(store)  # the projection workers may not have started yet
         in_flight = InFlight()
         metrics.in_flight.set_function(lambda: len(in_flight))
         app.state.gateway = Gateway(
@@ -71,7 +76,8 @@ def _lifespan(
             in_flight=in_flight,
             seat_tokens=seat_tokens,
             platform_keys=platform_keys,
-            read_models=StreamReadModels(connection, js, stream, games),
+            read_models=ProjectionReadModels(store),
+            store=store,
             metrics=metrics,
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
@@ -80,7 +86,11 @@ def _lifespan(
         try:
             yield
         finally:
-            await connection.close()
+            try:
+                await connection.close()
+            except (OSError, nats.errors.Error) as error:  # NATS already gone: nothing to flush
+                log.warning("nats connection closed uncleanly", error=repr(error))
+            await store.close()
 
     return lifespan
 

@@ -24,6 +24,7 @@ from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
 from services.gateway.views import Reader
+from services.projections.store import Store
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GameStream
 
@@ -41,6 +42,7 @@ class Gateway:
     seat_tokens: SeatTokens
     platform_keys: PlatformKeys
     read_models: ReadModels
+    store: Store
     metrics: Metrics
     keep_alive_s: float
     min_version_wait_s: float
@@ -162,7 +164,12 @@ async def min_version(
     game_id: GameId,
     wanted: Annotated[
         int | None,
-        Query(alias="min_version", ge=0, description="Wait until this version is visible."),
+        Query(
+            alias="min_version",
+            ge=0,
+            le=2**53,
+            description="Wait until this version is visible.",
+        ),
     ] = None,
 ) -> None:
     """Read-your-writes for the read models: wait (bounded) until they hold ``min_version``."""

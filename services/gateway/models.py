@@ -435,9 +435,12 @@ class GameSummary(BaseModel):
     preset: PresetName
     league: str | None
     players: list[str | None] = Field(description="The player in each seat, null when free.")
-    hand_number: int
+    hands_played: int = Field(description="Hands scored so far.")
     scores: list[int]
+    bags: list[int]
     winners: list[int]
+    created_at: str = Field(description="When the game was created (UTC, ISO 8601).")
+    updated_at: str = Field(description="When its last command was accepted.")
 
 
 class GameList(BaseModel):
@@ -494,3 +497,9 @@ class Problem(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+
+
+class Readiness(Health):
+    projections: dict[str, int] = Field(
+        description="Each read model's lag behind the game stream, in messages."
+    )

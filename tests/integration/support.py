@@ -16,19 +16,33 @@ from services.engine.client import EngineClient
 from services.runtime.game_stream import GameStream, StoredCommit
 
 
-class EngineProcess:
-    """``spades serve engine`` as a child process, with its log in a file."""
+class ServiceProcess:
+    """``spades serve <service>`` as a child process, with its log in a file."""
 
-    def __init__(self, nats_url: str, log_dir: Path, name: str = "engine") -> None:
+    service = "engine"
+
+    def __init__(
+        self,
+        nats_url: str,
+        log_dir: Path,
+        name: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.nats_url = nats_url
-        self.log_path = log_dir / f"{name}.log"
+        self.log_path = log_dir / f"{name or self.service}.log"
+        self.env = env or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "SPADES_NATS_URL": self.nats_url, "SPADES_LOG_FORMAT": "json"}
+        env = {
+            **os.environ,
+            "SPADES_NATS_URL": self.nats_url,
+            "SPADES_LOG_FORMAT": "json",
+            **self.env,
+        }
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "services.cli.main", "serve", "engine"],
+                [sys.executable, "-m", "services.cli.main", "serve", self.service],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -52,6 +66,18 @@ class EngineProcess:
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+class EngineProcess(ServiceProcess):
+    """``spades serve engine``."""
+
+    service = "engine"
+
+
+class ProjectionsProcess(ServiceProcess):
+    """``spades serve projections``; give it ``SPADES_DATA_DIR`` or ``SPADES_DATABASE_URL``."""
+
+    service = "projections"
 
 
 async def connected(url: str) -> Client:

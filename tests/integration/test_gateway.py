@@ -34,7 +34,13 @@ from services.gateway.commands import command_id_for
 from services.runtime.game_stream import StoredCommit
 from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.settings import Settings
-from tests.integration.support import EngineProcess, connected, history, ready_client
+from tests.integration.support import (
+    EngineProcess,
+    ProjectionsProcess,
+    connected,
+    history,
+    ready_client,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -103,10 +109,27 @@ def engine(
 
 
 @pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the gateway and the projection workers share their SQLite read models."""
+    return tmp_path_factory.mktemp("gateway")
+
+
+@pytest.fixture(scope="module")
+def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
+    process = ProjectionsProcess(shared_nats.url, data_dir, env={"SPADES_DATA_DIR": str(data_dir)})
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
 def gateway(
-    shared_nats: EmbeddedNats, engine: EngineProcess, tmp_path_factory: pytest.TempPathFactory
+    shared_nats: EmbeddedNats,
+    engine: EngineProcess,
+    projections: ProjectionsProcess,
+    data_dir: Path,
 ) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, tmp_path_factory.mktemp("gateway"))
+    settings = gateway_settings(shared_nats.url, data_dir)
     options = {"keep_alive_s": KEEP_ALIVE_S, "min_version_wait_s": MIN_VERSION_WAIT_S}
     with ServedGateway(settings, **options) as served:
         yield served.url
@@ -295,14 +318,15 @@ async def test_a_hand_played_through_the_api(client: httpx.AsyncClient) -> None:
     final = await table.public()
     assert final["winners"]
     assert final["hand_number"] == 1
-    records = (await client.get(f"{table.url}/hands")).json()["hands"]
+    seen = {"min_version": final["version"]}  # the read models are eventually consistent
+    records = (await client.get(f"{table.url}/hands", params=seen)).json()["hands"]
     assert [record["hand"] for record in records] == [1]
-    one = (await client.get(f"{table.url}/hands/1")).json()
+    one = (await client.get(f"{table.url}/hands/1", params=seen)).json()
     assert one == records[0]
     assert sorted(len(hand) for hand in one["deal"]["hands"]) == [13] * 4
     assert len(one["tricks"]) == 13
     assert one["deal"]["seed"]
-    board = (await client.get(f"{table.url}/scoreboard")).json()
+    board = (await client.get(f"{table.url}/scoreboard", params=seen)).json()
     assert board["units"] == [[0, 2], [1, 3]]
     assert board["scores"] == final["scores"] == board["hands"][0]["scores"]
     assert board["game_over"] is True
@@ -333,7 +357,8 @@ async def test_the_two_player_draw(client: httpx.AsyncClient) -> None:
     assert {"type": "draw", "keep": True} in view["legal"]
     assert (await table.view(0))["drawn_card"] is None
     await table.play_hand(random.Random(2))
-    record = (await table.client.get(f"{table.url}/hands/1")).json()
+    seen = {"min_version": (await table.public())["version"]}
+    record = (await table.client.get(f"{table.url}/hands/1", params=seen)).json()
     assert len(record["draws"]) == 52
     assert [len(hand) for hand in record["deal"]["hands"]] == [
         13,
@@ -352,6 +377,11 @@ async def test_the_game_list(client: httpx.AsyncClient) -> None:
         await open_table(client, {"preset": "cutthroat"}, league=league, players=[solo, "b", "c"]),
         await open_table(client, {"preset": "cutthroat"}, league=league),
     ]
+    # the list is a read model: wait until it has every game as it stands
+    for game_id in [waiting.json()["game_id"], *(t.game_id for t in tables)]:
+        version = (await client.get(f"/v1/games/{game_id}")).json()["version"]
+        seen = await client.get(f"/v1/games/{game_id}/scoreboard", params={"min_version": version})
+        assert seen.status_code == 200
     listed = (await client.get("/v1/games", params={"league": league})).json()
     ids = [summary["game_id"] for summary in listed["games"]]
     assert sorted(ids) == sorted([waiting.json()["game_id"], *(t.game_id for t in tables)])
@@ -492,8 +522,9 @@ async def test_every_refusal_is_a_problem_with_the_status_of_its_code(
     assert_problem(
         await client.post("/v1/games/nope/seats", json={"player": "x"}), 404, "game_not_found"
     )
-    assert_problem(await client.get(f"{url}/hands/1"), 404, "hand_not_found")
-    assert_problem(await client.get(f"{url}/hands/0"), 404, "hand_not_found")
+    seen = {"min_version": (await client.get(url)).json()["version"]}
+    assert_problem(await client.get(f"{url}/hands/1", params=seen), 404, "hand_not_found")
+    assert_problem(await client.get(f"{url}/hands/0", params=seen), 404, "hand_not_found")
     assert_problem(await client.get("/v1/games/nope/hands/1"), 404, "game_not_found")
     assert_problem(await client.get("/v1/games/nope/audit"), 404, "game_not_found")
     assert_problem(await client.get("/v1/games/nope/scoreboard"), 404, "game_not_found")
@@ -688,7 +719,8 @@ async def test_events_show_each_reader_only_what_it_may_see(
         await table.step(rng)
     await table.play_hand(rng)
 
-    record = (await client.get(f"{table.url}/hands/1")).json()
+    seen = {"min_version": (await table.public())["version"]}
+    record = (await client.get(f"{table.url}/hands/1", params=seen)).json()
     assert len(record["passes"]) == 2
     commits = await history(house, table.game_id)
     for reader in (None, 0, 1, 2, 3):
@@ -887,7 +919,9 @@ async def test_nats_down_is_503(nats_server: EmbeddedNats, tmp_path: Path) -> No
 
 async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
-    assert (await client.get("/readyz")).json() == {"status": "ok"}
+    ready = (await client.get("/readyz")).json()
+    assert ready["status"] == "ok"
+    assert set(ready["projections"]) == {"games", "scoreboard", "hands", "players"}
     table = await open_table(client, {"preset": "solo"})
     await client.get(table.url)
     metrics = await client.get("/metrics")

@@ -14,6 +14,9 @@ from services.gateway.views import as_json
 
 router = APIRouter(prefix="/v1/games/{game_id}", tags=["hands"])
 
+MAX_HAND = 1_000_000
+"""No game has more hands than this; a larger number is malformed, not a database overflow."""
+
 
 @router.get("/hands", response_model=HandRecords, responses=problems(404, 503))
 async def hands(game_id: GameId, _visible: MinVersion, services: Services) -> Any:
@@ -27,7 +30,9 @@ async def hands(game_id: GameId, _visible: MinVersion, services: Services) -> An
 @router.get("/hands/{hand}", response_model=HandRecord, responses=problems(404, 503))
 async def hand(
     game_id: GameId,
-    hand: Annotated[int, Path(description="The hand's number, 1 for the first.")],
+    hand: Annotated[
+        int, Path(ge=0, le=MAX_HAND, description="The hand's number, 1 for the first.")
+    ],
     _visible: MinVersion,
     services: Services,
 ) -> Any:

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import nats.errors
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from sqlalchemy.exc import SQLAlchemyError
 
 from contracts.wire import GAMES_STREAM
 from services.gateway.deps import Services
-from services.gateway.models import Health
+from services.gateway.models import Health, Readiness
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
+from services.projections.lag import caught_up, projection_lag
 
 router = APIRouter(tags=["service"])
 
 READY_TIMEOUT_S = 2.0
+READY_LAG = 1000
+"""Stream messages a read model may have yet to apply while the service counts as ready."""
 
 
 @router.get("/healthz", response_model=Health)
@@ -26,17 +31,25 @@ async def healthz() -> Any:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=Health, responses=problems(503))
+@router.get("/readyz", response_model=Readiness, responses=problems(503))
 async def readyz(services: Services) -> Any:
-    """NATS is reached and the game stream is there."""
+    """NATS is reached, the game stream is there, and every read model is caught up within
+    ``READY_LAG`` messages (each model's lag is in ``projections``)."""
     if not services.connection.is_connected:
         raise ProblemError("unavailable", "not connected to NATS")
     try:
         async with asyncio.timeout(READY_TIMEOUT_S):
             await services.js.stream_info(GAMES_STREAM)
+            report = await projection_lag(services.store.engine, services.js)
     except (nats.errors.Error, TimeoutError):
         raise ProblemError("unavailable", f"the stream {GAMES_STREAM} is not reachable") from None
-    return {"status": "ok"}
+    except SQLAlchemyError:
+        raise ProblemError("unavailable", "the read-model database is not reachable") from None
+    lag = {name: worker.lag for name, worker in report.items()}
+    if not caught_up(report, READY_LAG):
+        behind = ", ".join(f"{name} {count}" for name, count in lag.items() if count > READY_LAG)
+        raise ProblemError("unavailable", f"read models behind the stream: {behind}")
+    return {"status": "ok", "projections": lag}
 
 
 @router.get(
@@ -45,5 +58,9 @@ async def readyz(services: Services) -> Any:
     responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text."}},
 )
 async def metrics(services: Services) -> Response:
-    """Prometheus metrics."""
-    return Response(generate_latest(services.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus metrics: the gateway's, and the read models' position and lag."""
+    with contextlib.suppress(nats.errors.Error, SQLAlchemyError, TimeoutError):
+        async with asyncio.timeout(READY_TIMEOUT_S):
+            await projection_lag(services.store.engine, services.js)  # refreshes the gauges
+    text = generate_latest(services.metrics.registry) + generate_latest(REGISTRY)
+    return Response(text, media_type=CONTENT_TYPE_LATEST)
