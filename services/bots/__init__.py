@@ -1,0 +1,1 @@
+"""Bots: players for every preset that see only what a seat sees through the public API."""

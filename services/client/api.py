@@ -1,0 +1,447 @@
+"""``SpadesClient``: the HTTP API of API.md as typed async methods.
+
+>>> async def play_a_bid() -> None:  # doctest: +SKIP
+...     async with SpadesClient("http://127.0.0.1:8000") as client:
+...         game = await client.create_game({"preset": "partnership"})
+...         seats = [await client.take_seat(game.game_id, name) for name in "abcd"]
+...         view = await client.view(game.game_id, seats[1].token)
+...         await client.act(game.game_id, seats[1].token, view.legal[0], idempotency_key="k1")
+
+Every error answer becomes an :class:`ApiError` read from its problem+json body. A 503 (the
+engine did not answer in time) is retried a bounded number of times, after the ``Retry-After``
+the server gives, for reads and for actions sent with an idempotency key (the same key every
+time, so nothing is applied twice); anything else is raised at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import time
+from collections.abc import AsyncGenerator, Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+from services.client.models import (
+    Action,
+    ActionResult,
+    Audit,
+    AuditedHand,
+    AuditProblem,
+    BidAction,
+    Deal,
+    DrawAction,
+    Drawn,
+    EventPage,
+    EventRecord,
+    GameList,
+    GameSummary,
+    HandList,
+    HandRecord,
+    LookAction,
+    Pass,
+    PassAction,
+    PlayAction,
+    Played,
+    PublicState,
+    Scoreboard,
+    ScoreLine,
+    Seat,
+    SeatInfo,
+    SeatView,
+    Trick,
+    TrickCard,
+)
+from services.client.sse import ServerSentEvent, parse_server_sent_events
+
+__all__ = [
+    "Action",
+    "ActionResult",
+    "ApiError",
+    "Audit",
+    "AuditProblem",
+    "AuditedHand",
+    "BidAction",
+    "ClientError",
+    "Deal",
+    "DrawAction",
+    "Drawn",
+    "EventRecord",
+    "GameList",
+    "GameSummary",
+    "HandRecord",
+    "LookAction",
+    "Pass",
+    "PassAction",
+    "PlayAction",
+    "Played",
+    "PublicState",
+    "ScoreLine",
+    "Scoreboard",
+    "Seat",
+    "SeatInfo",
+    "SeatView",
+    "ServerSentEvent",
+    "SpadesClient",
+    "Trick",
+    "TrickCard",
+    "UnexpectedResponse",
+    "parse_server_sent_events",
+]
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_RETRIES = 3
+MAX_RETRY_AFTER_S = 30.0
+"""A longer ``Retry-After`` is cut to this: the caller asked for a bounded wait."""
+DEFAULT_RETRY_AFTER_S = 1.0
+PROBLEM_JSON = "application/problem+json"
+
+_encoder = msgspec.json.Encoder()
+
+
+class ClientError(Exception):
+    """Base of the client's own errors (transport errors stay ``httpx.HTTPError``)."""
+
+
+class ApiError(ClientError):
+    """An error answer: its status and the problem+json ``code``, ``title`` and ``detail``."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        title: str = "",
+        detail: str = "",
+        *,
+        retry_after: float | None = None,
+        problem: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code}: {detail or title}")
+        self.status = status
+        self.code = code
+        self.title = title
+        self.detail = detail
+        self.retry_after = retry_after
+        self.problem: Mapping[str, Any] = problem or {}
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> ApiError:
+        """Read a problem+json answer; anything else keeps its status and a generic code."""
+        problem: Any = None
+        with contextlib.suppress(msgspec.DecodeError):
+            problem = msgspec.json.decode(response.content)
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        if not isinstance(problem, dict) or not isinstance(problem.get("code"), str):
+            text = response.text[:200]
+            return cls(
+                response.status_code,
+                f"http_{response.status_code}",
+                response.reason_phrase,
+                text,
+                retry_after=retry_after,
+            )
+        return cls(
+            response.status_code,
+            problem["code"],
+            str(problem.get("title") or ""),
+            str(problem.get("detail") or ""),
+            retry_after=retry_after,
+            problem=problem,
+        )
+
+
+class UnexpectedResponse(ClientError):
+    """A success answer whose body is not the shape API.md gives."""
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header as seconds from now: delta-seconds or an HTTP date."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _bearer(secret: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+def _min_version(version: int | None) -> dict[str, int] | None:
+    return None if version is None else {"min_version": version}
+
+
+def _game_path(game_id: str, *rest: str) -> str:
+    return "/".join(["/v1/games", quote(game_id, safe=""), *rest])
+
+
+class SpadesClient:
+    """An async client of one Spades server. Use it as an async context manager, or call
+    :meth:`aclose` when done.
+
+    ``api_key`` is the platform key for creating games (needed when the server sets
+    ``SPADES_API_KEYS``). ``retries`` bounds the extra tries of a 503.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: int = DEFAULT_RETRIES,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.retries = retries
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json"},
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ----------------------------------------------------------------------- games and seats
+
+    async def create_game(
+        self,
+        rules: Mapping[str, Any],
+        dealer: int | None = None,
+        entropy: str | None = None,
+        league: str | None = None,
+    ) -> PublicState:
+        """Create a game (``POST /v1/games``) and return its public state."""
+        body: dict[str, Any] = {"rules": dict(rules)}
+        for name, value in (("dealer", dealer), ("entropy", entropy), ("league", league)):
+            if value is not None:
+                body[name] = value
+        response = await self._send(
+            "POST", "/v1/games", body=body, headers=_bearer(self.api_key), retry=False
+        )
+        return self._decode(response, PublicState)
+
+    async def take_seat(
+        self, game_id: str, player: str, seat: int | None = None, entropy: str | None = None
+    ) -> Seat:
+        """Take a seat (the first free one when ``seat`` is None); the answer holds its token."""
+        body: dict[str, Any] = {"player": player}
+        if seat is not None:
+            body["seat"] = seat
+        if entropy is not None:
+            body["entropy"] = entropy
+        response = await self._send("POST", _game_path(game_id, "seats"), body=body, retry=False)
+        return self._decode(response, Seat)
+
+    async def state(self, game_id: str) -> PublicState:
+        """The public state of a game."""
+        return self._decode(await self._send("GET", _game_path(game_id)), PublicState)
+
+    async def view(self, game_id: str, token: str) -> SeatView:
+        """The seat's view: the public state, its cards once looked at, and ``legal``."""
+        response = await self._send("GET", _game_path(game_id, "view"), headers=_bearer(token))
+        return self._decode(response, SeatView)
+
+    async def act(
+        self,
+        game_id: str,
+        token: str,
+        action: Action | Mapping[str, Any],
+        idempotency_key: str | None = None,
+        expected_version: int | None = None,
+    ) -> ActionResult:
+        """Send one action for the token's seat. With ``idempotency_key`` a 503 is retried with
+        the same key; the same key and body always get the first answer."""
+        body: dict[str, Any] = (
+            dict(action) if isinstance(action, Mapping) else msgspec.to_builtins(action)
+        )
+        if expected_version is not None:
+            body["expected_version"] = expected_version
+        headers = _bearer(token)
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        response = await self._send(
+            "POST",
+            _game_path(game_id, "actions"),
+            body=body,
+            headers=headers,
+            retry=idempotency_key is not None,
+        )
+        return self._decode(response, ActionResult)
+
+    # ----------------------------------------------------------------------- events
+
+    async def events(
+        self, game_id: str, token: str | None = None, after: int = 0, limit: int | None = None
+    ) -> list[EventRecord]:
+        """Events after stream position ``after`` (a game version): public ones redacted, and
+        with a seat token that seat's private ones too. One page: at most ``limit`` events, or
+        the server's page size; ask again after the last one's ``version`` for more."""
+        params: dict[str, int] = {"after": after}
+        if limit is not None:
+            params["limit"] = limit
+        response = await self._send(
+            "GET", _game_path(game_id, "events"), params=params, headers=_bearer(token)
+        )
+        return self._decode(response, EventPage).events
+
+    async def stream(
+        self,
+        game_id: str,
+        token: str | None = None,
+        last_event_id: str | int | None = None,
+        *,
+        comments: bool = False,
+    ) -> AsyncGenerator[ServerSentEvent, None]:
+        """Follow the game's server-sent events: a ``state`` event first, then every event with
+        its stream position as ``id``. Keep-alive comments are yielded too when ``comments``.
+
+        It ends when the server closes the stream; to resume, pass the last ``id`` seen as
+        ``last_event_id``. Close it with ``contextlib.aclosing`` when leaving early.
+        """
+        headers = {"Accept": "text/event-stream", **_bearer(token)}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        timeout = httpx.Timeout(self._http.timeout.connect, read=None)
+        async with self._http.stream(
+            "GET", _game_path(game_id, "events", "stream"), headers=headers, timeout=timeout
+        ) as response:
+            if response.is_error:
+                await response.aread()
+                raise ApiError.from_response(response)
+            async for message in parse_server_sent_events(
+                response.aiter_lines(), comments=comments
+            ):
+                yield message
+
+    # ----------------------------------------------------------------------- read models
+
+    async def hands(self, game_id: str, min_version: int | None = None) -> list[HandRecord]:
+        """The records of every completed hand. The read models follow the game a moment
+        behind; ``min_version`` waits (briefly) until they have reached that game version."""
+        response = await self._send(
+            "GET", _game_path(game_id, "hands"), params=_min_version(min_version)
+        )
+        return self._decode(response, HandList).hands
+
+    async def hand(self, game_id: str, number: int, min_version: int | None = None) -> HandRecord:
+        """The record of completed hand ``number`` (1-based)."""
+        response = await self._send(
+            "GET", _game_path(game_id, "hands", str(number)), params=_min_version(min_version)
+        )
+        return self._decode(response, HandRecord)
+
+    async def scoreboard(self, game_id: str, min_version: int | None = None) -> Scoreboard:
+        """Scores hand by hand, totals and winners (see :meth:`hands` for ``min_version``)."""
+        response = await self._send(
+            "GET", _game_path(game_id, "scoreboard"), params=_min_version(min_version)
+        )
+        return self._decode(response, Scoreboard)
+
+    async def audit(self, game_id: str) -> Audit:
+        """The replay audit of the game's history."""
+        return self._decode(await self._send("GET", _game_path(game_id, "audit")), Audit)
+
+    async def games(
+        self,
+        status: str | None = None,
+        player: str | None = None,
+        league: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> GameList:
+        """One page of the game list; pass ``next_cursor`` back as ``cursor`` for the next."""
+        params = {
+            name: value
+            for name, value in (
+                ("status", status),
+                ("player", player),
+                ("league", league),
+                ("cursor", cursor),
+                ("limit", limit),
+            )
+            if value is not None
+        }
+        return self._decode(await self._send("GET", "/v1/games", params=params), GameList)
+
+    # ----------------------------------------------------------------------- service
+
+    async def healthz(self) -> dict[str, Any]:
+        """The liveness answer (the process is up): ``{"status": "ok"}``."""
+        status: dict[str, Any] = self._decode(await self._send("GET", "/healthz"), dict)
+        return status
+
+    async def readyz(self) -> dict[str, Any]:
+        """The readiness answer; raises :class:`ApiError` (503) while the stack is not ready."""
+        status: dict[str, Any] = self._decode(await self._send("GET", "/readyz", retry=False), dict)
+        return status
+
+    # ----------------------------------------------------------------------- plumbing
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry: bool = True,
+    ) -> httpx.Response:
+        """One request; a 503 is tried again (at most ``retries`` times) when ``retry``."""
+        content = None if body is None else _encoder.encode(body)
+        all_headers = dict(headers or {})
+        if content is not None:
+            all_headers["Content-Type"] = "application/json"
+        tries = 1 + (self.retries if retry else 0)
+        for attempt in range(tries):
+            response = await self._http.request(
+                method, path, content=content, params=params, headers=all_headers
+            )
+            if response.status_code != 503 or attempt == tries - 1:
+                break
+            delay = retry_after_seconds(response.headers.get("Retry-After"))
+            if delay is None:
+                delay = DEFAULT_RETRY_AFTER_S
+            # The server said when to come back; there is nothing to await but that time.
+            await asyncio.sleep(min(MAX_RETRY_AFTER_S, delay))
+        if response.is_error:
+            raise ApiError.from_response(response)
+        return response
+
+    @staticmethod
+    def _decode(response: httpx.Response, shape: type[T]) -> T:
+        try:
+            return msgspec.json.decode(response.content, type=shape)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            request = response.request
+            raise UnexpectedResponse(
+                f"{request.method} {request.url.path}: {response.status_code} answer is not "
+                f"a {shape.__name__}: {error}"
+            ) from None

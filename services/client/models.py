@@ -1,0 +1,268 @@
+"""What the API answers, as typed structs that mirror API.md.
+
+Unknown fields are ignored (API.md: "more may be added"), so a newer server does not break an
+older client; a missing or mistyped field is an :class:`~services.client.api.UnexpectedResponse`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from domain.bids import Bid
+from domain.cards import Card
+
+Status = Literal["waiting", "playing", "finished"]
+Phase = Literal["draw", "bid", "pass", "play"]
+
+
+class SeatInfo(msgspec.Struct, frozen=True):
+    seat: int
+    player: str | None
+
+
+class TrickCard(msgspec.Struct, frozen=True):
+    """A card on the table in the current trick, and who played it."""
+
+    seat: int
+    card: Card
+
+
+class PublicState(msgspec.Struct, frozen=True, kw_only=True):
+    """The table as anyone watching it sees it (``GET /v1/games/{id}``)."""
+
+    game_id: str
+    version: int
+    rules: dict[str, Any]
+    """Every option resolved."""
+    status: Status
+    phase: Phase | None
+    hand_number: int
+    dealer: int | None
+    turn: int | None
+    seats: list[SeatInfo]
+    units: list[list[int]]
+    bids: list[Bid | None]
+    tricks: list[int]
+    """Tricks won this hand, per seat."""
+    current_trick: list[TrickCard]
+    spades_broken: bool
+    scores: list[int]
+    bags: list[int]
+    winners: list[int]
+    deal_commitment: str | None
+    passes_due: list[int] = []
+    """Seats that still owe a blind nil pass (served beyond API.md's list)."""
+    discards: list[Card] = []
+    """The face-up discards of the two-player draw (served beyond API.md's list)."""
+
+    def player(self, seat: int) -> str | None:
+        """The name at ``seat``, if taken."""
+        return self.seats[seat].player if 0 <= seat < len(self.seats) else None
+
+    def unit_of(self, seat: int) -> int:
+        """The scoring unit ``seat`` plays for."""
+        return next(index for index, unit in enumerate(self.units) if seat in unit)
+
+
+class SeatView(PublicState, frozen=True, kw_only=True):
+    """The table as one seat sees it (``GET /v1/games/{id}/view``)."""
+
+    seat: int
+    hand: list[Card] | None
+    """None until the seat has looked at its cards or bid."""
+    drawn_card: Card | None = None
+    """The card the seat sees on its turn of the two-player draw."""
+    legal: list[dict[str, Any]]
+    """Every action the seat may send now, exactly as it would be posted; a pass is given as
+    ``{"type": "pass", "count": n}`` (the seat chooses n cards of its hand)."""
+
+
+class Seat(msgspec.Struct, frozen=True):
+    """A taken seat and the token that acts for it (``POST /v1/games/{id}/seats``)."""
+
+    seat: int
+    player: str
+    token: str
+
+
+class EventRecord(msgspec.Struct, frozen=True):
+    """One event at its position in the game's stream, as the reader may see it.
+
+    ``event`` keeps the server's JSON (``{"type": "bid_placed", "seat": 1, "bid": 3}``): event
+    shapes may grow, and a reader that knows only some types can still pass the others on.
+    """
+
+    version: int
+    event: dict[str, Any]
+
+    @property
+    def type(self) -> str:
+        kind = self.event.get("type")
+        return kind if isinstance(kind, str) else ""
+
+
+class ActionResult(msgspec.Struct, frozen=True):
+    """The answer to an action: the game's version after it, and the events it produced."""
+
+    version: int
+    events: list[EventRecord]
+
+
+class EventPage(msgspec.Struct, frozen=True):
+    events: list[EventRecord]
+
+
+# --------------------------------------------------------------------------- hand records
+
+
+class Deal(msgspec.Struct, frozen=True, kw_only=True):
+    deck: list[Card] | None
+    """The shuffled deck, top card first (the draw pile of the two-player game)."""
+    hands: list[list[Card]]
+    seed: str | None
+    commitment: str | None
+
+
+class Drawn(msgspec.Struct, frozen=True):
+    seat: int
+    card: Card
+    kept: bool
+
+
+class Pass(msgspec.Struct, frozen=True):
+    from_seat: int = msgspec.field(name="from")
+    to: int = 0
+    cards: list[Card] = []
+
+
+class Played(msgspec.Struct, frozen=True):
+    seat: int
+    card: Card
+
+
+class Trick(msgspec.Struct, frozen=True):
+    leader: int
+    cards: list[Played]
+    winner: int
+
+
+class HandRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One completed hand, every card of it revealed (``GET /v1/games/{id}/hands/{n}``)."""
+
+    hand: int
+    dealer: int
+    deal: Deal
+    draws: list[Drawn]
+    bids: list[Bid]
+    passes: list[Pass]
+    tricks: list[Trick]
+    tricks_won: list[int]
+    points: list[int]
+    scores: list[int]
+    bags: list[int]
+
+
+class HandList(msgspec.Struct, frozen=True):
+    hands: list[HandRecord]
+
+
+# --------------------------------------------------------------------------- scores and audit
+
+
+class ScoreLine(msgspec.Struct, frozen=True):
+    """One hand on the scoreboard: its points per unit and the totals after it."""
+
+    hand: int
+    points: list[int]
+    scores: list[int]
+    bags: list[int]
+
+
+class Scoreboard(msgspec.Struct, frozen=True):
+    units: list[list[int]]
+    hands: list[ScoreLine]
+    scores: list[int]
+    bags: list[int]
+    game_over: bool
+    winners: list[int]
+
+
+class AuditProblem(msgspec.Struct, frozen=True):
+    """Something the audit found wrong, at an event (version 0: the history as a whole)."""
+
+    version: int
+    check: str
+    detail: str
+
+
+class AuditedHand(msgspec.Struct, frozen=True):
+    hand: int
+    deal_verified: bool
+    replayed: bool
+    score_matches: bool
+    problems: list[AuditProblem]
+
+
+class Audit(msgspec.Struct, frozen=True, kw_only=True):
+    """The replay audit: hash chain, revealed seeds, replay and scores all check out."""
+
+    ok: bool
+    events: int
+    """How many events the history holds."""
+    chain: bool
+    """The hash chain of the commits is intact."""
+    hands: list[AuditedHand]
+    problems: list[AuditProblem] = []
+
+
+# --------------------------------------------------------------------------- game list
+
+
+class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of the game list."""
+
+    game_id: str
+    status: Status
+    players: list[str | None]
+    """The player in each seat, None where it is free."""
+    league: str | None = None
+    preset: str | None = None
+    version: int = 0
+    hand_number: int = 0
+    scores: list[int] = []
+    winners: list[int] = []
+
+
+class GameList(msgspec.Struct, frozen=True):
+    games: list[GameSummary]
+    next_cursor: str | None = None
+
+
+# --------------------------------------------------------------------------- actions
+
+
+class BidAction(msgspec.Struct, frozen=True, tag="bid", tag_field="type"):
+    bid: Bid
+
+
+class PlayAction(msgspec.Struct, frozen=True, tag="play", tag_field="type"):
+    card: Card
+
+
+class PassAction(msgspec.Struct, frozen=True, tag="pass", tag_field="type"):
+    cards: list[Card]
+
+
+class DrawAction(msgspec.Struct, frozen=True, tag="draw", tag_field="type"):
+    keep: bool
+
+
+class LookAction(msgspec.Struct, frozen=True, tag="look", tag_field="type"):
+    pass
+
+
+Action = BidAction | PlayAction | PassAction | DrawAction | LookAction
+"""An action as posted to ``POST /v1/games/{id}/actions``; a plain dict (such as an entry of a
+view's ``legal`` list) may be posted as well."""
