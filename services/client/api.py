@@ -27,6 +27,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
 from services.client.models import (
     Action,
     ActionResult,
@@ -34,27 +35,21 @@ from services.client.models import (
     AuditedHand,
     AuditProblem,
     BidAction,
-    Deal,
     DrawAction,
-    Drawn,
     EventPage,
     EventRecord,
     GameList,
     GameSummary,
     HandList,
-    HandRecord,
     LookAction,
-    Pass,
     PassAction,
     PlayAction,
-    Played,
     PublicState,
     Scoreboard,
     ScoreLine,
     Seat,
     SeatInfo,
     SeatView,
-    Trick,
     TrickCard,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events

@@ -12,6 +12,7 @@ import msgspec
 
 from domain.bids import Bid
 from domain.cards import Card
+from domain.records import HandRecord
 
 Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "bid", "pass", "play"]
@@ -117,51 +118,7 @@ class EventPage(msgspec.Struct, frozen=True):
 # --------------------------------------------------------------------------- hand records
 
 
-class Deal(msgspec.Struct, frozen=True, kw_only=True):
-    deck: list[Card] | None
-    """The shuffled deck, top card first (the draw pile of the two-player game)."""
-    hands: list[list[Card]]
-    seed: str | None
-    commitment: str | None
-
-
-class Drawn(msgspec.Struct, frozen=True):
-    seat: int
-    card: Card
-    kept: bool
-
-
-class Pass(msgspec.Struct, frozen=True):
-    from_seat: int = msgspec.field(name="from")
-    to: int = 0
-    cards: list[Card] = []
-
-
-class Played(msgspec.Struct, frozen=True):
-    seat: int
-    card: Card
-
-
-class Trick(msgspec.Struct, frozen=True):
-    leader: int
-    cards: list[Played]
-    winner: int
-
-
-class HandRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One completed hand, every card of it revealed (``GET /v1/games/{id}/hands/{n}``)."""
-
-    hand: int
-    dealer: int
-    deal: Deal
-    draws: list[Drawn]
-    bids: list[Bid]
-    passes: list[Pass]
-    tricks: list[Trick]
-    tricks_won: list[int]
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
+# The hand record is the domain's own (domain.records): the same struct the server writes.
 
 
 class HandList(msgspec.Struct, frozen=True):
