@@ -763,8 +763,13 @@ _SUIT_PLAYS: list[list[tuple[int, dict[int, tuple[PlayCard, ...]]]]] = [
 """Per seat and suit (13 bits of a hand), the plays of each set of cards met so far."""
 
 
+_OFFSETS = [tuple(i for i in range(13) if chunk >> i & 1) for chunk in range(1 << 13)]
+"""The set bits of every 13-bit number."""
+
+
 def _plays_in(seat: int, shift: int, chunk: int) -> tuple[PlayCard, ...]:
-    return tuple(_PLAYS[seat][shift + i] for i in range(13) if chunk >> i & 1)
+    plays = _PLAYS[seat]
+    return tuple([plays[shift + offset] for offset in _OFFSETS[chunk]])
 
 
 _LOOKS = [LookAtHand(seat) for seat in range(4)]
