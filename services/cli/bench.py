@@ -71,3 +71,52 @@ def commands(
 
 
 app.command("projections")(bench_projections)
+
+
+@app.command("e2e")
+def e2e(
+    games: Annotated[int, typer.Option(min=1, help="Bot games to play.")] = 16,
+    concurrency: Annotated[int, typer.Option(min=1, help="Games played at once.")] = 8,
+    preset: Annotated[str, typer.Option(help="Rules preset.")] = "partnership",
+    url: Annotated[
+        str | None,
+        typer.Option("--url", envvar="SPADES_URL", help="A running stack (default: start one)."),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
+    ] = None,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """Bot games through HTTP on the whole stack: actions/s, action latency and projection lag,
+    against the commands benchmark (the engine over NATS without HTTP)."""
+    from benchmarks.e2e import run
+    from services.bots.runner import GameOutcome
+
+    def finished(outcome: GameOutcome) -> None:
+        if not json:
+            console.print(
+                f"game {outcome.game_id}: {outcome.actions} actions, {outcome.hands} hands"
+            )
+
+    figures = run(games, concurrency, preset, url=url, api_key=api_key, on_game=finished)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"e2e: {figures.games} {preset} bot games over HTTP, {concurrency} at once")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("actions", f"{figures.actions:,} ({figures.refused} refused, sent again)")
+    table.add_row("actions/s", f"{figures.actions_per_s:,.1f}")
+    for name, value in (("p50", figures.p50_ms), ("p95", figures.p95_ms), ("p99", figures.p99_ms)):
+        table.add_row(f"action latency {name}", f"{value:.1f} ms")
+    table.add_row("projection lag, max", f"{figures.max_lag} messages")
+    table.add_row("projection lag at the last action", f"{figures.lag_at_end} messages")
+    table.add_row("read models hold the last action after", f"{figures.catch_up_ms:.0f} ms")
+    table.add_row("commands/s without HTTP (same concurrency)", f"{figures.commands_per_s:,.0f}")
+    table.add_row(
+        "command latency p50 / p99",
+        f"{figures.commands_p50_ms:.1f} / {figures.commands_p99_ms:.1f} ms",
+    )
+    table.add_row("ratio actions / commands", f"{figures.ratio:.3f}")
+    Console().print(table)

@@ -62,6 +62,9 @@ def resume_point(last_event_id: str | None, version: int) -> int | None:
     return position if position <= version else None
 
 
+FEED_HEARTBEAT_S = 1.0
+
+
 @contextlib.asynccontextmanager
 async def _following(
     js: JetStreamContext, game_id: str, from_sequence: int
@@ -69,8 +72,14 @@ async def _following(
     config = api.ConsumerConfig(
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=from_sequence
     )
+    # The heartbeat lets the client notice within seconds that the node holding this
+    # (single-replica) consumer is gone, and make it again on another node.
     subscription = await js.subscribe(
-        game_subject(game_id), stream=GAMES_STREAM, config=config, ordered_consumer=True
+        game_subject(game_id),
+        stream=GAMES_STREAM,
+        config=config,
+        ordered_consumer=True,
+        idle_heartbeat=FEED_HEARTBEAT_S,
     )
     try:
         yield subscription

@@ -47,7 +47,7 @@ async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0)
             log.warning("nats disconnected", server=server, connection=name)
 
     async def on_reconnected() -> None:
-        log.info("nats reconnected", server=server, connection=name)
+        log.info("nats reconnected", server=_connected_to(client), connection=name)
 
     try:
         async with asyncio.timeout(first_connect_timeout_s):
@@ -82,6 +82,20 @@ async def ensure_stream(js: JetStreamManager, config: StreamConfig) -> StreamInf
 
 
 def _address(url: str) -> str:
-    # host:port only: a URL may carry a user and password, which must not be logged.
-    parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port}" if parts.hostname else "(unparsable url)"
+    """The servers of ``url`` as host:port only: a URL may carry a user and password, which
+    must not be logged."""
+    return ",".join(_host_port(server) for server in servers_of(url))
+
+
+def _connected_to(client: Client) -> str:
+    """The server the client is connected to now (one of a cluster's)."""
+    url = client.connected_url
+    return f"{url.hostname}:{url.port}" if url is not None else "(none)"
+
+
+def _host_port(server: str) -> str:
+    try:
+        parts = urlsplit(server)
+        return f"{parts.hostname}:{parts.port}" if parts.hostname else "(unparsable url)"
+    except ValueError:  # a port that is not a number
+        return "(unparsable url)"

@@ -216,6 +216,20 @@ async def test_connect_to_nothing_fails_in_bounded_time() -> None:
         await connect(f"nats://127.0.0.1:{free_port()}", "nobody", first_connect_timeout_s=0.5)
 
 
+@pytest.mark.integration
+async def test_connect_takes_a_cluster_list_and_uses_a_server_that_answers(
+    nats_server: EmbeddedNats,
+) -> None:
+    silent = f"nats://127.0.0.1:{free_port()}"
+    client = await connect(f"{silent}, {nats_server.url}", "pytest")
+    try:
+        assert client.is_connected
+        assert client.connected_url is not None
+        assert client.connected_url.port == nats_server.port
+    finally:
+        await client.close()
+
+
 # --- settings --------------------------------------------------------------------------
 
 
