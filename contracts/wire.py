@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from domain.events import AnyEvent
+from domain.league import AnyLeagueEvent, PairingChoice
 
 SCHEMA = 1
 """The version of the commit and event shapes written now (see :func:`read_commit`)."""
@@ -183,3 +184,103 @@ class CommandReply(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
 reply_decoder = msgspec.json.Decoder(CommandReply)
 request_decoder = msgspec.json.Decoder(CommandRequest)
+
+
+# --------------------------------------------------------------------------- leagues
+#
+# A league is event-sourced like a game, in a stream of its own: league commands travel as NATS
+# requests on ``spades.league-commands.<league_id>`` (the engines answer them too), and a
+# league's history is ``spades.leagues.<league_id>`` in the stream ``SPADES_LEAGUES``, one
+# :class:`LeagueCommit` per accepted (or refused) command, appended with the same optimistic
+# concurrency and deduplication as a game's.
+
+LEAGUES_STREAM = "SPADES_LEAGUES"
+LEAGUE_SUBJECTS = "spades.leagues.>"
+LEAGUE_COMMAND_SUBJECTS = "spades.league-commands.*"
+MAX_LEAGUE_COMMAND_BYTES = 128 * 1024
+"""A league names its players: room for the gateway's largest body, and its envelope."""
+
+
+def league_subject(league_id: str) -> str:
+    """The stream subject that holds one league's commits."""
+    return f"spades.leagues.{league_id}"
+
+
+def league_command_subject(league_id: str) -> str:
+    """The subject an engine answers a league's commands on."""
+    return f"spades.league-commands.{league_id}"
+
+
+class LeagueCommit(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One league command's outcome, appended as one message: as :class:`Commit` is for a game
+    (versions, the hash chain, the request digest, refusals kept), with league events."""
+
+    schema: int = SCHEMA
+    league_id: str
+    version: int
+    command_id: str
+    time: str
+    previous: str
+    request: str = ""
+    events: list[AnyLeagueEvent] = []
+    refusal: Refusal | None = None
+
+
+_league_commit_decoder = msgspec.json.Decoder(LeagueCommit)
+
+
+def encode_league_commit(commit: LeagueCommit) -> bytes:
+    return _commit_encoder.encode(commit)
+
+
+def read_league_commit(data: bytes) -> LeagueCommit:
+    """Decode a stored league commit (schema 1 is the only one so far)."""
+    commit = _league_commit_decoder.decode(data)
+    if commit.schema != SCHEMA:
+        raise msgspec.ValidationError(f"unknown league commit schema {commit.schema!r}")
+    return commit
+
+
+class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_only=True):
+    name: str
+    rules: dict[str, Any]
+    players: list[str]
+    rounds: int | None = None
+    pairing: PairingChoice = "auto"
+
+
+class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw_only=True):
+    """Schedule the next round; ``round``, when given, must be its number (else
+    ``wrong_phase``), so that a second organiser's request cannot schedule another one."""
+
+    round: int | None = None
+
+
+LeagueRequestBody = CreateLeagueRequest | ScheduleRoundRequest
+
+
+class LeagueCommandRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What the gateway sends an engine about a league; ``command_id`` as for a game."""
+
+    command_id: str
+    league_id: str
+    body: LeagueRequestBody
+
+
+LeagueReplyCode = Literal[ReplyCode, "league_not_found"]
+
+
+class LeagueCommandReply(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An engine's answer about a league: the events the command caused, or a refusal code."""
+
+    command_id: str
+    ok: bool
+    version: int = 0
+    sequence: int = 0
+    events: list[AnyLeagueEvent] = []
+    code: LeagueReplyCode | None = None
+    detail: str = ""
+
+
+league_reply_decoder = msgspec.json.Decoder(LeagueCommandReply)
+league_request_decoder = msgspec.json.Decoder(LeagueCommandRequest)

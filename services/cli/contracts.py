@@ -16,11 +16,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
 import typer
 
-from contracts.wire import GAME_SUBJECTS, CommandReply, CommandRequest, Commit
+from contracts.wire import (
+    GAME_SUBJECTS,
+    GAMES_STREAM,
+    LEAGUE_SUBJECTS,
+    LEAGUES_STREAM,
+    CommandReply,
+    CommandRequest,
+    Commit,
+    LeagueCommandReply,
+    LeagueCommandRequest,
+    LeagueCommit,
+)
 from domain.events import AnyEvent
 from domain.rules import Rules
 
@@ -51,6 +63,37 @@ def _inline(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[s
     return moved, {f"{prefix}{name}": value for name, value in moved_defs.items()}
 
 
+COMMAND_CHANNELS = {
+    # FastStream's channel name -> (request, reply) messages
+    "spades.commands.{game_id}": ("CommandRequest", "CommandReply"),
+    "spades.league-commands.{league_id}": ("LeagueCommandRequest", "LeagueCommandReply"),
+}
+HEADERS = {
+    "Nats-Expected-Last-Subject-Sequence": (
+        "the stream sequence of the subject's last commit when the command was decided "
+        "(0 for the first); a mismatch fails the append"
+    ),
+    "Nats-Msg-Id": "subject id and command id: JetStream drops a duplicate in its window",
+}
+
+
+def _ref(channel: str, message: str) -> dict[str, str]:
+    escaped = channel.replace("{", "%7B").replace("}", "%7D")
+    return {"$ref": f"#/channels/{escaped}/messages/{message}"}
+
+
+def _stream_channel(address: str, stream: str, message: str, what: str) -> dict[str, Any]:
+    return {
+        "address": address,
+        "description": (
+            f"JetStream stream {stream}: one subject per {what}, one {message} per command "
+            "(its events or its refusal), appended with optimistic concurrency."
+        ),
+        "messages": {message: {"$ref": f"#/components/messages/{message}"}},
+        "x-nats-headers": HEADERS,
+    }
+
+
 def asyncapi_document() -> dict[str, Any]:
     from faststream.specification import AsyncAPI
 
@@ -62,48 +105,53 @@ def asyncapi_document() -> dict[str, Any]:
         broker,
         title="Spades engine",
         version="1",
-        description="Commands to the engine (request/reply) and the game event stream.",
+        description="Commands to the engine (request/reply) and the game and league streams.",
     ).to_specification()
     document: dict[str, Any] = json.loads(base.to_json())
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    messages = document["components"].setdefault("messages", {})
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    messages = components.setdefault("messages", {})
     for name, message_type in (
         ("CommandRequest", CommandRequest),
         ("CommandReply", CommandReply),
         ("Commit", Commit),
+        ("LeagueCommandRequest", LeagueCommandRequest),
+        ("LeagueCommandReply", LeagueCommandReply),
+        ("LeagueCommit", LeagueCommit),
     ):
         body, defs = _inline(msgspec.json.schema(message_type), "")
         schemas.update(defs)
         schemas[name] = body
         messages[name] = {"name": name, "payload": {"$ref": f"#/components/schemas/{name}"}}
-    for key in [key for key in schemas if key.endswith(":Message:Payload")]:
-        schemas[key] = {"$ref": "#/components/schemas/CommandRequest"}
     channels = document.setdefault("channels", {})
-    for channel in channels.values():
-        channel["messages"]["CommandReply"] = {"$ref": "#/components/messages/CommandReply"}
-    for name, operation in document.get("operations", {}).items():
-        reply = f"#/channels/{name.replace('{', '%7B').replace('}', '%7D')}/messages/CommandReply"
-        operation["reply"] = {"messages": [{"$ref": reply}]}
-    channels["spades.games.{game_id}"] = {
-        "address": GAME_SUBJECTS.replace(">", "{game_id}"),
-        "description": (
-            "JetStream stream SPADES_GAMES: one subject per game, one Commit per command "
-            "(its events or its refusal). Appended with optimistic concurrency."
-        ),
-        "messages": {"Commit": {"$ref": "#/components/messages/Commit"}},
-        "x-nats-headers": {
-            "Nats-Expected-Last-Subject-Sequence": (
-                "the stream sequence of the game's last commit when the command was decided "
-                "(0 for a new game); a mismatch fails the append"
-            ),
-            "Nats-Msg-Id": "game id and command id: JetStream drops a duplicate in its window",
-        },
+    operations = document.setdefault("operations", {})
+    for channel_name, (request, reply) in COMMAND_CHANNELS.items():
+        # FastStream sees only the raw bytes the engine reads itself: name the real payloads
+        channel = channels[channel_name]
+        for key in list(channel["messages"]):
+            messages.pop(unquote(channel["messages"][key]["$ref"].rsplit("/", 1)[-1]), None)
+        channel["messages"] = {
+            request: {"$ref": f"#/components/messages/{request}"},
+            reply: {"$ref": f"#/components/messages/{reply}"},
+        }
+        operations[channel_name]["messages"] = [_ref(channel_name, request)]
+        operations[channel_name]["reply"] = {"messages": [_ref(channel_name, reply)]}
+    for key in [key for key in schemas if key.endswith(":Message:Payload")]:
+        del schemas[key]
+    streams = {
+        "spades.games.{game_id}": (GAME_SUBJECTS, GAMES_STREAM, "Commit", "game"),
+        "spades.leagues.{league_id}": (LEAGUE_SUBJECTS, LEAGUES_STREAM, "LeagueCommit", "league"),
     }
-    document.setdefault("operations", {})["spades.games.{game_id}"] = {
-        "action": "send",
-        "channel": {"$ref": "#/channels/spades.games.%7Bgame_id%7D"},
-        "messages": [{"$ref": "#/channels/spades.games.%7Bgame_id%7D/messages/Commit"}],
-    }
+    for channel_name, (subjects, stream, message, what) in streams.items():
+        address = subjects.replace(">", "{" + what + "_id}")
+        channels[channel_name] = _stream_channel(address, stream, message, what)
+        operations[channel_name] = {
+            "action": "send",
+            "channel": {
+                "$ref": f"#/channels/{channel_name.replace('{', '%7B').replace('}', '%7D')}"
+            },
+            "messages": [_ref(channel_name, message)],
+        }
     document.pop("servers", None)
     for channel in channels.values():
         channel.pop("servers", None)

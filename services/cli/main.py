@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from services.cli import audit, bench, bots, contracts, play, projections, scenario, serve
+from services.cli import (
+    audit,
+    bench,
+    bots,
+    contracts,
+    league,
+    play,
+    projections,
+    scenario,
+    serve,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -19,6 +29,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(serve.app, name="serve")
 app.add_typer(contracts.app, name="contracts")
 app.add_typer(projections.app, name="projections")
+app.add_typer(league.app, name="league")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
 app.command("bots")(bots.play_bots)

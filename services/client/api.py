@@ -237,10 +237,10 @@ class SpadesClient:
         for name, value in (("dealer", dealer), ("entropy", entropy), ("league", league)):
             if value is not None:
                 body[name] = value
-        response = await self._send(
+        response = await self.request(
             "POST", "/v1/games", body=body, headers=_bearer(self.api_key), retry=False
         )
-        return self._decode(response, PublicState)
+        return self.decode(response, PublicState)
 
     async def take_seat(
         self, game_id: str, player: str, seat: int | None = None, entropy: str | None = None
@@ -251,17 +251,17 @@ class SpadesClient:
             body["seat"] = seat
         if entropy is not None:
             body["entropy"] = entropy
-        response = await self._send("POST", _game_path(game_id, "seats"), body=body, retry=False)
-        return self._decode(response, Seat)
+        response = await self.request("POST", _game_path(game_id, "seats"), body=body, retry=False)
+        return self.decode(response, Seat)
 
     async def state(self, game_id: str) -> PublicState:
         """The public state of a game."""
-        return self._decode(await self._send("GET", _game_path(game_id)), PublicState)
+        return self.decode(await self.request("GET", _game_path(game_id)), PublicState)
 
     async def view(self, game_id: str, token: str) -> SeatView:
         """The seat's view: the public state, its cards once looked at, and ``legal``."""
-        response = await self._send("GET", _game_path(game_id, "view"), headers=_bearer(token))
-        return self._decode(response, SeatView)
+        response = await self.request("GET", _game_path(game_id, "view"), headers=_bearer(token))
+        return self.decode(response, SeatView)
 
     async def act(
         self,
@@ -281,14 +281,14 @@ class SpadesClient:
         headers = _bearer(token)
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
-        response = await self._send(
+        response = await self.request(
             "POST",
             _game_path(game_id, "actions"),
             body=body,
             headers=headers,
             retry=idempotency_key is not None,
         )
-        return self._decode(response, ActionResult)
+        return self.decode(response, ActionResult)
 
     # ----------------------------------------------------------------------- events
 
@@ -301,10 +301,10 @@ class SpadesClient:
         params: dict[str, int] = {"after": after}
         if limit is not None:
             params["limit"] = limit
-        response = await self._send(
+        response = await self.request(
             "GET", _game_path(game_id, "events"), params=params, headers=_bearer(token)
         )
-        return self._decode(response, EventPage).events
+        return self.decode(response, EventPage).events
 
     async def stream(
         self,
@@ -340,28 +340,28 @@ class SpadesClient:
     async def hands(self, game_id: str, min_version: int | None = None) -> list[HandRecord]:
         """The records of every completed hand. The read models follow the game a moment
         behind; ``min_version`` waits (briefly) until they have reached that game version."""
-        response = await self._send(
+        response = await self.request(
             "GET", _game_path(game_id, "hands"), params=_min_version(min_version)
         )
-        return self._decode(response, HandList).hands
+        return self.decode(response, HandList).hands
 
     async def hand(self, game_id: str, number: int, min_version: int | None = None) -> HandRecord:
         """The record of completed hand ``number`` (1-based)."""
-        response = await self._send(
+        response = await self.request(
             "GET", _game_path(game_id, "hands", str(number)), params=_min_version(min_version)
         )
-        return self._decode(response, HandRecord)
+        return self.decode(response, HandRecord)
 
     async def scoreboard(self, game_id: str, min_version: int | None = None) -> Scoreboard:
         """Scores hand by hand, totals and winners (see :meth:`hands` for ``min_version``)."""
-        response = await self._send(
+        response = await self.request(
             "GET", _game_path(game_id, "scoreboard"), params=_min_version(min_version)
         )
-        return self._decode(response, Scoreboard)
+        return self.decode(response, Scoreboard)
 
     async def audit(self, game_id: str) -> Audit:
         """The replay audit of the game's history."""
-        return self._decode(await self._send("GET", _game_path(game_id, "audit")), Audit)
+        return self.decode(await self.request("GET", _game_path(game_id, "audit")), Audit)
 
     async def games(
         self,
@@ -383,23 +383,25 @@ class SpadesClient:
             )
             if value is not None
         }
-        return self._decode(await self._send("GET", "/v1/games", params=params), GameList)
+        return self.decode(await self.request("GET", "/v1/games", params=params), GameList)
 
     # ----------------------------------------------------------------------- service
 
     async def healthz(self) -> dict[str, Any]:
         """The liveness answer (the process is up): ``{"status": "ok"}``."""
-        status: dict[str, Any] = self._decode(await self._send("GET", "/healthz"), dict)
+        status: dict[str, Any] = self.decode(await self.request("GET", "/healthz"), dict)
         return status
 
     async def readyz(self) -> dict[str, Any]:
         """The readiness answer; raises :class:`ApiError` (503) while the stack is not ready."""
-        status: dict[str, Any] = self._decode(await self._send("GET", "/readyz", retry=False), dict)
+        status: dict[str, Any] = self.decode(
+            await self.request("GET", "/readyz", retry=False), dict
+        )
         return status
 
     # ----------------------------------------------------------------------- plumbing
 
-    async def _send(
+    async def request(
         self,
         method: str,
         path: str,
@@ -409,7 +411,8 @@ class SpadesClient:
         headers: Mapping[str, str] | None = None,
         retry: bool = True,
     ) -> httpx.Response:
-        """One request; a 503 is tried again (at most ``retries`` times) when ``retry``."""
+        """One request to any path (the typed methods are built on it); a 503 is tried again
+        (at most ``retries`` times) when ``retry``; an error answer raises :class:`ApiError`."""
         content = None if body is None else _encoder.encode(body)
         all_headers = dict(headers or {})
         if content is not None:
@@ -431,7 +434,8 @@ class SpadesClient:
         return response
 
     @staticmethod
-    def _decode(response: httpx.Response, shape: type[T]) -> T:
+    def decode(response: httpx.Response, shape: type[T]) -> T:
+        """An answer's JSON as ``shape``; :class:`UnexpectedResponse` when it does not fit."""
         try:
             return msgspec.json.decode(response.content, type=shape)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:

@@ -1,4 +1,5 @@
-"""Sending commands to the engines: one NATS request per command, answered by one engine."""
+"""Sending commands to the engines: one NATS request per command, answered by one engine.
+Games' commands and leagues' go the same way, on their own subjects."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client
 
-from contracts.wire import CommandReply, CommandRequest, RequestBody, command_subject, reply_decoder
+from contracts.wire import (
+    CommandReply,
+    CommandRequest,
+    LeagueCommandReply,
+    LeagueCommandRequest,
+    LeagueRequestBody,
+    RequestBody,
+    command_subject,
+    league_command_subject,
+    league_reply_decoder,
+    reply_decoder,
+)
 
 _encoder = msgspec.json.Encoder()
 
@@ -42,3 +54,20 @@ class EngineClient:
         except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
             raise EngineUnavailable(str(error) or type(error).__name__) from None
         return reply_decoder.decode(message.data)
+
+    async def send_league(
+        self, league_id: str, body: LeagueRequestBody, command_id: str | None = None
+    ) -> LeagueCommandReply:
+        """Send one league command; the same ``command_id`` always gets the first answer."""
+        request = LeagueCommandRequest(
+            command_id=command_id or new_command_id(), league_id=league_id, body=body
+        )
+        try:
+            message = await self._connection.request(
+                league_command_subject(league_id),
+                _encoder.encode(request),
+                timeout=self._timeout_s,
+            )
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
+            raise EngineUnavailable(str(error) or type(error).__name__) from None
+        return league_reply_decoder.decode(message.data)

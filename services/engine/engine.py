@@ -68,7 +68,8 @@ def request_digest(request: CommandRequest) -> str:
 _canonical = msgspec.json.Encoder(order="sorted")
 
 
-def _now() -> str:
+def commit_time() -> str:
+    """Now, as a commit records it (UTC, ISO 8601, milliseconds)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -93,7 +94,7 @@ class Engine:
         self,
         stream: GameStream,
         *,
-        clock: Callable[[], str] = _now,
+        clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         cache_capacity: int = 2000,
     ) -> None:

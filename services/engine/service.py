@@ -1,8 +1,11 @@
-"""The engine process: a FastStream NATS subscriber in a queue group, answering commands.
+"""The engine process: FastStream NATS subscribers in a queue group, answering commands.
 
-Every engine process joins the queue group ``engine`` on ``spades.commands.*``, so NATS gives
-each command to one of them; more processes, more throughput. The streams are created (or
-checked) at start-up from their one definition in :mod:`services.runtime.game_stream`.
+Every engine process joins the queue group ``engine`` on ``spades.commands.*`` (games) and on
+``spades.league-commands.*`` (leagues), so NATS gives each command to one of them; more
+processes, more throughput. A league's commands are decided by the same process as games'
+because scheduling a round reads the games of the round before, from the same game cache. The
+streams are created (or checked) at start-up from their one definition each
+(:mod:`services.runtime.game_stream`, :mod:`services.engine.league_stream`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,15 @@ from faststream.message import StreamMessage
 from faststream.nats import NatsBroker
 from nats.js import JetStreamContext
 
-from contracts.wire import COMMAND_SUBJECTS, MAX_COMMAND_BYTES
+from contracts.wire import (
+    COMMAND_SUBJECTS,
+    LEAGUE_COMMAND_SUBJECTS,
+    MAX_COMMAND_BYTES,
+    MAX_LEAGUE_COMMAND_BYTES,
+)
 from services.engine.engine import Engine
+from services.engine.league_engine import LeagueEngine
+from services.engine.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.game_stream import GameStream, games_stream_config
 from services.runtime.logging import get_logger
 from services.runtime.nats import ensure_stream, servers_of
@@ -30,8 +40,9 @@ COMMAND_WORKERS = 256
 
 
 async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
-    """Create the game stream from its one definition, or bring it in line with it."""
+    """Create the game and league streams from their definitions, or bring them in line."""
     await ensure_stream(js, games_stream_config(replicas))
+    await ensure_stream(js, leagues_stream_config(replicas))
 
 
 async def _delivery(message: StreamMessage[Any]) -> tuple[bytes, str]:
@@ -57,17 +68,23 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
         logger=get_logger("faststream"),
         log_level=logging.DEBUG,  # FastStream's line per message, below the default INFO
     )
-    holder: dict[str, Engine] = {}
+    holder: dict[str, Engine | LeagueEngine] = {}
     slots = asyncio.Semaphore(COMMAND_WORKERS)
     running: set[asyncio.Task[None]] = set()
 
-    async def answer(body: bytes, reply_to: str) -> None:
+    async def answer(handler: str, body: bytes, reply_to: str) -> None:
         try:
-            reply = await holder["engine"].handle(body)
+            reply = await holder[handler].handle(body)
             if reply_to:
                 await broker.connection.publish(reply_to, reply)
         finally:
             slots.release()
+
+    async def dispatch(handler: str, delivery: tuple[bytes, str]) -> None:
+        await slots.acquire()
+        task = asyncio.create_task(answer(handler, *delivery))
+        running.add(task)
+        task.add_done_callback(running.discard)
 
     @broker.subscriber(
         COMMAND_SUBJECTS,
@@ -79,10 +96,22 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
         description="A command for one game (CommandRequest JSON); the reply is a CommandReply.",
     )
     async def on_command(delivery: tuple[bytes, str]) -> None:
-        await slots.acquire()
-        task = asyncio.create_task(answer(*delivery))
-        running.add(task)
-        task.add_done_callback(running.discard)
+        await dispatch("engine", delivery)
+
+    @broker.subscriber(
+        LEAGUE_COMMAND_SUBJECTS,
+        queue=queue,
+        no_reply=True,
+        decoder=_delivery,
+        pending_bytes_limit=MAX_LEAGUE_COMMAND_BYTES * 64,
+        title="spades.league-commands.{league_id}",
+        description=(
+            "A command for one league (LeagueCommandRequest JSON); the reply is a "
+            "LeagueCommandReply."
+        ),
+    )
+    async def on_league_command(delivery: tuple[bytes, str]) -> None:
+        await dispatch("leagues", delivery)
 
     app = FastStream(broker, logger=None)
 
@@ -91,7 +120,9 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
         await broker.connect()
         js = broker.config.connection_state.stream
         await ensure_streams(js, replicas)
-        holder["engine"] = Engine(GameStream(js))
+        engine = Engine(GameStream(js))
+        holder["engine"] = engine
+        holder["leagues"] = LeagueEngine(LeagueStream(js), engine.games)
         log.info("engine ready", queue=queue)
 
     @app.on_shutdown

@@ -14,6 +14,8 @@ import nats.errors
 from fastapi import FastAPI
 
 from services.engine.client import EngineClient
+from services.engine.league_cache import LeagueCache
+from services.engine.league_stream import LeagueStream
 from services.gateway.auth import PlatformKeys, SeatTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
@@ -21,7 +23,16 @@ from services.gateway.deps import Gateway
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
 from services.gateway.read_models import ProjectionReadModels
-from services.gateway.routes import actions, audit, events, games, hands, seats, service
+from services.gateway.routes import (
+    actions,
+    audit,
+    events,
+    games,
+    hands,
+    leagues,
+    seats,
+    service,
+)
 from services.gateway.telemetry import Metrics, RequestTelemetry
 from services.projections.migrations import migrate
 from services.projections.store import open_store
@@ -42,7 +53,8 @@ MIN_VERSION_WAIT_S = 5.0
 
 DESCRIPTION = """\
 Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
-played, and audit them afterwards. Errors are RFC 9457 problems whose `code` is a FORMAT.md code.
+played, and audit them afterwards; run leagues of many tables, with standings and ratings.
+Errors are RFC 9457 problems whose `code` is a FORMAT.md code.
 """
 
 
@@ -70,6 +82,7 @@ def _lifespan(
             js=js,
             stream=stream,
             games=games,
+            leagues=LeagueCache(LeagueStream(js)),
             commands=Commands(
                 EngineClient(connection, settings.command_timeout_s), metrics.engine_timeouts
             ),
@@ -110,7 +123,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
     )
-    for router in (games, seats, actions, events, hands, audit, service):
+    for router in (games, seats, actions, events, hands, audit, leagues, service):
         app.include_router(router.router)
     install_problem_handlers(app)
     install_openapi(app)

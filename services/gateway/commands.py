@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from prometheus_client import Counter
 
-from contracts.wire import CommandReply, RequestBody
+from contracts.wire import CommandReply, LeagueCommandReply, LeagueRequestBody, RequestBody
 from services.engine.client import EngineClient, EngineUnavailable, new_command_id
 from services.gateway.problems import ProblemError
 from services.runtime.logging import get_logger
@@ -29,6 +29,14 @@ def command_id_for(game_id: str, seat: int, idempotency_key: str | None) -> str:
     if idempotency_key is None:
         return new_command_id()
     material = f"{game_id}\x00{seat}\x00{idempotency_key}".encode()
+    return "k" + hashlib.sha256(material).hexdigest()
+
+
+def league_command_id(league_id: str, idempotency_key: str | None) -> str:
+    """The command id of a league command: derived from its key, or fresh when it has none."""
+    if idempotency_key is None:
+        return new_command_id()
+    material = f"league\x00{league_id}\x00{idempotency_key}".encode()
     return "k" + hashlib.sha256(material).hexdigest()
 
 
@@ -69,9 +77,25 @@ class Commands:
         try:
             reply = await self._engine.send(game_id, body, command_id)
         except EngineUnavailable as silence:
-            self._timeouts.inc()
-            log.warning("no engine answered", command_id=command_id, error=str(silence))
-            raise ProblemError("unavailable", "no engine answered in time; retry") from None
+            raise self._silence(command_id, silence) from None
         if not reply.ok:
             raise ProblemError(reply.code or "unavailable", reply.detail)
         return reply
+
+    async def send_league(
+        self, league_id: str, body: LeagueRequestBody, command_id: str | None = None
+    ) -> LeagueCommandReply:
+        """The engine's acceptance of one league command."""
+        command_id = command_id or new_command_id()
+        try:
+            reply = await self._engine.send_league(league_id, body, command_id)
+        except EngineUnavailable as silence:
+            raise self._silence(command_id, silence) from None
+        if not reply.ok:
+            raise ProblemError(reply.code or "unavailable", reply.detail)
+        return reply
+
+    def _silence(self, command_id: str, silence: EngineUnavailable) -> ProblemError:
+        self._timeouts.inc()
+        log.warning("no engine answered", command_id=command_id, error=str(silence))
+        return ProblemError("unavailable", "no engine answered in time; retry")

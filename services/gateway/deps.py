@@ -17,7 +17,9 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from contracts.wire import GAME_ID
+from domain.league import LEAGUE_ID, League
 from domain.state import Game
+from services.engine.league_cache import LeagueCache
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.commands import Commands, InFlight
 from services.gateway.problems import ProblemError
@@ -37,6 +39,7 @@ class Gateway:
     js: JetStreamContext
     stream: GameStream
     games: GameCache
+    leagues: LeagueCache
     commands: Commands
     in_flight: InFlight
     seat_tokens: SeatTokens
@@ -182,3 +185,55 @@ async def min_version(
 
 
 MinVersion = Annotated[None, Depends(min_version)]
+
+
+# --------------------------------------------------------------------------- leagues
+
+
+async def valid_league_id(
+    league_id: Annotated[str, Path(description="The league's id, as creating it returned.")],
+) -> str:
+    if not LEAGUE_ID.match(league_id):
+        raise ProblemError("league_not_found", "no league has that id")
+    structlog.contextvars.bind_contextvars(league_id=league_id)
+    return league_id
+
+
+LeagueId = Annotated[str, Depends(valid_league_id)]
+
+
+async def current_league(services: Services, league_id: LeagueId) -> League:
+    """The league as its stream has it now; 404 when there is none."""
+    state = (await services.leagues.latest(league_id)).state
+    if state is None:
+        raise ProblemError("league_not_found", f"no league {league_id}")
+    return state
+
+
+CurrentLeague = Annotated[League, Depends(current_league)]
+
+
+async def league_min_version(
+    services: Services,
+    league_id: LeagueId,
+    wanted: Annotated[
+        int | None,
+        Query(
+            alias="min_version",
+            ge=0,
+            le=2**53,
+            description="Wait until the standings count this many of the league's games.",
+        ),
+    ] = None,
+) -> None:
+    """Read-your-writes for the standings: wait (bounded) until they count ``min_version``
+    games (a client that saw its games end knows how many that is)."""
+    if wanted is None:
+        return
+    if not await services.read_models.wait_for_league_version(
+        league_id, wanted, services.min_version_wait_s
+    ):
+        raise ProblemError("unavailable", f"{wanted} games are not counted yet")
+
+
+LeagueMinVersion = Annotated[None, Depends(league_min_version)]

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
 from domain.rules import (
     DealKind,
     FailedBid,
@@ -22,6 +23,7 @@ from domain.rules import (
     SpadesLead,
     TrumpOrder,
 )
+from domain.schedule import Pairing
 from domain.state import Phase, Status
 
 Card = Annotated[
@@ -446,6 +448,104 @@ class GameSummary(BaseModel):
 class GameList(BaseModel):
     games: list[GameSummary]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: done.")
+
+
+# --------------------------------------------------------------------------- leagues
+
+PlayerName = Annotated[str, Field(min_length=1, max_length=64, examples=["ada"])]
+
+
+class CreateLeague(_Strict):
+    name: str = Field(min_length=1, max_length=64, examples=["Tuesday league"])
+    rules: dict[str, Any] = Field(
+        description="The rule set of every game, as for a game.", examples=[{"preset": "solo"}]
+    )
+    players: list[PlayerName] = Field(
+        min_length=2, max_length=MAX_PLAYERS, description="Each name once."
+    )
+    rounds: int | None = Field(
+        default=None, ge=1, le=MAX_ROUNDS, description="The league's rounds; absent: no end."
+    )
+    pairing: PairingChoice = Field(
+        default="auto",
+        description="`auto`: round robin when the rounds let everyone meet everyone (or there "
+        "is no end), Swiss otherwise.",
+    )
+
+
+class ScheduleRound(_Strict):
+    round: int | None = Field(
+        default=None, ge=1, description="The round meant; refused (409) if another is next."
+    )
+
+
+class League(BaseModel):
+    league_id: str
+    name: str
+    version: int = Field(description="How many events made the league.")
+    rules: RuleSet
+    players: list[str]
+    rounds: int | None = Field(description="Rounds the league has; null: no end.")
+    pairing: Pairing
+    rounds_scheduled: int
+    next_round: int | None = Field(description="The round to schedule next; null: none left.")
+
+
+class StartedTable(BaseModel):
+    table: int
+    game_id: str
+    seats: list[SeatTaken] = Field(description="Every seat, with the token that acts for it.")
+
+
+class RoundStarted(BaseModel):
+    """A round scheduled and its games created, every player seated."""
+
+    league_id: str
+    round: int
+    pairing: Pairing
+    tables: list[StartedTable]
+    byes: list[str] = Field(description="The players who sit this round out.")
+
+
+class RoundTable(BaseModel):
+    table: int
+    game_id: str
+    players: list[str] = Field(description="The player at each seat.")
+    status: Status | None = Field(description="As the game list has it; null until it does.")
+    scores: list[int] | None
+    winners: list[int] | None
+
+
+class LeagueRound(BaseModel):
+    league_id: str
+    round: int
+    pairing: Pairing
+    tables: list[RoundTable]
+    byes: list[str]
+
+
+class Rating(BaseModel):
+    mu: float
+    sigma: float
+    ordinal: float = Field(description="`mu - 3 sigma`: the rating to rank by.")
+
+
+class PlayerStanding(BaseModel):
+    rank: int
+    player: str
+    points: int = Field(description="The final scores of the player's unit, summed.")
+    wins: int = Field(description="Games the player's unit won.")
+    games: int
+    byes: int
+    rating: Rating
+
+
+class Standings(BaseModel):
+    """Most wins first, then most points, then the higher rating."""
+
+    league_id: str
+    version: int = Field(description="How many of the league's games are counted.")
+    players: list[PlayerStanding]
 
 
 # --------------------------------------------------------------------------- audit

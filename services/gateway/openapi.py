@@ -19,7 +19,8 @@ _CODES: dict[int, str] = {
     400: "`malformed`: the request cannot be read (body, parameters, headers).",
     401: "`unauthorized`: no valid seat token or platform key.",
     403: "`forbidden`: the seat token is for another game or seat.",
-    404: "`game_not_found`, `hand_not_found`, or `not_found`.",
+    404: "`game_not_found`, `hand_not_found`, `league_not_found`, `round_not_found`, "
+    "or `not_found`.",
     409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict`.",
     422: "Every other FORMAT.md code, `invalid_rules`, `idempotency_key_reused`.",
     503: "`unavailable`: the engine or NATS did not answer in time; retry (see Retry-After).",

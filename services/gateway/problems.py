@@ -29,6 +29,8 @@ _STATUS: dict[str, int] = {
     "forbidden": 403,
     "game_not_found": 404,
     "hand_not_found": 404,
+    "league_not_found": 404,
+    "round_not_found": 404,
     "not_found": 404,
     "method_not_allowed": 405,
     "not_your_turn": 409,

@@ -63,6 +63,24 @@ class GamePage(msgspec.Struct, frozen=True):
     next_cursor: str | None
 
 
+class PlayerRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A player's row of a league's standings (:mod:`services.projections.ratings`)."""
+
+    player: str
+    points: int
+    wins: int
+    games: int
+    mu: float
+    sigma: float
+    ordinal: float
+
+
+class LeagueStandings(msgspec.Struct, frozen=True):
+    version: int
+    """How many of the league's games the rows count."""
+    players: list[PlayerRecord]
+
+
 class InvalidCursor(ValueError):
     """A ``cursor`` that no page of the list handed out."""
 
@@ -82,6 +100,18 @@ class ReadModels(Protocol):
 
     async def wait_for_version(self, game_id: str, version: int, timeout_s: float) -> bool:
         """Wait until the game's version ``version`` is visible; False if it was not in time."""
+        ...
+
+    async def game_summaries(self, game_ids: list[str]) -> dict[str, GameSummary]:
+        """The summaries of those of ``game_ids`` the game list has, by id."""
+        ...
+
+    async def league_standings(self, league_id: str) -> LeagueStandings:
+        """What the standings hold of a league (nothing for a league no game of which ended)."""
+        ...
+
+    async def wait_for_league_version(self, league_id: str, version: int, timeout_s: float) -> bool:
+        """Wait until the standings count ``version`` of the league's games."""
         ...
 
 
@@ -121,3 +151,14 @@ class ProjectionReadModels:
 
     async def wait_for_version(self, game_id: str, version: int, timeout_s: float) -> bool:
         return await queries.wait_for_version(self._engine, game_id, version, timeout_s)
+
+    async def game_summaries(self, game_ids: list[str]) -> dict[str, GameSummary]:
+        found = await queries.game_summaries(self._engine, game_ids)
+        return {game_id: msgspec.convert(row, GameSummary) for game_id, row in found.items()}
+
+    async def league_standings(self, league_id: str) -> LeagueStandings:
+        version, rows = await queries.league_standings(self._engine, league_id)
+        return LeagueStandings(version, [msgspec.convert(_plain(r), PlayerRecord) for r in rows])
+
+    async def wait_for_league_version(self, league_id: str, version: int, timeout_s: float) -> bool:
+        return await queries.wait_for_league_version(self._engine, league_id, version, timeout_s)

@@ -144,10 +144,39 @@ def _read_models_v1(connection: sa.Connection) -> None:
     tables.create_all(connection)
 
 
+def _league_standings_v2(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "standing_games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("league", sa.Text),
+        sa.Column("units", Json, nullable=False),
+        sa.Column("players", Json, nullable=False),
+        sa.Column("ended", sa.Boolean, nullable=False),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Index("standing_games_by_league", "league", "ended"),
+    )
+    sa.Table(
+        "league_standings",
+        tables,
+        sa.Column("league", sa.Text, primary_key=True),
+        sa.Column("player", sa.Text, primary_key=True),
+        sa.Column("points", sa.BigInteger, nullable=False),
+        sa.Column("wins", sa.Integer, nullable=False),
+        sa.Column("games", sa.Integer, nullable=False),
+        sa.Column("mu", sa.Double, nullable=False),
+        sa.Column("sigma", sa.Double, nullable=False),
+        sa.Column("ordinal", sa.Double, nullable=False),
+    )
+    tables.create_all(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
     ),
+    Migration(2, "read model: league standings", _league_standings_v2),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

@@ -70,6 +70,17 @@ class Delivered:
         return cls(sequence, commit)
 
 
+def out_of_order(model: str, version: int, commit: Commit) -> str | None:
+    """Why ``commit`` cannot be applied by a model that holds its game at ``version``, when it
+    does not start right after it (None when it does)."""
+    if commit.first_version == version + 1:
+        return None
+    return (
+        f"out of order: {model} holds game {commit.game_id} at version {version}, "
+        f"this commit starts at version {commit.first_version}"
+    )
+
+
 class Versioned(Protocol):
     version: int
 
@@ -107,11 +118,9 @@ class PerGameModel(ReadModel, Generic[S]):
             version = state.version if state is not None else 0
             if commit.version <= version:
                 continue
-            if commit.first_version != version + 1:
-                refusals[delivered.sequence] = (
-                    f"out of order: {self.name} holds game {commit.game_id} at version "
-                    f"{version}, this commit starts at version {commit.first_version}"
-                )
+            refusal = out_of_order(self.name, version, commit)
+            if refusal is not None:
+                refusals[delivered.sequence] = refusal
                 continue
             state = self.fold(state, commit)
             state.version = commit.version

@@ -12,6 +12,7 @@ import asyncio
 import base64
 import binascii
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -133,15 +134,70 @@ async def wait_for_version(
 ) -> bool:
     """Wait until :func:`model_version` reaches ``version``; False if ``timeout`` (seconds)
     passes first. For ``?min_version=``: a client reads its own writes."""
+    return await _wait_until(lambda: model_version(engine, game_id, model), version, timeout)
+
+
+async def _wait_until(
+    reached: Callable[[], Awaitable[int]],
+    version: int,
+    timeout: float,  # noqa: ASYNC109 (seconds, as the callers take it)
+) -> bool:
+    """Poll ``reached`` (backing off) until it is at least ``version``; False on timeout."""
     deadline = time.monotonic() + timeout
     pause = _FIRST_WAIT_S
-    while await model_version(engine, game_id, model) < version:
+    while await reached() < version:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
         await asyncio.sleep(min(pause, left))
         pause = min(pause * 2, _LONGEST_WAIT_S)
     return True
+
+
+async def league_standings(engine: AsyncEngine, league: str) -> tuple[int, list[dict[str, Any]]]:
+    """How many of the league's games the standings count, and the rows of its players that
+    have played (``points``, ``wins``, ``games``, ``mu``, ``sigma``, ``ordinal``; unordered).
+
+    One statement, so the count and the rows are of the same moment on either database; a
+    league none of whose games has ended has no rows, and counts 0.
+    """
+    standings, games = tables.league_standings, tables.standing_games
+    counted = (
+        sa.select(sa.func.count())
+        .where((games.c.league == league) & games.c.ended)
+        .scalar_subquery()
+    )
+    query = sa.select(standings, counted.label("counted")).where(standings.c.league == league)
+    async with engine.connect() as conn:
+        rows = [row._asdict() for row in await conn.execute(query)]
+    counts = [int(row.pop("counted")) for row in rows]
+    return (counts[0] if counts else 0), rows
+
+
+async def league_version(engine: AsyncEngine, league: str) -> int:
+    """How many of the league's games the standings count (its version for ``min_version``)."""
+    games = tables.standing_games
+    query = sa.select(sa.func.count()).where((games.c.league == league) & games.c.ended)
+    async with engine.connect() as conn:
+        return int(await conn.scalar(query) or 0)
+
+
+async def wait_for_league_version(
+    engine: AsyncEngine,
+    league: str,
+    version: int,
+    timeout: float,  # noqa: ASYNC109 (the gateway's contract: seconds, and a bool back)
+) -> bool:
+    """Wait until the standings count ``version`` of the league's games; False on timeout."""
+    return await _wait_until(lambda: league_version(engine, league), version, timeout)
+
+
+async def game_summaries(engine: AsyncEngine, game_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The game list's summaries of those of ``game_ids`` it has, by game id."""
+    games = tables.games
+    query = sa.select(games).where(games.c.game_id.in_(game_ids))
+    async with engine.connect() as conn:
+        return {row.game_id: _summary(row) for row in await conn.execute(query)}
 
 
 def _summary(row: sa.Row[Any]) -> dict[str, Any]:

@@ -9,14 +9,17 @@ from services.projections.hands import HandsModel
 from services.projections.model import ReadModel
 from services.projections.players import PlayersModel
 from services.projections.scoreboard import ScoreboardModel
+from services.projections.standings import StandingsModel
 
 READ_MODELS: dict[str, ReadModel] = {
-    model.name: model for model in (GamesModel(), ScoreboardModel(), HandsModel(), PlayersModel())
+    model.name: model
+    for model in (GamesModel(), ScoreboardModel(), HandsModel(), PlayersModel(), StandingsModel())
 }
 
 
 def read_models(names: Iterable[str] | None = None) -> list[ReadModel]:
-    """The models named (all when ``names`` is None); an unknown name raises ``KeyError``."""
+    """The models named (every one when ``names`` is None); an unknown name raises
+    ``KeyError``."""
     if names is None:
         return list(READ_MODELS.values())
     chosen = []

@@ -161,3 +161,34 @@ player_games = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
 )
 """What the players model needs to know of each game: its rules and who sits where."""
+
+# --------------------------------------------------------------------------- standings
+
+standing_games = sa.Table(
+    "standing_games",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("league", sa.Text),
+    sa.Column("units", Json, nullable=False),
+    sa.Column("players", Json, nullable=False),
+    sa.Column("ended", sa.Boolean, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Index("standing_games_by_league", "league", "ended"),
+)
+"""What the standings model keeps of each game: the league whose table it is (null for every
+other game, of which only the version is kept), its units' seats and who sits where."""
+
+league_standings = sa.Table(
+    "league_standings",
+    metadata,
+    sa.Column("league", sa.Text, primary_key=True),
+    sa.Column("player", sa.Text, primary_key=True),
+    sa.Column("points", sa.BigInteger, nullable=False),
+    sa.Column("wins", sa.Integer, nullable=False),
+    sa.Column("games", sa.Integer, nullable=False),
+    sa.Column("mu", sa.Double, nullable=False),
+    sa.Column("sigma", sa.Double, nullable=False),
+    sa.Column("ordinal", sa.Double, nullable=False),
+)
+"""Per league and player: points, wins, games and the openskill rating (``mu``, ``sigma``, and
+``ordinal`` = ``mu - 3 sigma``), as :mod:`services.projections.ratings` defines them."""

@@ -18,7 +18,7 @@ import structlog
 from nats.aio.client import Client
 
 from services.projections.migrations import migrate
-from services.projections.read_models import read_models
+from services.projections.read_models import READ_MODELS, read_models
 from services.projections.store import Store, open_store
 from services.projections.worker import BATCH_SIZE, DEFAULT_RETRY, IDLE_S, RetryPolicy, Worker
 from services.runtime.nats import connect
@@ -86,15 +86,17 @@ async def run_projections(
     """Run the projection workers until cancelled.
 
     ``nats_url`` overrides ``settings.nats_url`` (a supervisor that started the embedded server
-    knows its address). The read models live at ``settings.read_model_database_url``.
+    knows its address). The read models live at ``settings.read_model_database_url``; without
+    ``models``, every model runs, the league standings included.
     """
     url = nats_url or settings.nats_url
     if url is None:
         raise ValueError("the projection workers need a NATS server: set SPADES_NATS_URL")
     client = await connect(url, "spades-projections")
     store = open_store(settings.read_model_database_url)
+    chosen = models if models is not None else list(READ_MODELS)
     try:
-        async with Projections(store, client, models, batch_size=batch_size):
+        async with Projections(store, client, chosen, batch_size=batch_size):
             await asyncio.Event().wait()
     finally:
         await store.close()

@@ -621,6 +621,7 @@ async def test_an_idempotency_key_gets_the_first_answer(
     # while the first request with a key is in flight, a second one is refused
     seat = await table.seat_to_act()
     watcher = await house.subscribe(command_subject(table.game_id))
+    await house.flush()  # the watcher is in place before the request can be sent
     assert engine.process is not None
     engine.process.send_signal(signal.SIGSTOP)
     try:
@@ -921,7 +922,7 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     ready = (await client.get("/readyz")).json()
     assert ready["status"] == "ok"
-    assert set(ready["projections"]) == {"games", "scoreboard", "hands", "players"}
+    assert set(ready["projections"]) == {"games", "scoreboard", "hands", "players", "standings"}
     table = await open_table(client, {"preset": "solo"})
     await client.get(table.url)
     metrics = await client.get("/metrics")

@@ -244,6 +244,7 @@ async def test_rebuilding_one_model_while_the_others_serve(
             "games": last,
             "hands": last,
             "players": last,
+            "standings": last,
         }
         last = await append_games(js, logs[4:])
         await wait_for_position(store, last)

@@ -202,6 +202,7 @@ async def test_the_operator_commands(
             "scoreboard": garbage,
             "hands": garbage,
             "players": garbage,
+            "standings": garbage,
         }
 
         rebuilt = await asyncio.to_thread(spades_projections, "rebuild", "games", "--wait")

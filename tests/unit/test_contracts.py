@@ -44,6 +44,18 @@ def test_the_openapi_document_names_every_endpoint_of_the_api() -> None:
 
 def test_the_asyncapi_document_describes_commands_and_commits() -> None:
     document = json.loads((CONTRACTS / "asyncapi.json").read_text())
-    assert set(document["channels"]) == {"spades.commands.{game_id}", "spades.games.{game_id}"}
+    assert set(document["channels"]) == {
+        "spades.commands.{game_id}",
+        "spades.games.{game_id}",
+        "spades.league-commands.{league_id}",
+        "spades.leagues.{league_id}",
+    }
     schemas = document["components"]["schemas"]
-    assert {"CommandRequest", "CommandReply", "Commit"} <= set(schemas)
+    assert {
+        "CommandRequest",
+        "CommandReply",
+        "Commit",
+        "LeagueCommandRequest",
+        "LeagueCommandReply",
+        "LeagueCommit",
+    } <= set(schemas)

@@ -1,4 +1,9 @@
-"""Seats: taking one returns the token that acts for it."""
+"""Seats: taking one returns the token that acts for it.
+
+The seats of a league's tables are not taken here: starting the round seats every player
+(:mod:`services.gateway.routes.leagues`), and no one else may sit in their place, even in the
+moment between the game's creation and its seating.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from contracts.wire import TakeSeatRequest
+from domain.league import table_of
 from services.gateway.deps import GameId, Services
 from services.gateway.models import SeatTaken, TakeSeat
 from services.gateway.openapi import problems
@@ -18,9 +24,10 @@ router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
 log = get_logger("spades.gateway")
 
 
-@router.post("", status_code=201, response_model=SeatTaken, responses=problems(404, 409, 503))
+@router.post("", status_code=201, response_model=SeatTaken, responses=problems(403, 404, 409, 503))
 async def take_seat(game_id: GameId, body: TakeSeat, services: Services) -> Any:
     """Sit at the table; when the last seat fills, the first hand is dealt."""
+    await _refuse_league_tables(services, game_id)
     request = TakeSeatRequest(player=body.player, seat=body.seat, entropy=body.entropy)
     reply = await services.commands.send(game_id, request)
     if reply.seat is None:
@@ -28,3 +35,15 @@ async def take_seat(game_id: GameId, body: TakeSeat, services: Services) -> Any:
     log.info("seat taken", seat=reply.seat)
     token = services.seat_tokens.issue(game_id, reply.seat)
     return {"seat": reply.seat, "player": body.player, "token": token}
+
+
+async def _refuse_league_tables(services: Services, game_id: str) -> None:
+    """403 for a table of a league's round: only the league seats its players."""
+    place = table_of(game_id)
+    if place is None:
+        return
+    league = (await services.leagues.latest(place.league_id)).state
+    if league is None or place.round > len(league.rounds):
+        return
+    if any(table.game_id == game_id for table in league.rounds[place.round - 1].tables):
+        raise ProblemError("forbidden", "a league's round seats the players of its tables")

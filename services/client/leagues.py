@@ -1,0 +1,165 @@
+"""The ``/v1/leagues`` endpoints as typed async calls, over a :class:`SpadesClient`.
+
+A wrapper rather than methods of the client for now: it sends through the client's own request
+plumbing, so problems become :class:`~services.client.api.ApiError` and 503s are retried
+exactly as for games, with the client's platform key.
+
+>>> async def one_round() -> None:  # doctest: +SKIP
+...     async with SpadesClient("http://127.0.0.1:8000") as client:
+...         leagues = LeagueClient(client)
+...         league = await leagues.create_league("north", {"preset": "solo"}, list("abcdefgh"))
+...         started = await leagues.start_round(league.league_id, idempotency_key="round-1")
+...         tokens = {table.game_id: table.seats for table in started.tables}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from services.client.api import SpadesClient
+from services.client.models import Seat, Status
+
+Pairing = Literal["round_robin", "swiss"]
+
+
+class LeagueInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A league (``GET /v1/leagues/{id}``)."""
+
+    league_id: str
+    name: str
+    version: int
+    rules: dict[str, Any]
+    players: list[str]
+    rounds: int | None
+    pairing: Pairing
+    rounds_scheduled: int
+    next_round: int | None
+
+
+class StartedTable(msgspec.Struct, frozen=True):
+    table: int
+    game_id: str
+    seats: list[Seat]
+
+    def tokens(self) -> dict[int, str]:
+        """Seat: token, as :func:`services.bots.runner.play_game` takes them."""
+        return {seat.seat: seat.token for seat in self.seats}
+
+
+class RoundStarted(msgspec.Struct, frozen=True, kw_only=True):
+    """A round scheduled and its games started (``POST /v1/leagues/{id}/rounds``)."""
+
+    league_id: str
+    round: int
+    pairing: Pairing
+    tables: list[StartedTable]
+    byes: list[str]
+
+
+class RoundTable(msgspec.Struct, frozen=True, kw_only=True):
+    table: int
+    game_id: str
+    players: list[str]
+    status: Status | None
+    scores: list[int] | None
+    winners: list[int] | None
+
+
+class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
+    """A scheduled round (``GET /v1/leagues/{id}/rounds/{n}``)."""
+
+    league_id: str
+    round: int
+    pairing: Pairing
+    tables: list[RoundTable]
+    byes: list[str]
+
+
+class Rating(msgspec.Struct, frozen=True):
+    mu: float
+    sigma: float
+    ordinal: float
+
+
+class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
+    rank: int
+    player: str
+    points: int
+    wins: int
+    games: int
+    byes: int
+    rating: Rating
+
+
+class Standings(msgspec.Struct, frozen=True, kw_only=True):
+    """A league's standings (``GET /v1/leagues/{id}/standings``), best first."""
+
+    league_id: str
+    version: int
+    players: list[PlayerStanding]
+
+
+def _path(league_id: str, *rest: str) -> str:
+    return "/".join(("/v1/leagues", league_id, *rest))
+
+
+class LeagueClient:
+    """League calls through ``client`` (which holds the platform key they need)."""
+
+    def __init__(self, client: SpadesClient) -> None:
+        self.client = client
+
+    async def create_league(
+        self,
+        name: str,
+        rules: Mapping[str, Any],
+        players: Sequence[str],
+        rounds: int | None = None,
+        pairing: str = "auto",
+    ) -> LeagueInfo:
+        body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
+        body["pairing"] = pairing
+        if rounds is not None:
+            body["rounds"] = rounds
+        response = await self.client.request(
+            "POST", "/v1/leagues", body=body, headers=self._platform(), retry=False
+        )
+        return self.client.decode(response, LeagueInfo)
+
+    async def league(self, league_id: str) -> LeagueInfo:
+        return self.client.decode(await self.client.request("GET", _path(league_id)), LeagueInfo)
+
+    async def start_round(
+        self, league_id: str, round_number: int | None = None, idempotency_key: str | None = None
+    ) -> RoundStarted:
+        """Schedule the next round and start its games. With ``idempotency_key`` a 503 is
+        retried with the same key, which finishes starting the same round."""
+        headers = self._platform()
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        body = {"round": round_number} if round_number is not None else None
+        response = await self.client.request(
+            "POST",
+            _path(league_id, "rounds"),
+            body=body,
+            headers=headers,
+            retry=idempotency_key is not None,
+        )
+        return self.client.decode(response, RoundStarted)
+
+    async def round(self, league_id: str, number: int) -> LeagueRound:
+        response = await self.client.request("GET", _path(league_id, "rounds", str(number)))
+        return self.client.decode(response, LeagueRound)
+
+    async def standings(self, league_id: str, min_version: int | None = None) -> Standings:
+        """The standings; ``min_version`` waits (briefly) until they count that many games."""
+        params = {"min_version": min_version} if min_version is not None else None
+        response = await self.client.request("GET", _path(league_id, "standings"), params=params)
+        return self.client.decode(response, Standings)
+
+    def _platform(self) -> dict[str, str]:
+        key = self.client.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}

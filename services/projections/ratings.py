@@ -1,0 +1,73 @@
+"""League standings arithmetic: points, wins and an openskill rating per player.
+
+- **A point** is a point of the game's score: a player's points are the final scores of their
+  unit (their partnership, or themselves) summed over the league games they played. Partners
+  both get their partnership's score.
+- **A win** is a game the player's unit won; every unit the game names as a winner (several,
+  when they tie for it) counts a win.
+- **The rating** is openskill's Plackett-Luce model: a partnership game rates the two
+  partnerships as teams of two, an individual game is a free-for-all of one-player teams. A
+  game's ranks come from its end: the winners first (tied with each other), then the other
+  units by final score, equal scores tied. ``ordinal`` (``mu - 3 sigma``) is the conservative
+  figure to rank by.
+
+The model is deterministic arithmetic on floats: the same games rated in the same order give
+the same numbers to the last bit. The standings rate games in the order they ended in the game
+stream, so a rebuild of the read model gives exactly the numbers it had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from openskill.models import PlackettLuce
+
+MODEL = PlackettLuce()
+
+
+@dataclass(slots=True)
+class Standing:
+    """One player's record in one league."""
+
+    points: int = 0
+    wins: int = 0
+    games: int = 0
+    mu: float = MODEL.mu
+    sigma: float = MODEL.sigma
+    ordinal: float = MODEL.rating().ordinal()
+
+
+def unit_ranks(scores: Sequence[int], winners: Sequence[int]) -> list[int]:
+    """Each unit's place in a finished game (1 is first; equal units share a place).
+
+    >>> unit_ranks([350, 510, 120], [1])
+    [2, 1, 3]
+    >>> unit_ranks([500, 500], [0, 1])
+    [1, 1]
+    """
+    keys = [(unit not in winners, -score) for unit, score in enumerate(scores)]
+    return [1 + sum(other < key for other in keys) for key in keys]
+
+
+def record_game(
+    standings: Mapping[str, Standing],
+    units: Sequence[Sequence[str]],
+    scores: Sequence[int],
+    winners: Sequence[int],
+) -> None:
+    """Add one finished game to the standings of its players (``units``: each unit's players,
+    ``scores``: each unit's final score, ``winners``: the units that won)."""
+    teams = [
+        [MODEL.rating(standings[player].mu, standings[player].sigma) for player in unit]
+        for unit in units
+    ]
+    rated = MODEL.rate(teams, ranks=[float(rank) for rank in unit_ranks(scores, winners)])
+    for unit, players in enumerate(units):
+        for player, rating in zip(players, rated[unit], strict=True):
+            standing = standings[player]
+            standing.points += scores[unit]
+            standing.wins += unit in winners
+            standing.games += 1
+            standing.mu, standing.sigma = rating.mu, rating.sigma
+            standing.ordinal = rating.ordinal()

@@ -1,0 +1,183 @@
+"""The ``standings`` read model: each league's players, with points, wins, games and a rating.
+
+It reads the game stream, where each game's ``game_created`` names its league: a league's games
+are ordinary games that its rounds created (the league's own stream says who sits where, and
+the games say so again). Only a league's own tables count: a game whose id is one of the
+league's table ids (:func:`domain.league.is_table_game`). The gateway gives every other game an
+id that cannot be one, so a game some client tagged with a league never moves its standings.
+
+Points, wins and ratings are those of :mod:`services.projections.ratings`; each finished game
+(``game_ended``) adds to them. Ratings depend on the order games are rated in, so they are
+rated in the order the games ended in the stream, within a batch and across batches alike: a
+rebuild from the stream gives the same numbers however the stream is cut into batches.
+
+Every game of the stream has a row in ``standing_games`` (only its version, for a game of no
+league), so that, as in every model, a commit that does not follow the last one applied for its
+game is refused rather than folded in the wrong place. A league's version, for
+``?min_version=``, is the number of its games counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from contracts.wire import Commit
+from domain.events import GameCreated, GameEnded, SeatTaken
+from domain.league import is_table_game
+from domain.table import table_for
+from services.projections.model import Delivered, ReadModel, Refusals, out_of_order
+from services.projections.ratings import Standing, record_game
+from services.projections.schema import league_standings, standing_games
+from services.projections.store import upsert
+
+STANDING_COLUMNS = ("points", "wins", "games", "mu", "sigma", "ordinal")
+
+
+@dataclass(slots=True)
+class StandingGame:
+    """What the model keeps of one game."""
+
+    game_id: str
+    league: str | None
+    """The league whose table the game is; None for any other game."""
+    units: list[list[int]]
+    players: list[str | None]
+    version: int = 0
+    ended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedGame:
+    """A league game's end, as the standings count it."""
+
+    league: str
+    units: list[list[str]]
+    """Each unit's players."""
+    scores: list[int]
+    winners: list[int]
+
+
+def fold(game: StandingGame | None, commit: Commit) -> tuple[StandingGame, FinishedGame | None]:
+    """The game after ``commit``, and its end when the commit ended a league game."""
+    finished: FinishedGame | None = None
+    for event in commit.events:
+        if isinstance(event, GameCreated):
+            game = _created(event)
+        elif game is None:
+            raise ValueError(f"game {commit.game_id} has events before game_created")
+        elif game.league is None:
+            continue
+        elif isinstance(event, SeatTaken):
+            game.players[event.seat] = event.player
+        elif isinstance(event, GameEnded):
+            game.ended = True
+            finished = _finished(game, event)
+    if game is None:
+        raise ValueError(f"game {commit.game_id} has no game_created")
+    return game, finished
+
+
+def _created(event: GameCreated) -> StandingGame:
+    league = event.league
+    if league is None or not is_table_game(league, event.game_id):
+        return StandingGame(event.game_id, None, [], [])
+    units = [list(unit) for unit in table_for(event.rules).units]
+    return StandingGame(event.game_id, league, units, [None] * event.rules.players)
+
+
+def _finished(game: StandingGame, event: GameEnded) -> FinishedGame:
+    assert game.league is not None
+    units: list[list[str]] = []
+    for seats in game.units:
+        players = [game.players[seat] for seat in seats]
+        if None in players:
+            raise ValueError(f"game {game.game_id} ended with an empty seat")
+        units.append([player for player in players if player is not None])
+    return FinishedGame(game.league, units, list(event.scores), list(event.winners))
+
+
+class StandingsModel(ReadModel):
+    name = "standings"
+    tables = (standing_games, league_standings)
+
+    async def apply(self, conn: AsyncConnection, batch: Sequence[Delivered]) -> Refusals:
+        games = await _load_games(conn, sorted({d.commit.game_id for d in batch}))
+        changed: dict[str, StandingGame] = {}
+        finished: list[FinishedGame] = []
+        refusals: Refusals = {}
+        for delivered in batch:
+            commit = delivered.commit
+            game = games.get(commit.game_id)
+            version = game.version if game is not None else 0
+            if commit.version <= version:
+                continue
+            refusal = out_of_order(self.name, version, commit)
+            if refusal is not None:
+                refusals[delivered.sequence] = refusal
+                continue
+            game, ended = fold(game, commit)
+            game.version = commit.version
+            games[commit.game_id] = changed[commit.game_id] = game
+            if ended is not None:
+                finished.append(ended)
+        await _save_games(conn, changed)
+        await _rate(conn, finished)
+        return refusals
+
+
+async def _load_games(conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, StandingGame]:
+    result = await conn.execute(
+        sa.select(standing_games).where(standing_games.c.game_id.in_(game_ids))
+    )
+    return {row.game_id: StandingGame(**row._asdict()) for row in result}
+
+
+async def _save_games(conn: AsyncConnection, games: dict[str, StandingGame]) -> None:
+    rows = [
+        {
+            "game_id": game.game_id,
+            "league": game.league,
+            "units": game.units,
+            "players": game.players,
+            "ended": game.ended,
+            "version": game.version,
+        }
+        for game in games.values()
+    ]
+    await upsert(conn, standing_games, rows, keys=["game_id"])
+
+
+async def _rate(conn: AsyncConnection, finished: Sequence[FinishedGame]) -> None:
+    """Count the finished games, in the order they ended, into their leagues' standings."""
+    if not finished:
+        return
+    leagues = sorted({game.league for game in finished})
+    result = await conn.execute(
+        sa.select(league_standings).where(league_standings.c.league.in_(leagues))
+    )
+    standings: dict[tuple[str, str], Standing] = {
+        (row.league, row.player): Standing(**{c: getattr(row, c) for c in STANDING_COLUMNS})
+        for row in result
+    }
+    touched: set[tuple[str, str]] = set()
+    for game in finished:
+        players = {
+            player: standings.setdefault((game.league, player), Standing())
+            for unit in game.units
+            for player in unit
+        }
+        record_game(players, game.units, game.scores, game.winners)
+        touched.update((game.league, player) for player in players)
+    rows = [
+        {"league": league, "player": player, **_columns(standings[league, player])}
+        for league, player in sorted(touched)
+    ]
+    await upsert(conn, league_standings, rows, keys=["league", "player"])
+
+
+def _columns(standing: Standing) -> dict[str, int | float]:
+    return {column: getattr(standing, column) for column in STANDING_COLUMNS}

@@ -1,0 +1,53 @@
+"""``spades league simulate`` against the running stack: a whole league of bots over HTTP, its
+standings printed, and every game it played finished and audited clean."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+
+import pytest
+
+from services.client import SpadesClient
+from services.client.leagues import LeagueClient
+from tests.e2e.stack import Stack
+
+pytestmark = pytest.mark.e2e
+
+SIMULATE_TIMEOUT_S = 600
+
+
+async def test_a_simulated_league_plays_every_round_and_prints_its_standings(
+    stack: Stack, client: SpadesClient
+) -> None:
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "8", "--rounds", "2", "--bots", "--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    printed = out.decode()
+    found = re.search(r"league ([0-9a-f]{16}): 8 players, (swiss|round_robin)", err.decode())
+    assert found, err.decode()[-2000:]
+    league_id = found[1]
+    assert f"standings of league {league_id} (4 games)" in printed
+    assert all(f"player {n} " in printed for n in range(1, 9))
+
+    leagues = LeagueClient(client)
+    standings = await leagues.standings(league_id, min_version=4)
+    assert standings.version == 4
+    assert [row.games for row in standings.players] == [2] * 8
+    assert sum(row.wins for row in standings.players) >= 8  # two winners a partnership game
+    for number in (1, 2):
+        played = await leagues.round(league_id, number)
+        assert len(played.tables) == 2
+        for table in played.tables:
+            state = await client.state(table.game_id)
+            assert state.status == "finished"
+            assert [seat.player for seat in state.seats] == table.players
+            audit = await client.audit(table.game_id)
+            assert audit.ok, audit
