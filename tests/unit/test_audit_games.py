@@ -149,7 +149,7 @@ def rechained(
     out: list[StoredCommit] = []
     version = 0
     for item in commits:
-        commit = item.commit if isinstance(item, StoredCommit) else item
+        commit = item if isinstance(item, Commit) else item.commit
         if renumber:
             commit = replace(commit, version=version + len(commit.events))
         commit = replace(commit, previous=out[-1].digest if out else GENESIS)

@@ -1,0 +1,116 @@
+"""Aggregates in memory, folded from their commits and caught up from the stream on demand.
+
+The engine decides against these states (optimistic concurrency catches a stale one); the
+gateway renders views from them. A cold one is rebuilt by replaying its subject; the least
+recently used go first when the cache is full. Games and leagues are both kept this way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from contracts.wire import GENESIS
+from services.runtime.event_store import EventStream, Stored
+
+
+class Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+class CommitLike(Protocol):
+    @property
+    def command_id(self) -> str: ...
+    @property
+    def request(self) -> str: ...
+    @property
+    def events(self) -> Sequence[Any]: ...
+
+
+S = TypeVar("S", bound=Versioned)
+C = TypeVar("C", bound=CommitLike)
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """Where a command's first answer is, and which request body got it."""
+
+    sequence: int
+    request: str
+
+
+@dataclass
+class Loaded(Generic[S, C]):
+    """An aggregate as a process holds it: its state, and where its history ends."""
+
+    key: str
+    state: S | None = None
+    sequence: int = 0
+    digest: str = GENESIS
+    answered: dict[str, Answered] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @staticmethod
+    def fold(state: S | None, event: Any) -> S:
+        """The aggregate's own ``evolve``."""
+        raise NotImplementedError
+
+    @property
+    def version(self) -> int:
+        return self.state.version if self.state is not None else 0
+
+    def apply(self, stored: Stored[C]) -> None:
+        commit = stored.commit
+        state = self.state
+        for event in commit.events:
+            state = self.fold(state, event)
+        self.state = state
+        self.sequence = stored.sequence
+        self.digest = stored.digest
+        self.answered[commit.command_id] = Answered(stored.sequence, commit.request)
+
+
+L = TypeVar("L", bound="Loaded[Any, Any]")
+
+
+class AggregateCache(Generic[L]):
+    """Aggregates in memory by key, least recently used first out."""
+
+    def __init__(self, stream: EventStream[Any], make: Callable[[str], L], capacity: int) -> None:
+        self._stream = stream
+        self._make = make
+        self._capacity = capacity
+        self._held: OrderedDict[str, L] = OrderedDict()
+
+    async def get(self, key: str) -> L:
+        """The aggregate, loaded by replay if it is not in memory (not caught up otherwise)."""
+        held = self._held.get(key)
+        if held is None:
+            held = self._make(key)
+            self._held[key] = held
+            while len(self._held) > self._capacity:
+                self._held.popitem(last=False)
+            async with held.lock:
+                await self.catch_up(held)
+        else:
+            self._held.move_to_end(key)
+        return held
+
+    async def catch_up(self, held: L) -> None:
+        """Apply the commits other processes appended since ``held.sequence``."""
+        for stored in await self._stream.read(held.key, after=held.sequence):
+            held.apply(stored)
+
+    def forget(self, key: str) -> None:
+        self._held.pop(key, None)
+
+    async def latest(self, key: str) -> L:
+        """The aggregate caught up with everything appended so far (for readers)."""
+        held = await self.get(key)
+        async with held.lock:
+            await self.catch_up(held)
+        return held

@@ -1,0 +1,171 @@
+"""An event store on JetStream: one stream, one subject per aggregate, one message per commit.
+
+Games and leagues are both kept this way (:mod:`services.runtime.game_stream`,
+:mod:`services.engine.league_stream`). Appends use optimistic concurrency
+(``Nats-Expected-Last-Subject-Sequence``, the *stream* sequence of the subject's last message,
+0 for none) and deduplication (``Nats-Msg-Id``, the command id, within the stream's duplicate
+window). Reads replay one subject from a sequence on: a few commits with direct gets of the
+subject's next message, a long history with a short-lived, in-memory pull consumer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import nats.js.errors
+from nats.js import JetStreamContext, api
+
+WRONG_LAST_SEQUENCE = 10071
+"""JetStream's API error code for a failed ``Nats-Expected-Last-Subject-Sequence`` check."""
+
+FETCH_BATCH = 512
+DIRECT_READS = 24
+"""Commits read one request each before a read switches to a consumer."""
+INACTIVE_CONSUMER_S = 2.0
+"""A read's consumer is gone this long after its last fetch, so reads leave none behind."""
+
+C = TypeVar("C")
+"""The commit type of a stream."""
+
+
+class AppendConflict(Exception):
+    """Another commit reached the subject first: reload and decide again."""
+
+
+class DuplicateCommand(Exception):
+    """JetStream already holds a commit with this command id (within its duplicate window)."""
+
+    def __init__(self, sequence: int) -> None:
+        super().__init__(f"duplicate of stream sequence {sequence}")
+        self.sequence = sequence
+
+
+@dataclass(frozen=True)  # no slots: ``Stored[Commit](...)`` must be able to try its note
+class Stored(Generic[C]):
+    """A commit as stored: its stream sequence, its exact bytes and its decoded form."""
+
+    sequence: int
+    data: bytes
+    commit: C
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the stored bytes: what the next commit names as ``previous``."""
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def history_stream_config(
+    name: str, subjects: str, replicas: int = 1, duplicate_window_s: float = 120.0
+) -> api.StreamConfig:
+    """A stream of histories: file storage, kept forever (no limits: a history is its truth),
+    no per-subject limit, and neither deletes nor purges, so an acknowledged commit cannot be
+    taken back through the API. ``duplicate_window`` bounds ``Nats-Msg-Id`` deduplication;
+    command ids are also kept in each history, so a retry after the window still finds its
+    first answer."""
+    return api.StreamConfig(
+        name=name,
+        subjects=[subjects],
+        storage=api.StorageType.FILE,
+        retention=api.RetentionPolicy.LIMITS,
+        discard=api.DiscardPolicy.OLD,
+        num_replicas=replicas,
+        duplicate_window=duplicate_window_s,
+        deny_delete=True,
+        deny_purge=True,
+        allow_direct=False,
+        max_msg_size=1024 * 1024,
+    )
+
+
+class EventStream(Generic[C]):
+    """Read and append the commits of one kind of aggregate."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        stream: str,
+        subject_of: Callable[[str], str],
+        decode: Callable[[bytes], C],
+    ) -> None:
+        self._js = js
+        self._stream = stream
+        self._subject_of = subject_of
+        self._decode = decode
+
+    def _stored(self, sequence: int, data: bytes) -> Stored[C]:
+        return Stored(sequence, data, self._decode(data))
+
+    async def last_sequence(self, key: str) -> int:
+        """The stream sequence of the subject's last commit, 0 when it has none."""
+        try:
+            message = await self._js.get_last_msg(self._stream, self._subject_of(key))
+        except nats.js.errors.NotFoundError:
+            return 0
+        return int(message.seq or 0)
+
+    async def read(self, key: str, after: int = 0) -> list[Stored[C]]:
+        """The commits of ``key`` with a stream sequence above ``after``, in order."""
+        last = await self.last_sequence(key)
+        if last <= after:
+            return []
+        commits: list[Stored[C]] = []
+        cursor = after + 1
+        for _ in range(DIRECT_READS):
+            message = await self._js.get_msg(
+                self._stream, seq=cursor, subject=self._subject_of(key), next=True
+            )
+            stored = self._stored(int(message.seq or 0), message.data or b"")
+            commits.append(stored)
+            if stored.sequence >= last:
+                return commits
+            cursor = stored.sequence + 1
+        commits.extend(await self._consume(key, cursor, last))
+        return commits
+
+    async def _consume(self, key: str, start: int, last: int) -> list[Stored[C]]:
+        config = api.ConsumerConfig(
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=start,
+            ack_policy=api.AckPolicy.NONE,
+            mem_storage=True,
+            inactive_threshold=INACTIVE_CONSUMER_S,
+            num_replicas=1,
+        )
+        subscription = await self._js.pull_subscribe(
+            self._subject_of(key), stream=self._stream, config=config
+        )
+        commits: list[Stored[C]] = []
+        try:
+            while not commits or commits[-1].sequence < last:
+                for message in await subscription.fetch(FETCH_BATCH, timeout=5.0):
+                    commits.append(self._stored(message.metadata.sequence.stream, message.data))
+        finally:
+            await subscription.unsubscribe()
+        return commits
+
+    async def read_one(self, sequence: int) -> Stored[C]:
+        """The commit at one stream sequence."""
+        message = await self._js.get_msg(self._stream, sequence)
+        return self._stored(sequence, message.data or b"")
+
+    async def append(self, key: str, data: bytes, *, expected: int, command_id: str) -> int:
+        """Append one commit if the subject's last commit is still ``expected``; return its
+        sequence. Raises :class:`AppendConflict` or :class:`DuplicateCommand`."""
+        headers = {
+            api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(expected),
+            api.Header.MSG_ID.value: command_id,
+        }
+        try:
+            ack = await self._js.publish(
+                self._subject_of(key), data, stream=self._stream, headers=headers
+            )
+        except nats.js.errors.APIError as error:
+            if error.err_code == WRONG_LAST_SEQUENCE:
+                raise AppendConflict(str(error)) from None
+            raise
+        if ack.duplicate:
+            raise DuplicateCommand(ack.seq)
+        return ack.seq
