@@ -16,9 +16,9 @@ of hundreds of players it takes a good fraction of a second, which the games mus
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import nats.errors
@@ -36,10 +36,8 @@ from contracts.wire import (
     encode_league_commit,
     league_request_decoder,
 )
-from domain.errors import RuleViolation
 from domain.league import (
     LEAGUE_ID,
-    AnyLeagueEvent,
     CreateLeague,
     League,
     ScheduleRound,
@@ -47,39 +45,38 @@ from domain.league import (
     decide,
     table_result,
 )
-from services.engine.engine import MAX_ATTEMPTS, commit_time
+from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
 from services.engine.league_cache import LeagueCache, LoadedLeague
-from services.engine.league_stream import LeagueStream, StoredLeagueCommit
+from services.engine.league_stream import LeagueStream
 from services.runtime.game_cache import GameCache
-from services.runtime.game_stream import AppendConflict, DuplicateCommand
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")
 
 _reply_encoder = msgspec.json.Encoder()
-_canonical = msgspec.json.Encoder(order="sorted")
 
 
 def league_request_digest(request: LeagueCommandRequest) -> str:
     """SHA-256 of what a league command asks, however its JSON was spelled."""
-    return hashlib.sha256(_canonical.encode(request.body)).hexdigest()
+    return body_digest(request.body)
 
 
-class LeagueRefused(Exception):
-    """A refusal the engine makes itself: no such league, or one that exists already."""
-
-    def __init__(self, code: LeagueReplyCode, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code: LeagueReplyCode = code
-        self.detail = detail
-
-
-def _refusal(command_id: str, code: LeagueReplyCode, detail: str) -> LeagueCommandReply:
-    return LeagueCommandReply(command_id=command_id, ok=False, code=code, detail=detail)
+def _refusal(command_id: str, code: str, detail: str) -> LeagueCommandReply:
+    return LeagueCommandReply(
+        command_id=command_id,
+        ok=False,
+        code=msgspec.convert(code, LeagueReplyCode),
+        detail=detail,
+    )
 
 
-class LeagueEngine:
+class LeagueEngine(
+    CommandHandler[LeagueCommandRequest, LeagueCommandReply, LeagueCommit, LoadedLeague]
+):
     """Answers league command requests; one per process, sharing the process's game cache."""
+
+    UNRECORDED = frozenset({"league_not_found"})
+    NAME = "league"
 
     def __init__(
         self,
@@ -89,11 +86,11 @@ class LeagueEngine:
         clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
     ) -> None:
-        self._stream = stream
+        self.leagues = LeagueCache(stream)
+        super().__init__(stream, self.leagues)
         self._games = games
         self._clock = clock
         self._seed = seed
-        self.leagues = LeagueCache(stream)
 
     async def handle(self, data: bytes) -> bytes:
         """Answer one request message. Never raises: every outcome is a reply."""
@@ -115,7 +112,9 @@ class LeagueEngine:
             return _refusal(request.command_id, "malformed", detail)
         bound = log.bind(league_id=request.league_id, command_id=request.command_id)
         try:
-            reply = await self.execute(request, league_request_digest(request))
+            reply = await self.execute(
+                request.league_id, request.command_id, request, league_request_digest(request)
+            )
         except (nats.errors.Error, nats.js.errors.Error, TimeoutError, OSError) as error:
             bound.warning("league command not answered: event store unreachable", error=str(error))
             self.leagues.forget(request.league_id)
@@ -126,64 +125,14 @@ class LeagueEngine:
             bound.info("league command refused", code=reply.code)
         return reply
 
-    async def execute(self, request: LeagueCommandRequest, digest: str = "") -> LeagueCommandReply:
-        """Decide and commit one league command (or return its first answer)."""
-        league = await self.leagues.get(request.league_id)
-        async with league.lock:
-            return await self._execute(league, request, digest)
-
-    async def _execute(
-        self, league: LoadedLeague, request: LeagueCommandRequest, digest: str
-    ) -> LeagueCommandReply:
-        first = await self._first_answer(league, request, digest)
-        if first is not None:
-            return first
-        for _ in range(MAX_ATTEMPTS):
-            refusal: Refusal | None = None
-            try:
-                events = await self._decide(league, request)
-            except (RuleViolation, LeagueRefused) as refused:
-                if refused.code == "league_not_found":  # nothing to record it in
-                    return _refusal(request.command_id, refused.code, refused.detail)
-                events, refusal = [], Refusal(refused.code, refused.detail)
-            commit = LeagueCommit(
-                league_id=league.league_id,
-                version=league.version + len(events),
-                command_id=request.command_id,
-                time=self._clock(),
-                previous=league.digest,
-                request=digest,
-                events=events,
-                refusal=refusal,
-            )
-            data = encode_league_commit(commit)
-            try:
-                sequence = await self._stream.append(
-                    league.league_id,
-                    data,
-                    expected=league.sequence,
-                    command_id=f"{league.league_id}:{request.command_id}",
-                )
-            except (AppendConflict, DuplicateCommand):
-                await self.leagues.catch_up(league)
-                first = await self._first_answer(league, request, digest)
-                if first is not None:
-                    return first
-                continue
-            league.apply(StoredLeagueCommit(sequence, data, commit))
-            return _reply(request, commit, sequence)
-        return _refusal(request.command_id, "unavailable", "the league is too busy; retry")
-
-    async def _decide(
-        self, league: LoadedLeague, request: LeagueCommandRequest
-    ) -> list[AnyLeagueEvent]:
+    async def decide(self, held: LoadedLeague, request: LeagueCommandRequest) -> list[Any]:
         body = request.body
-        state = league.state
+        state = held.state
         if isinstance(body, CreateLeagueRequest):
             if state is not None:
-                raise LeagueRefused("conflict", f"league {league.league_id} already exists")
+                raise Refused("conflict", f"league {held.league_id} already exists")
             command = CreateLeague(
-                league.league_id,
+                held.league_id,
                 body.name,
                 body.rules,
                 tuple(body.players),
@@ -192,7 +141,7 @@ class LeagueEngine:
             )
             return decide(None, command, seed=self._seed().hex())
         if state is None:
-            raise LeagueRefused("league_not_found", f"no league {league.league_id}")
+            raise Refused("league_not_found", f"no league {held.league_id}")
         number = body.round if body.round is not None else state.next_round
         results = await self.results(state)
         return await asyncio.to_thread(decide, state, ScheduleRound(number), results=results)
@@ -210,18 +159,38 @@ class LeagueEngine:
             if game.state is not None and game.state.status == "finished"
         }
 
-    async def _first_answer(
-        self, league: LoadedLeague, request: LeagueCommandRequest, digest: str
-    ) -> LeagueCommandReply | None:
-        """The answer this command id already got, if it got one."""
-        answered = league.answered.get(request.command_id)
-        if answered is None:
-            return None
-        if digest and answered.request and answered.request != digest:
-            detail = "this command id was first used with another request"
-            return _refusal(request.command_id, "idempotency_key_reused", detail)
-        stored = await self._stream.read_one(answered.sequence)
-        return _reply(request, stored.commit, answered.sequence)
+    def commit(
+        self,
+        held: LoadedLeague,
+        command_id: str,
+        digest: str,
+        events: list[Any],
+        refusal: Refusal | None,
+    ) -> LeagueCommit:
+        return LeagueCommit(
+            league_id=held.league_id,
+            version=held.version + len(events),
+            command_id=command_id,
+            time=self._clock(),
+            previous=held.digest,
+            request=digest,
+            events=events,
+            refusal=refusal,
+        )
+
+    def encode(self, commit: LeagueCommit) -> bytes:
+        return encode_league_commit(commit)
+
+    def reply(
+        self, request: LeagueCommandRequest, commit: LeagueCommit, sequence: int
+    ) -> LeagueCommandReply:
+        return _reply(request, commit, sequence)
+
+    def refusal(self, command_id: str, code: str, detail: str) -> LeagueCommandReply:
+        return _refusal(command_id, code, detail)
+
+    def nothing(self, command_id: str, held: LoadedLeague) -> LeagueCommandReply:
+        return LeagueCommandReply(command_id=command_id, ok=True, version=held.version)
 
 
 def _reply(
