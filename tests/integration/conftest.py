@@ -13,6 +13,7 @@ from nats.aio.client import Client
 
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
+from tests.integration.support import EngineProcess, connected
 
 
 @pytest.fixture
@@ -42,3 +43,29 @@ def shared_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNa
     """
     with EmbeddedNats(tmp_path_factory.mktemp("shared-nats")) as server:
         yield server
+
+
+@pytest.fixture
+def engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
+    """``spades serve engine`` against this test's server."""
+    process = EngineProcess(nats_url, tmp_path, "engine-a")
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def second_engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
+    """Another engine in the same queue group."""
+    process = EngineProcess(nats_url, tmp_path, "engine-b")
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+async def connection(nats_url: str) -> AsyncIterator[Client]:
+    """A connection of the test's own that rides out server restarts."""
+    client = await connected(nats_url)
+    yield client
+    await client.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from contracts.wire import ActRequest
 from services.audit.replay import audit_game
 from services.cli.audit import audit
 from services.runtime.game_stream import GameStream
-from tests.integration.support import EngineProcess, connected, history, ready_client
+from tests.integration.support import EngineProcess, history, ready_client
 
 pytestmark = pytest.mark.integration
 
@@ -29,21 +28,6 @@ cli.command()(audit)
 @cli.command("unused")
 def _unused() -> None:
     """A second command, so that ``audit`` is invoked by name as under ``spades``."""
-
-
-@pytest.fixture
-def engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
-    process = EngineProcess(nats_url, tmp_path, "engine")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def connection(nats_url: str) -> AsyncIterator[Client]:
-    client = await connected(nats_url)
-    yield client
-    await client.close()
 
 
 async def play_game(connection: Client, game_id: str, preset: str) -> RandomTable:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import msgspec
 import pytest
@@ -27,34 +25,11 @@ from services.audit.history import chain_problems, deal_checks
 from services.engine.client import EngineUnavailable, new_command_id
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
-from tests.integration.support import EngineProcess, connected, history, ready_client
+from tests.integration.support import EngineProcess, history, ready_client
 
 pytestmark = pytest.mark.integration
 
 PRESETS = ["partnership", "solo", "cutthroat", "three-player-house", "two-player"]
-
-
-@pytest.fixture
-def engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
-    process = EngineProcess(nats_url, tmp_path, "engine-a")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def second_engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
-    process = EngineProcess(nats_url, tmp_path, "engine-b")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def connection(nats_url: str) -> AsyncIterator[Client]:
-    client = await connected(nats_url)
-    yield client
-    await client.close()
 
 
 def assert_record_sound(commits: list, game_id: str) -> None:  # type: ignore[type-arg]

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
@@ -35,34 +33,11 @@ from domain.league import (
 from services.engine.client import EngineClient, new_command_id
 from services.engine.league_stream import LeagueStream, StoredLeagueCommit
 from services.runtime.game_stream import GameStream
-from tests.integration.support import EngineProcess, connected, ready_client
+from tests.integration.support import EngineProcess, ready_client
 
 pytestmark = pytest.mark.integration
 
 QUICK_TWO_PLAYER = {"preset": "two-player", "max_hands": 1}
-
-
-@pytest.fixture
-def engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
-    process = EngineProcess(nats_url, tmp_path, "engine-a")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def second_engine(nats_url: str, tmp_path: Path) -> Iterator[EngineProcess]:
-    process = EngineProcess(nats_url, tmp_path, "engine-b")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def connection(nats_url: str) -> AsyncIterator[Client]:
-    client = await connected(nats_url)
-    yield client
-    await client.close()
 
 
 async def league_history(connection: Client, league_id: str) -> list[StoredLeagueCommit]:
