@@ -123,7 +123,10 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
         engine = Engine(GameStream(js))
         holder["engine"] = engine
         holder["leagues"] = LeagueEngine(LeagueStream(js), engine.games)
-        log.info("engine ready", queue=queue)
+
+    @app.after_startup
+    async def subscribed() -> None:
+        log.info("engine ready", queue=queue)  # said once the subscribers are in the group
 
     @app.on_shutdown
     async def finish_commands() -> None:

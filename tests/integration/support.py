@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nats
@@ -47,6 +48,19 @@ class ServiceProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+
+    def wait_ready(self, line: str = "engine ready", timeout_s: float = 30.0) -> None:
+        """Return once the process has logged ``line`` (it subscribes before it says so)."""
+        deadline = time.monotonic() + timeout_s
+        while line not in self.log_path.read_text(errors="replace"):
+            assert self.alive, f"{self.service} exited: {self.log_path.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"{self.service} did not get ready in time"
+            time.sleep(0.05)
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its connections but answers nothing."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
 
     def kill(self) -> None:
         """SIGKILL: no chance to finish anything in hand."""

@@ -142,8 +142,15 @@ async def test_killing_an_engine_mid_game_loses_and_repeats_nothing(
             assert again == first, "a retry with the same id got another answer"
             await table.apply(first)
 
+    for process in (engine, second_engine):  # both in the queue group before the play
+        process.wait_ready()
     playing = asyncio.gather(*(play_with_retries(table, 40) for table in tables))
-    await asyncio.sleep(0.5)
+    # Freeze the engine, so that the commands NATS hands it stay in flight, until one of them
+    # has gone unanswered; then kill it with them in hand.
+    engine.pause()
+    async with asyncio.timeout(30):
+        while not unanswered and not playing.done():
+            await asyncio.sleep(0.05)
     engine.kill()
     await playing
     assert not engine.alive
