@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
 import msgspec
 import pytest
@@ -124,12 +125,14 @@ async def test_killing_an_engine_mid_game_loses_and_repeats_nothing(
                 reply = await client.send(table.game_id, body, command_id)
             except EngineUnavailable:
                 unanswered.append(command_id)
+                went_unanswered.set()
                 continue
             if reply.code != "unavailable":
                 return reply
         raise AssertionError("no engine answered")
 
     unanswered: list[str] = []
+    went_unanswered = asyncio.Event()
 
     async def play_with_retries(table: RandomTable, steps: int) -> None:
         for _ in range(steps):
@@ -148,9 +151,10 @@ async def test_killing_an_engine_mid_game_loses_and_repeats_nothing(
     # Freeze the engine, so that the commands NATS hands it stay in flight, until one of them
     # has gone unanswered; then kill it with them in hand.
     engine.pause()
-    async with asyncio.timeout(30):
-        while not unanswered and not playing.done():
-            await asyncio.sleep(0.05)
+    waiting = asyncio.ensure_future(went_unanswered.wait())
+    pending: set[asyncio.Future[Any]] = {waiting, playing}
+    await asyncio.wait(pending, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
     engine.kill()
     await playing
     assert not engine.alive
