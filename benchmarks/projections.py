@@ -4,15 +4,17 @@ The games are random legal play through the domain (:func:`domain.game.decide` a
 :func:`~domain.game.evolve`, as :mod:`benchmarks.engine` plays them), each command's events one
 :class:`~contracts.wire.Commit` exactly as the engine writes it (versions, command ids, times and
 the hash chain), published to a fresh embedded NATS stream, many games interleaved as live
-tables would be. Then the four projection workers replay the stream into a fresh SQLite store,
-and a fresh PostgreSQL schema when one is reachable, timed from start until every model's
-position reaches the end of the stream.
+tables would be. Then the projection workers (one per read model) replay the stream into a
+fresh SQLite store, and a fresh PostgreSQL schema when one is reachable, timed from start until
+every model's position reaches the end of the stream.
 
 The ceiling is the same commits decoded once and replayed through the domain alone
 (``evolve`` for every event, a :class:`~domain.records.HandRecorder` per game), with no store
 and no NATS: what the events cost before anyone keeps anything. A second reference is NATS
-alone: each of the four consumers bringing every commit into the process and decoding it, with
-no store, which is what the workers' transport costs.
+alone: each of the consumers bringing every commit into the process and decoding it, with
+no store, which is what the workers' transport costs. The same delivery is measured again through
+FastStream's batch pull subscriber (nats-py's ``fetch`` inside), the transport the workers would
+have on FastStream: the figure that keeps their own pull loop (:class:`PullFeed`) honest.
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ import msgspec
 import sqlalchemy as sa
 from nats.aio.client import Client
 
-from contracts.wire import GAMES_STREAM, GENESIS, Commit, encode_commit, game_subject, read_commit
+from contracts.wire import (
+    GAME_SUBJECTS,
+    GAMES_STREAM,
+    GENESIS,
+    Commit,
+    encode_commit,
+    game_subject,
+    read_commit,
+)
 from domain.cards import cards_in
 from domain.commands import AnyCommand, CreateGame, PassCards, TakeSeat
 from domain.dealing import SeededDeal
@@ -42,7 +52,12 @@ from domain.game import PassDue, decide, evolve, legal_actions
 from domain.records import HandRecorder
 from domain.state import Game, held
 from services.projections import positions
-from services.projections.consumer import open_consumer, stream_sequence
+from services.projections.consumer import (
+    consumer_config,
+    consumer_name,
+    open_consumer,
+    stream_sequence,
+)
 from services.projections.read_models import READ_MODELS
 from services.projections.service import Projections
 from services.projections.store import Store, open_store, store_url
@@ -204,7 +219,9 @@ class ProjectionFigures(msgspec.Struct):
     ceiling_events_per_s: float
     """The domain alone: decode, evolve, record hands."""
     delivery_events_per_s: float
-    """NATS alone: every commit brought to each of the four workers and decoded, not stored."""
+    """NATS alone: every commit brought to each worker and decoded, not stored."""
+    faststream_delivery_events_per_s: float
+    """The same, through FastStream's batch pull subscribers instead of the workers' own."""
     stores: list[StoreFigures]
     postgres: str
     """``measured``, or why PostgreSQL was left out."""
@@ -277,6 +294,50 @@ async def _delivery_seconds(client: Client, last: int) -> float:
     return time.perf_counter() - started
 
 
+async def _faststream_delivery_seconds(url: str, client: Client, last: int) -> float:
+    """Seconds for the same delivery through FastStream: one batch pull subscriber per read
+    model (``PullSub(batch=True)``, manual acknowledgement, as a worker would need)."""
+    from faststream import AckPolicy
+    from faststream.nats import JStream, NatsBroker, PullSub
+
+    broker = NatsBroker(url, logger=None)
+    js = client.jetstream()
+    reached = [asyncio.Event() for _ in READ_MODELS]
+    for model, done in zip(READ_MODELS, reached, strict=True):
+        name = f"bench-faststream-{model}"
+        await js.add_consumer(GAMES_STREAM, consumer_config(name, 0, 4 * BATCH_SIZE))
+        subscriber = broker.subscriber(
+            GAME_SUBJECTS,
+            stream=JStream(GAMES_STREAM, declare=False),
+            durable=consumer_name(name),
+            pull_sub=PullSub(batch_size=BATCH_SIZE, timeout=0.05, batch=True),
+            ack_policy=AckPolicy.MANUAL,
+        )
+        subscriber(_batch_reader(last, done))
+    started = time.perf_counter()
+    await broker.start()
+    try:
+        await asyncio.gather(*(done.wait() for done in reached))
+        return time.perf_counter() - started
+    finally:
+        await broker.stop()
+
+
+def _batch_reader(last: int, done: asyncio.Event) -> Callable[..., Any]:
+    from faststream import Context
+    from faststream.nats.message import NatsBatchMessage
+
+    async def read(message: NatsBatchMessage = Context("message")) -> None:  # noqa: B008
+        batch = message.raw_message
+        for msg in batch:
+            Message(msg)
+        await batch[-1].ack()
+        if stream_sequence(batch[-1].reply) >= last:
+            done.set()
+
+    return read
+
+
 async def _time_store(name: str, store: Store, client: Client, stream: _Stream) -> StoreFigures:
     try:
         seconds = await _replay_seconds(store, client, stream.last_sequence)
@@ -325,6 +386,9 @@ async def measure(
                 stream = await _fill_stream(client, games, seed)
                 say(f"{stream.commits:,} commits, {stream.events:,} events")
                 delivery_s = await _delivery_seconds(client, stream.last_sequence)
+                faststream_s = await _faststream_delivery_seconds(
+                    server.url, client, stream.last_sequence
+                )
                 stores = [("sqlite", open_store(f"sqlite:///{scratch}/read_models.db"))]
                 postgres, postgres_state = await _postgres_store(postgres_url)
                 if postgres is not None:
@@ -341,6 +405,7 @@ async def measure(
         events=stream.events,
         ceiling_events_per_s=round(stream.ceiling, 1),
         delivery_events_per_s=round(stream.events / delivery_s, 1),
+        faststream_delivery_events_per_s=round(stream.events / faststream_s, 1),
         stores=figures,
         postgres=postgres_state,
     )

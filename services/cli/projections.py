@@ -241,6 +241,7 @@ def bench(
     """Replay a stream of finished games into fresh read models (SQLite, and PostgreSQL when
     reachable) against a plain replay through the domain."""
     from benchmarks.projections import postgres_url_from, run
+    from services.projections.read_models import READ_MODELS
 
     configure_logging(get_settings(), level="WARNING")
     started = time.perf_counter()
@@ -259,9 +260,13 @@ def bench(
     table.add_row("domain only (ceiling)", "", f"{ceiling:,.0f}", "", "1.000")
     delivery = figures.delivery_events_per_s
     table.add_row("NATS delivery only", "", f"{delivery:,.0f}", "", f"{delivery / ceiling:.3f}")
+    through = figures.faststream_delivery_events_per_s
+    table.add_row(
+        "NATS delivery, FastStream PullSub", "", f"{through:,.0f}", "", f"{through / ceiling:.3f}"
+    )
     for store in figures.stores:
         table.add_row(
-            f"4 read models, {store.store}",
+            f"{len(READ_MODELS)} read models, {store.store}",
             f"{store.seconds:,.1f}",
             f"{store.events_per_s:,.0f}",
             f"{store.commits_per_s:,.0f}",

@@ -224,3 +224,5 @@ async def test_the_benchmark_measures_what_it_published() -> None:
     assert [store.store for store in figures.stores] == ["sqlite"]
     assert figures.postgres.startswith("no SPADES_TEST_POSTGRES_URL")
     assert 0 < figures.stores[0].ratio < 1
+    assert figures.delivery_events_per_s > 0
+    assert figures.faststream_delivery_events_per_s > 0
