@@ -56,12 +56,12 @@ from services.projections.consumer import (
     consumer_config,
     consumer_name,
     open_consumer,
-    stream_sequence,
 )
 from services.projections.read_models import READ_MODELS
 from services.projections.service import Projections
 from services.projections.store import Store, open_store, store_url
 from services.projections.worker import BATCH_SIZE, Message
+from services.runtime.event_store import stream_sequence
 from services.runtime.game_stream import games_stream_config
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats

@@ -65,6 +65,8 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
     def __init__(self, stream: EventStream[C], cache: AggregateCache[Held]) -> None:
         self._stream = stream
         self._cache = cache
+        self.conflicts = 0
+        """Appends refused because another commit got there first (each costs a re-read)."""
 
     async def execute(self, key: str, command_id: str, request: Request, digest: str) -> Reply:
         """Decide and commit one command (or return its first answer)."""
@@ -95,6 +97,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
                     held.key, data, expected=held.sequence, command_id=f"{held.key}:{command_id}"
                 )
             except (AppendConflict, DuplicateCommand):
+                self.conflicts += 1
                 await self._cache.catch_up(held)
                 first = await self._first_answer(held, command_id, request, digest)
                 if first is not None:

@@ -29,6 +29,7 @@ from contracts.wire import (
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
 from services.engine.league_stream import LeagueStream, leagues_stream_config
+from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream, games_stream_config
 from services.runtime.nats import ensure_stream, servers_of
 
@@ -76,6 +77,7 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
     holder: dict[str, Engine | LeagueEngine] = {}
     slots = asyncio.Semaphore(COMMAND_WORKERS)
     running: set[asyncio.Task[None]] = set()
+    followers: list[Follower] = []
 
     async def answer(handler: str, body: bytes, reply_to: str) -> None:
         try:
@@ -125,9 +127,15 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
         await broker.connect()
         js = broker.config.connection_state.stream
         await ensure_streams(js, replicas)
-        engine = Engine(GameStream(js))
+        games = GameStream(js)
+        engine = Engine(games)
         holder["engine"] = engine
-        holder["leagues"] = LeagueEngine(LeagueStream(js), engine.games)
+        leagues = LeagueStream(js)
+        league_engine = LeagueEngine(leagues, engine.games)
+        holder["leagues"] = league_engine
+        for follower in (Follower(games, engine.games), Follower(leagues, league_engine.leagues)):
+            await follower.start(js)
+            followers.append(follower)
 
     @app.after_startup
     async def subscribed() -> None:
@@ -137,5 +145,7 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
     async def finish_commands() -> None:
         if running:
             await asyncio.wait(running, timeout=10)
+        for follower in followers:
+            await follower.stop()
 
     return app

@@ -153,17 +153,6 @@ class PullFeed:
             self._over.set()
 
 
-def stream_sequence(reply: str) -> int:
-    """The stream sequence of a JetStream message, read from its acknowledgement subject.
-
-    ``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>``,
-    or with a domain and an account hash after ``$JS.ACK`` (ADR-15). Cheaper than
-    ``msg.metadata``, which parses every field.
-    """
-    tokens = reply.split(".")
-    return int(tokens[5] if len(tokens) == 9 else tokens[7])
-
-
 def _stands_at(info: api.ConsumerInfo, after: int, max_ack_pending: int) -> bool:
     config = info.config
     delivered = info.delivered.stream_seq if info.delivered else None

@@ -34,11 +34,12 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from services.projections import positions
-from services.projections.consumer import open_consumer, stream_sequence
+from services.projections.consumer import open_consumer
 from services.projections.metrics import LAG, PARKED, POSITION
 from services.projections.model import Delivered, ReadModel, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
 from services.projections.store import Store, is_store_trouble
+from services.runtime.event_store import stream_sequence
 
 log = structlog.get_logger("spades.projections")
 

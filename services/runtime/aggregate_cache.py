@@ -3,6 +3,11 @@
 The engine decides against these states (optimistic concurrency catches a stale one); the
 gateway renders views from them. A cold one is rebuilt by replaying its subject; the least
 recently used go first when the cache is full. Games and leagues are both kept this way.
+
+A process that follows the stream (:mod:`services.runtime.follower`) hands each commit, as it
+is appended, to :meth:`AggregateCache.observe`: an aggregate held in memory takes the commit
+when it is the next one of its chain, so a command that another engine's commit preceded finds
+its state current instead of failing its append and reading the stream again.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ class CommitLike(Protocol):
     def request(self) -> str: ...
     @property
     def events(self) -> Sequence[Any]: ...
+    @property
+    def previous(self) -> str: ...
 
 
 S = TypeVar("S", bound=Versioned)
@@ -100,10 +107,32 @@ class AggregateCache(Generic[L]):
             self._held.move_to_end(key)
         return held
 
+    def peek(self, key: str) -> L | None:
+        """The aggregate if it is in memory, as it is (neither loaded nor caught up)."""
+        return self._held.get(key)
+
     async def catch_up(self, held: L) -> None:
         """Apply the commits other processes appended since ``held.sequence``."""
         for stored in await self._stream.read(held.key, after=held.sequence):
             held.apply(stored)
+
+    def observe(self, sequence: int, subject: str, data: bytes) -> bool:
+        """Take a commit seen on the stream if it is the next one of an aggregate held here.
+
+        Only an aggregate that no command holds right now, and only the commit whose
+        ``previous`` is the held chain's last digest: anything else (a gap, a commit this
+        process is appending itself, one it has already) is left to :meth:`catch_up`. Says
+        whether the commit was applied.
+        """
+        key = self._stream.key_of(subject)
+        held = self._held.get(key) if key is not None else None
+        if held is None or held.lock.locked() or sequence <= held.sequence:
+            return False
+        stored = self._stream.stored(sequence, data)
+        if stored.commit.previous != held.digest:
+            return False
+        held.apply(stored)
+        return True
 
     def forget(self, key: str) -> None:
         self._held.pop(key, None)

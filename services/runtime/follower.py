@@ -1,0 +1,67 @@
+"""Follow an event stream as it is appended, keeping a process's aggregates current.
+
+Engines share one queue group, so consecutive commands of one game often reach different
+engines. Without following, each such command finds its cached game one commit behind: its
+append fails the expected-sequence check, the engine reads the stream and decides again (three
+round trips instead of one). A follower is an ordered push consumer from the stream's end that
+hands every commit to :meth:`~services.runtime.aggregate_cache.AggregateCache.observe`.
+
+It is an optimisation only: a commit it misses (the consumer is re-created after a gap, a
+node is down) is found by the optimistic check as before, so nothing here can make a decision
+wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import nats.errors
+import structlog
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext, api
+
+from services.runtime.aggregate_cache import AggregateCache
+from services.runtime.event_store import EventStream, stream_sequence
+
+log = structlog.get_logger("spades.follower")
+
+HEARTBEAT_S = 5.0
+"""How soon the ordered consumer notices a lost node and is made again elsewhere."""
+
+
+class Follower:
+    """Applies a stream's new commits to a cache, from the moment it starts."""
+
+    def __init__(self, stream: EventStream[Any], cache: AggregateCache[Any]) -> None:
+        self._stream = stream
+        self._cache = cache
+        self._subscription: Subscription | None = None
+        self.applied = 0
+        """Commits taken from the stream (not read after a failed append)."""
+
+    async def start(self, js: JetStreamContext) -> None:
+        self._subscription = await js.subscribe(
+            self._stream.subjects,
+            stream=self._stream.name,
+            cb=self._receive,
+            ordered_consumer=True,
+            idle_heartbeat=HEARTBEAT_S,
+            deliver_policy=api.DeliverPolicy.NEW,
+            pending_msgs_limit=-1,
+            pending_bytes_limit=-1,
+        )
+
+    async def stop(self) -> None:
+        if self._subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self._subscription.unsubscribe()
+            self._subscription = None
+
+    async def _receive(self, msg: Msg) -> None:
+        try:
+            if self._cache.observe(stream_sequence(msg.reply), msg.subject, msg.data):
+                self.applied += 1
+        except Exception as error:  # a commit it cannot read is the next command's to read
+            log.warning("commit not followed", subject=msg.subject, error=repr(error))
