@@ -44,6 +44,32 @@ def test_domain_imports_only_the_standard_library_and_msgspec() -> None:
         assert not foreign, f"{path.name} imports {sorted(foreign)}"
 
 
+IMPURE = frozenset(
+    {
+        # randomness and the clock: the seed and the time are inputs of the domain
+        "random", "secrets", "time", "datetime", "uuid",
+        # I/O of every kind
+        "os", "io", "pathlib", "shutil", "tempfile", "socket", "ssl", "select", "selectors",
+        "asyncio", "threading", "multiprocessing", "subprocess", "signal", "urllib", "http",
+        "logging", "sqlite3", "builtins",
+    }
+)  # fmt: skip
+
+
+def test_domain_draws_no_randomness_reads_no_clock_and_does_no_io() -> None:
+    for path in sorted((ROOT / "domain").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        impure = imported_modules(source) & IMPURE
+        assert not impure, f"{path.name} imports {sorted(impure)}"
+        called = {
+            node.func.id
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        }
+        io_calls = called & {"open", "print", "input", "__import__", "exec", "eval"}
+        assert not io_calls, f"{path.name} calls {sorted(io_calls)}"
+
+
 def test_domain_uses_no_relative_import_out_of_the_package() -> None:
     for path in sorted((ROOT / "domain").glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
