@@ -13,6 +13,7 @@ its state current instead of failing its append and reading the stream again.
 from __future__ import annotations
 
 import asyncio
+import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,10 @@ class Loaded(Generic[S, C]):
     digest: str = GENESIS
     answered: dict[str, Answered] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    versions: list[int] = field(default_factory=list)
+    """The version after each commit, in order (a refusal repeats the one before)."""
+    sequences: list[int] = field(default_factory=list)
+    """The stream sequence of each commit, in the same order."""
 
     @staticmethod
     def fold(state: S | None, event: Any) -> S:
@@ -79,6 +84,14 @@ class Loaded(Generic[S, C]):
         self.sequence = stored.sequence
         self.digest = stored.digest
         self.answered[commit.command_id] = Answered(stored.sequence, commit.request)
+        self.versions.append(self.version)
+        self.sequences.append(stored.sequence)
+
+    def sequence_through(self, version: int) -> int:
+        """The stream sequence of the last commit at or below ``version`` (0 for none): a
+        read after it starts with the first commit that holds a later event."""
+        passed = bisect.bisect_right(self.versions, version)
+        return self.sequences[passed - 1] if passed else 0
 
 
 L = TypeVar("L", bound="Loaded[Any, Any]")

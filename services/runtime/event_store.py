@@ -132,11 +132,13 @@ class EventStream(Generic[C]):
             return 0
         return int(message.seq or 0)
 
-    async def read(self, key: str, after: int = 0) -> list[Stored[C]]:
-        """The commits of ``key`` with a stream sequence above ``after``, in order."""
+    async def read(self, key: str, after: int = 0, *, limit: int | None = None) -> list[Stored[C]]:
+        """The commits of ``key`` with a stream sequence above ``after``, in order; with
+        ``limit``, the first ``limit`` of them."""
         last = await self.last_sequence(key)
         if last <= after:
             return []
+        wanted = limit if limit is not None else last
         commits: list[Stored[C]] = []
         cursor = after + 1
         for _ in range(DIRECT_READS):
@@ -145,13 +147,13 @@ class EventStream(Generic[C]):
             )
             stored = self.stored(int(message.seq or 0), message.data or b"")
             commits.append(stored)
-            if stored.sequence >= last:
+            if stored.sequence >= last or len(commits) >= wanted:
                 return commits
             cursor = stored.sequence + 1
-        commits.extend(await self._consume(key, cursor, last))
+        commits.extend(await self._consume(key, cursor, last, wanted - len(commits)))
         return commits
 
-    async def _consume(self, key: str, start: int, last: int) -> list[Stored[C]]:
+    async def _consume(self, key: str, start: int, last: int, wanted: int) -> list[Stored[C]]:
         config = api.ConsumerConfig(
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
             opt_start_seq=start,
@@ -165,12 +167,13 @@ class EventStream(Generic[C]):
         )
         commits: list[Stored[C]] = []
         try:
-            while not commits or commits[-1].sequence < last:
-                for message in await subscription.fetch(FETCH_BATCH, timeout=5.0):
+            while len(commits) < wanted and (not commits or commits[-1].sequence < last):
+                batch = min(FETCH_BATCH, wanted - len(commits))
+                for message in await subscription.fetch(batch, timeout=5.0):
                     commits.append(self.stored(message.metadata.sequence.stream, message.data))
         finally:
             await subscription.unsubscribe()
-        return commits
+        return commits[:wanted]
 
     async def read_one(self, sequence: int) -> Stored[C]:
         """The commit at one stream sequence."""

@@ -738,6 +738,44 @@ async def test_events_show_each_reader_only_what_it_may_see(
     assert any(e["type"] == "hand_looked" and e["seat"] == first and e["cards"] for e in mine)
 
 
+async def test_pages_of_events_make_up_the_whole_history(
+    client: httpx.AsyncClient, house: Client
+) -> None:
+    """Any ``after`` and ``limit`` give the next events of the whole list, refusals (commits
+    without events) and commits of several events included."""
+    table = await open_table(client, {"preset": "partnership", "max_hands": 1})
+    rng = random.Random(12)
+    for _ in range(30):
+        await table.step(rng)
+        wrong = (await table.seat_to_act() + 1) % 4
+        refused = await table.act(wrong, {"type": "bid", "bid": 3})
+        assert refused.status_code in (409, 422), refused.text
+    whole = await table.events(None)
+    version = (await table.public())["version"]
+    assert [record["version"] for record in whole] == list(range(1, version + 1))
+    sizes = [len(stored.commit.events) for stored in await history(house, table.game_id)]
+    assert sizes.count(0) == 30  # the refusals are commits of their own
+    assert max(sizes) > 1
+
+    for limit in (1, 3, 7, 50):
+        after, pages = 0, []
+        while True:
+            response = await client.get(
+                f"{table.url}/events", params={"after": after, "limit": limit}
+            )
+            assert response.status_code == 200, response.text
+            assert response.json()["version"] == version
+            page = response.json()["events"]
+            if not page:
+                break
+            assert len(page) == min(limit, version - after)
+            pages.extend(page)
+            after = page[-1]["version"]
+        assert pages == whole, limit
+    beyond = await client.get(f"{table.url}/events", params={"after": version + 5})
+    assert beyond.json() == {"version": version, "events": []}
+
+
 # --------------------------------------------------------------------------- server-sent events
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from itertools import islice
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 
+from domain.events import AnyEvent
 from services.gateway.deps import GameId, ReaderOf, Services, StreamReaderOf
 from services.gateway.feed import EventStream, FeedStart, frames, resume_point
 from services.gateway.models import Events
@@ -31,14 +31,25 @@ async def events(
     after: Annotated[int, Query(ge=0, description="The version to start after.")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> Any:
-    """Events after version ``after``: public ones, and with a seat token that seat's own."""
-    commits = await services.stream.read(game_id)
-    if not any(stored.commit.events for stored in commits):
+    """Events after version ``after``: public ones, and with a seat token that seat's own.
+
+    Only the commits of the page are read: the game's cached history says where in the stream
+    the commit that holds version ``after + 1`` starts."""
+    loaded = await services.games.latest(game_id)
+    if loaded.state is None:
         raise ProblemError("game_not_found", f"no game {game_id}")
-    every = (pair for stored in commits for pair in versioned(stored.commit))
-    wanted = islice((pair for pair in every if pair[0] > after), limit)
-    version = commits[-1].commit.version
-    return {"version": version, "events": event_records(wanted, reader)}
+    version = loaded.version
+    start = loaded.sequence_through(after)
+    page: list[tuple[int, AnyEvent]] = []
+    while len(page) < limit:
+        commits = await services.stream.read(game_id, after=start, limit=limit)
+        if not commits:
+            break
+        for stored in commits:
+            page.extend(pair for pair in versioned(stored.commit) if pair[0] > after)
+            version = max(version, stored.commit.version)
+        start = commits[-1].sequence
+    return {"version": version, "events": event_records(page[:limit], reader)}
 
 
 @router.get(
