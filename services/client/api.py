@@ -174,6 +174,11 @@ def _bearer(secret: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"} if secret else {}
 
 
+def keyed(headers: dict[str, str], idempotency_key: str | None) -> dict[str, str]:
+    """``headers`` with the ``Idempotency-Key``, when there is one."""
+    return headers if idempotency_key is None else {**headers, "Idempotency-Key": idempotency_key}
+
+
 def _min_version(version: int | None) -> dict[str, int] | None:
     return None if version is None else {"min_version": version}
 
@@ -231,27 +236,42 @@ class SpadesClient:
         dealer: int | None = None,
         entropy: str | None = None,
         league: str | None = None,
+        idempotency_key: str | None = None,
     ) -> PublicState:
-        """Create a game (``POST /v1/games``) and return its public state."""
+        """Create a game (``POST /v1/games``) and return its public state. With
+        ``idempotency_key`` a 503 is retried, and every retry gets the same game."""
         body: dict[str, Any] = {"rules": dict(rules)}
         for name, value in (("dealer", dealer), ("entropy", entropy), ("league", league)):
             if value is not None:
                 body[name] = value
+        headers = keyed(_bearer(self.api_key), idempotency_key)
         response = await self.request(
-            "POST", "/v1/games", body=body, headers=_bearer(self.api_key), retry=False
+            "POST", "/v1/games", body=body, headers=headers, retry=idempotency_key is not None
         )
         return self.decode(response, PublicState)
 
     async def take_seat(
-        self, game_id: str, player: str, seat: int | None = None, entropy: str | None = None
+        self,
+        game_id: str,
+        player: str,
+        seat: int | None = None,
+        entropy: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Seat:
-        """Take a seat (the first free one when ``seat`` is None); the answer holds its token."""
+        """Take a seat (the first free one when ``seat`` is None); the answer holds its token.
+        With ``idempotency_key`` a 503 is retried, and every retry gets the same seat."""
         body: dict[str, Any] = {"player": player}
         if seat is not None:
             body["seat"] = seat
         if entropy is not None:
             body["entropy"] = entropy
-        response = await self.request("POST", _game_path(game_id, "seats"), body=body, retry=False)
+        response = await self.request(
+            "POST",
+            _game_path(game_id, "seats"),
+            body=body,
+            headers=keyed({}, idempotency_key),
+            retry=idempotency_key is not None,
+        )
         return self.decode(response, Seat)
 
     async def state(self, game_id: str) -> PublicState:
@@ -278,9 +298,7 @@ class SpadesClient:
         )
         if expected_version is not None:
             body["expected_version"] = expected_version
-        headers = _bearer(token)
-        if idempotency_key is not None:
-            headers["Idempotency-Key"] = idempotency_key
+        headers = keyed(_bearer(token), idempotency_key)
         response = await self.request(
             "POST",
             _game_path(game_id, "actions"),

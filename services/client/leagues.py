@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from services.client.api import SpadesClient
+from services.client.api import SpadesClient, keyed
 from services.client.models import Seat, Status
 
 Pairing = Literal["round_robin", "swiss"]
@@ -119,13 +119,20 @@ class LeagueClient:
         players: Sequence[str],
         rounds: int | None = None,
         pairing: str = "auto",
+        idempotency_key: str | None = None,
     ) -> LeagueInfo:
+        """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
+        same league."""
         body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
         body["pairing"] = pairing
         if rounds is not None:
             body["rounds"] = rounds
         response = await self.client.request(
-            "POST", "/v1/leagues", body=body, headers=self._platform(), retry=False
+            "POST",
+            "/v1/leagues",
+            body=body,
+            headers=keyed(self._platform(), idempotency_key),
+            retry=idempotency_key is not None,
         )
         return self.client.decode(response, LeagueInfo)
 
@@ -137,9 +144,7 @@ class LeagueClient:
     ) -> RoundStarted:
         """Schedule the next round and start its games. With ``idempotency_key`` a 503 is
         retried with the same key, which finishes starting the same round."""
-        headers = self._platform()
-        if idempotency_key is not None:
-            headers["Idempotency-Key"] = idempotency_key
+        headers = keyed(self._platform(), idempotency_key)
         body = {"round": round_number} if round_number is not None else None
         response = await self.client.request(
             "POST",

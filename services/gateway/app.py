@@ -68,7 +68,8 @@ def _lifespan(
         platform_keys = PlatformKeys(settings.api_key_set)
         if not platform_keys.required:
             log.warning("SPADES_API_KEYS is not set: anyone may create games")
-        seat_tokens = SeatTokens(settings.signing_key())
+        secret = settings.signing_key()
+        seat_tokens = SeatTokens(secret)
         connection = await connect(settings.nats_url, "spades-gateway")
         js = connection.jetstream(timeout=settings.command_timeout_s)
         stream = GameStream(js)
@@ -89,6 +90,7 @@ def _lifespan(
             in_flight=in_flight,
             seat_tokens=seat_tokens,
             platform_keys=platform_keys,
+            secret=secret,
             read_models=ProjectionReadModels(store),
             store=store,
             metrics=metrics,

@@ -1,14 +1,19 @@
 """Commands from HTTP to the engines: idempotency keys, requests in flight, replies as problems.
 
-An ``Idempotency-Key`` becomes the command id, derived from the game, the seat and the key, so a
-retry reaches the engine under the same id and gets the first answer (the engine keeps every
-command id in the game's history). While the first request with a key is still being answered
-in this process, a second one is refused with ``conflict`` rather than sent again.
+An ``Idempotency-Key`` becomes the command id, derived from what the request acts on (the game
+and the seat, the league, a new game, a game's seats) and the key, so a retry reaches the engine
+under the same id and gets the first answer (the engine keeps every command id in the history).
+A game created with a key also gets its id from the key, keyed by the service's secret and the
+platform's own key, so a retry reaches the same game and two platforms never share one. While
+the first request with a key is still being answered in this process, a second one is refused
+with ``conflict`` rather than sent again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,20 +29,31 @@ MAX_IDEMPOTENCY_KEY = 255
 log = get_logger("spades.gateway")
 
 
-def command_id_for(game_id: str, seat: int, idempotency_key: str | None) -> str:
-    """The command id of an action: derived from its key, or fresh when it has none."""
+def keyed_command_id(idempotency_key: str | None, *scope: str | int) -> str:
+    """A command id derived from its key within ``scope``, or fresh when there is no key."""
     if idempotency_key is None:
         return new_command_id()
-    material = f"{game_id}\x00{seat}\x00{idempotency_key}".encode()
+    material = "\x00".join([*map(str, scope), idempotency_key]).encode()
     return "k" + hashlib.sha256(material).hexdigest()
+
+
+def command_id_for(game_id: str, seat: int, idempotency_key: str | None) -> str:
+    """The command id of an action."""
+    return keyed_command_id(idempotency_key, game_id, seat)
 
 
 def league_command_id(league_id: str, idempotency_key: str | None) -> str:
-    """The command id of a league command: derived from its key, or fresh when it has none."""
+    """The command id of a league command."""
+    return keyed_command_id(idempotency_key, "league", league_id)
+
+
+def created_id(kind: str, secret: bytes, platform: str | None, idempotency_key: str | None) -> str:
+    """The id of a new game or league: fresh, or the same for every request of one platform
+    with one key (and nothing an onlooker could trace back to the platform's key)."""
     if idempotency_key is None:
-        return new_command_id()
-    material = f"league\x00{league_id}\x00{idempotency_key}".encode()
-    return "k" + hashlib.sha256(material).hexdigest()
+        return secrets.token_hex(8)
+    material = f"{kind}\x00{platform or ''}\x00{idempotency_key}".encode()
+    return hmac.new(secret, material, hashlib.sha256).hexdigest()[:16]
 
 
 class InFlight:

@@ -44,6 +44,8 @@ class Gateway:
     in_flight: InFlight
     seat_tokens: SeatTokens
     platform_keys: PlatformKeys
+    secret: bytes
+    """The service's signing key: what ids derived from idempotency keys are keyed with."""
     read_models: ReadModels
     store: Store
     metrics: Metrics
@@ -140,15 +142,16 @@ async def stream_reader(
 StreamReaderOf = Annotated[Reader, Depends(stream_reader)]
 
 
-async def platform(services: Services, key: Credential) -> None:
-    """A platform key, when ``SPADES_API_KEYS`` names any."""
+async def platform(services: Services, key: Credential) -> str | None:
+    """The caller's platform key, when ``SPADES_API_KEYS`` names any (else None: one platform)."""
     if not services.platform_keys.required:
-        return
+        return None
     if key is None or not services.platform_keys.accepts(key):
         raise ProblemError("unauthorized", "creating games needs a platform key")
+    return key
 
 
-Platform = Annotated[None, Depends(platform)]
+Platform = Annotated[str | None, Depends(platform)]
 
 
 async def current_game(services: Services, game_id: GameId) -> Game:

@@ -474,6 +474,15 @@ async def test_platform_keys_guard_game_creation(
             # seats stay open to anyone
             seat = await http.post(f"/v1/games/{game_id}/seats", json={"player": "ada"})
             assert seat.status_code == 201
+            # one Idempotency-Key, two platforms: two games, each safe to retry
+            games: dict[str, set[str]] = {}
+            for platform in ("first-key", "second-key", "first-key"):
+                headers = {**bearer(platform), "Idempotency-Key": "tournament-7"}
+                keyed = await http.post("/v1/games", json=body, headers=headers)
+                assert keyed.status_code == 201, keyed.text
+                games.setdefault(platform, set()).add(keyed.json()["game_id"])
+            assert len(games["first-key"]) == len(games["second-key"]) == 1
+            assert games["first-key"] != games["second-key"]
 
 
 # --------------------------------------------------------------------------- errors
@@ -635,6 +644,43 @@ async def test_an_idempotency_key_gets_the_first_answer(
     answered = await pending
     assert answered.status_code == 200
     assert (await table.act(seat, {"type": "bid", "bid": 2}, key="bid-3")).json() == answered.json()
+
+
+async def test_creating_a_game_and_taking_a_seat_are_safe_to_retry(
+    client: httpx.AsyncClient, house: Client
+) -> None:
+    body = {"rules": {"preset": "solo"}, "dealer": 1}
+    key = {"Idempotency-Key": f"create-{random.random()}"}
+    first = await client.post("/v1/games", json=body, headers=key)
+    again = await client.post("/v1/games", json=body, headers=key)
+    assert first.status_code == again.status_code == 201, again.text
+    assert again.json() == first.json()
+    assert again.headers["location"] == first.headers["location"]
+    game_id = first.json()["game_id"]
+    other = {**body, "dealer": 2}
+    assert_problem(
+        await client.post("/v1/games", json=other, headers=key), 422, "idempotency_key_reused"
+    )
+    unkeyed = [(await client.post("/v1/games", json=body)).json()["game_id"] for _ in range(2)]
+    assert len({game_id, *unkeyed}) == 3
+
+    seats = f"/v1/games/{game_id}/seats"
+    sit = {"player": "ann", "entropy": "0a"}
+    taken = [await client.post(seats, json=sit, headers={"Idempotency-Key": "ann"}) for _ in "ab"]
+    assert [t.status_code for t in taken] == [201, 201], taken[1].text
+    assert taken[0].json()["seat"] == taken[1].json()["seat"]
+    # each answer carries a token of its own for that one seat, and both act for it
+    assert taken[0].json()["token"] != taken[1].json()["token"]
+    reused = await client.post(
+        seats, json={**sit, "player": "bob"}, headers={"Idempotency-Key": "ann"}
+    )
+    assert_problem(reused, 422, "idempotency_key_reused")
+    bob = await client.post(seats, json={"player": "bob"}, headers={"Idempotency-Key": "bob"})
+    assert bob.json()["seat"] != taken[0].json()["seat"]
+    players = [s["player"] for s in (await client.get(f"/v1/games/{game_id}")).json()["seats"]]
+    assert sorted(p for p in players if p) == ["ann", "bob"]
+    commits = await history(house, game_id)
+    assert sum(1 for c in commits if c.commit.refusal is None) == 3  # created, ann, bob
 
 
 async def test_expected_version_refuses_a_stale_action(client: httpx.AsyncClient) -> None:

@@ -4,6 +4,7 @@ workers behind it, and bots playing every seat through the API with the tokens a
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,18 @@ async def test_league_refusals_are_problems(http: httpx.AsyncClient) -> None:
     late = await http.get(f"{url}/standings", params={"min_version": 1})
     assert_problem(late, 503, "unavailable")
     assert late.headers["retry-after"]
+
+
+async def test_creating_a_league_is_safe_to_retry(http: httpx.AsyncClient) -> None:
+    body = {"name": "Retried", "rules": RULES, "players": PLAYERS[:4]}
+    key = {"Idempotency-Key": f"league-{uuid.uuid4()}"}
+    first = ok(await http.post("/v1/leagues", json=body, headers=key), 201)
+    again = ok(await http.post("/v1/leagues", json=body, headers=key), 201)
+    assert again == first
+    renamed = await http.post("/v1/leagues", json={**body, "name": "Other"}, headers=key)
+    assert_problem(renamed, 422, "idempotency_key_reused")
+    fresh = ok(await http.post("/v1/leagues", json=body), 201)
+    assert fresh["league_id"] != first["league_id"]
 
 
 async def test_platform_keys_guard_leagues(

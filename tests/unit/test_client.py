@@ -123,6 +123,41 @@ async def test_an_action_without_a_key_is_not_retried() -> None:
     assert "Idempotency-Key" not in seen[0].headers
 
 
+async def test_a_seat_or_a_game_asked_for_with_a_key_is_retried_with_it() -> None:
+    seen: list[httpx.Request] = []
+    answers = iter(
+        [
+            problem(503, "unavailable", **{"Retry-After": "0"}),
+            httpx.Response(201, json={"seat": 2, "player": "ann", "token": "t"}),
+            problem(503, "unavailable", **{"Retry-After": "0"}),
+            problem(422, "idempotency_key_reused"),
+        ]
+    )
+    client = answering(lambda _: next(answers), seen)
+    seat = await client.take_seat(GAME, "ann", idempotency_key="sit-1")
+    assert seat.seat == 2
+    with pytest.raises(ApiError) as refused:
+        await client.create_game({"preset": "solo"}, idempotency_key="new-1")
+    assert refused.value.code == "idempotency_key_reused"
+    assert [request.headers["Idempotency-Key"] for request in seen] == [
+        "sit-1",
+        "sit-1",
+        "new-1",
+        "new-1",
+    ]
+
+
+async def test_a_seat_or_a_game_asked_for_without_a_key_is_not_retried() -> None:
+    seen: list[httpx.Request] = []
+    client = answering(lambda _: problem(503, "unavailable", **{"Retry-After": "0"}), seen)
+    with pytest.raises(ApiError):
+        await client.take_seat(GAME, "ann")
+    with pytest.raises(ApiError):
+        await client.create_game({"preset": "solo"})
+    assert len(seen) == 2
+    assert not any("Idempotency-Key" in request.headers for request in seen)
+
+
 async def test_only_a_503_is_retried() -> None:
     seen: list[httpx.Request] = []
     client = answering(lambda _: problem(409, "conflict"), seen)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Annotated, Any
 
 import structlog
@@ -11,11 +10,13 @@ from fastapi import APIRouter, Query, Response
 from contracts.wire import CreateGameRequest
 from domain.game import fold
 from domain.state import Status
+from services.gateway.commands import created_id, keyed_command_id
 from services.gateway.deps import CurrentGame, Platform, SeatOf, Services
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import GameQuery, InvalidCursor
+from services.gateway.routes.actions import IdempotencyKey
 from services.gateway.views import as_json, state_for
 from services.runtime.logging import get_logger
 
@@ -26,27 +27,30 @@ log = get_logger("spades.gateway")
 _LOCATION = {"description": "The game's URL.", "schema": {"type": "string"}}
 
 
-def new_game_id() -> str:
-    return secrets.token_hex(8)
-
-
 @router.post(
     "",
     status_code=201,
     response_model=PublicState,
-    responses={**problems(401, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
+    responses={**problems(401, 409, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
     openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
 )
 async def create_game(
-    body: CreateGame, services: Services, _platform: Platform, response: Response
+    body: CreateGame,
+    services: Services,
+    platform: Platform,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Create a game; the response is its public state."""
-    game_id = new_game_id()
-    structlog.contextvars.bind_contextvars(game_id=game_id)
+    """Create a game; the response is its public state (as created: a retry with the same
+    ``Idempotency-Key`` gets the same game)."""
+    game_id = created_id("game", services.secret, platform, idempotency_key)
+    command_id = keyed_command_id(idempotency_key, "create", game_id)
+    structlog.contextvars.bind_contextvars(game_id=game_id, command_id=command_id)
     request = CreateGameRequest(
         rules=body.rules, dealer=body.dealer, entropy=body.entropy, league=body.league
     )
-    reply = await services.commands.send(game_id, request)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send(game_id, request, command_id)
     game = fold(record.event for record in reply.events)
     if game is None:
         raise ProblemError("unavailable", "the engine created nothing; retry")

@@ -11,7 +11,6 @@ its first answer, and nothing is created or seated twice.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import Annotated, Any
 
 import structlog
@@ -24,7 +23,7 @@ from contracts.wire import (
     TakeSeatRequest,
 )
 from domain.league import League, LeagueTable, RoundScheduled, fold
-from services.gateway.commands import league_command_id
+from services.gateway.commands import created_id, keyed_command_id, league_command_id
 from services.gateway.deps import (
     CurrentLeague,
     LeagueId,
@@ -52,23 +51,25 @@ CREATE_COMMAND = "league-create"
 _LOCATION = {"description": "The URL of what was created.", "schema": {"type": "string"}}
 
 
-def new_league_id() -> str:
-    return secrets.token_hex(8)
-
-
 @router.post(
     "",
     status_code=201,
     response_model=LeagueModel,
-    responses={**problems(401, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
+    responses={**problems(401, 409, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
     openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
 )
 async def create_league(
-    body: CreateLeague, services: Services, _platform: Platform, response: Response
+    body: CreateLeague,
+    services: Services,
+    platform: Platform,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Create a league of these players, whose games are all played by these rules."""
-    league_id = new_league_id()
-    structlog.contextvars.bind_contextvars(league_id=league_id)
+    """Create a league of these players, whose games are all played by these rules (a retry
+    with the same ``Idempotency-Key`` gets the same league)."""
+    league_id = created_id("league", services.secret, platform, idempotency_key)
+    command_id = keyed_command_id(idempotency_key, "create", league_id)
+    structlog.contextvars.bind_contextvars(league_id=league_id, command_id=command_id)
     request = CreateLeagueRequest(
         name=body.name,
         rules=body.rules,
@@ -76,7 +77,8 @@ async def create_league(
         rounds=body.rounds,
         pairing=body.pairing,
     )
-    reply = await services.commands.send_league(league_id, request)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send_league(league_id, request, command_id)
     league = fold(reply.events)
     if league is None:
         raise ProblemError("unavailable", "the engine created nothing; retry")

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from fastapi import APIRouter
 
 from contracts.wire import TakeSeatRequest
 from domain.league import table_of
+from services.gateway.commands import keyed_command_id
 from services.gateway.deps import GameId, Services
 from services.gateway.models import SeatTaken, TakeSeat
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
+from services.gateway.routes.actions import IdempotencyKey
 from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
@@ -24,12 +27,20 @@ router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
 log = get_logger("spades.gateway")
 
 
-@router.post("", status_code=201, response_model=SeatTaken, responses=problems(403, 404, 409, 503))
-async def take_seat(game_id: GameId, body: TakeSeat, services: Services) -> Any:
-    """Sit at the table; when the last seat fills, the first hand is dealt."""
+@router.post(
+    "", status_code=201, response_model=SeatTaken, responses=problems(403, 404, 409, 422, 503)
+)
+async def take_seat(
+    game_id: GameId, body: TakeSeat, services: Services, idempotency_key: IdempotencyKey = None
+) -> Any:
+    """Sit at the table; when the last seat fills, the first hand is dealt. A retry with the
+    same ``Idempotency-Key`` gets the same seat (and a token for it)."""
     await _refuse_league_tables(services, game_id)
+    command_id = keyed_command_id(idempotency_key, "seat", game_id)
+    structlog.contextvars.bind_contextvars(command_id=command_id)
     request = TakeSeatRequest(player=body.player, seat=body.seat, entropy=body.entropy)
-    reply = await services.commands.send(game_id, request)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send(game_id, request, command_id)
     if reply.seat is None:
         raise ProblemError("unavailable", "the engine named no seat; retry")
     log.info("seat taken", seat=reply.seat)
