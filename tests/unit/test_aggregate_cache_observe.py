@@ -20,7 +20,9 @@ class NewGames(GameStream):
     def __init__(self) -> None:
         super().__init__(cast(JetStreamContext, None))
 
-    async def read(self, key: str, after: int = 0) -> list[StoredCommit]:
+    async def read(
+        self, key: str, after: int = 0, *, limit: int | None = None
+    ) -> list[StoredCommit]:
         return []
 
 
