@@ -1,39 +1,30 @@
 """A typed Python client for the Spades HTTP API (API.md): used by the CLI, the tests and bots."""
 
-from services.client.api import (
+from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
+from services.client.api import ApiError, ClientError, SpadesClient, UnexpectedResponse
+from services.client.models import (
     Action,
     ActionResult,
-    ApiError,
     Audit,
     AuditedHand,
     AuditProblem,
     BidAction,
-    ClientError,
-    Deal,
     DrawAction,
-    Drawn,
     EventRecord,
     GameList,
     GameSummary,
-    HandRecord,
     LookAction,
-    Pass,
     PassAction,
     PlayAction,
-    Played,
     PublicState,
     Scoreboard,
     ScoreLine,
     Seat,
     SeatInfo,
     SeatView,
-    ServerSentEvent,
-    SpadesClient,
-    Trick,
     TrickCard,
-    UnexpectedResponse,
-    parse_server_sent_events,
 )
+from services.client.sse import ServerSentEvent, parse_server_sent_events
 
 __all__ = [
     "Action",

@@ -27,67 +27,21 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
+from domain.records import HandRecord
 from services.client.models import (
     Action,
     ActionResult,
     Audit,
-    AuditedHand,
-    AuditProblem,
-    BidAction,
-    DrawAction,
     EventPage,
     EventRecord,
     GameList,
-    GameSummary,
     HandList,
-    LookAction,
-    PassAction,
-    PlayAction,
     PublicState,
     Scoreboard,
-    ScoreLine,
     Seat,
-    SeatInfo,
     SeatView,
-    TrickCard,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
-
-__all__ = [
-    "Action",
-    "ActionResult",
-    "ApiError",
-    "Audit",
-    "AuditProblem",
-    "AuditedHand",
-    "BidAction",
-    "ClientError",
-    "Deal",
-    "DrawAction",
-    "Drawn",
-    "EventRecord",
-    "GameList",
-    "GameSummary",
-    "HandRecord",
-    "LookAction",
-    "Pass",
-    "PassAction",
-    "PlayAction",
-    "Played",
-    "PublicState",
-    "ScoreLine",
-    "Scoreboard",
-    "Seat",
-    "SeatInfo",
-    "SeatView",
-    "ServerSentEvent",
-    "SpadesClient",
-    "Trick",
-    "TrickCard",
-    "UnexpectedResponse",
-    "parse_server_sent_events",
-]
 
 T = TypeVar("T")
 
