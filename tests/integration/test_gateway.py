@@ -34,12 +34,12 @@ from services.gateway.commands import command_id_for
 from services.runtime.game_stream import StoredCommit
 from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.settings import Settings
+from tests.integration import stack
 from tests.integration.support import (
     EngineProcess,
     ProjectionsProcess,
     connected,
     history,
-    ready_client,
 )
 
 pytestmark = pytest.mark.integration
@@ -89,37 +89,9 @@ def gateway_settings(nats_url: str, data_dir: Path, **changes: Any) -> Settings:
     return Settings(nats_url=nats_url, data_dir=data_dir, secret_key=SIGNING_KEY, **changes)
 
 
-async def until_an_engine_answers(nats_url: str) -> None:
-    connection = await connected(nats_url)
-    try:
-        await ready_client(connection, timeout_s=2.0)
-    finally:
-        await connection.close()
-
-
-@pytest.fixture(scope="module")
-def engine(
-    shared_nats: EmbeddedNats, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[EngineProcess]:
-    process = EngineProcess(shared_nats.url, tmp_path_factory.mktemp("engine"))
-    process.start()
-    asyncio.run(until_an_engine_answers(shared_nats.url))
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the gateway and the projection workers share their SQLite read models."""
-    return tmp_path_factory.mktemp("gateway")
-
-
-@pytest.fixture(scope="module")
-def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
-    process = ProjectionsProcess(shared_nats.url, data_dir, env={"SPADES_DATA_DIR": str(data_dir)})
-    process.start()
-    yield process
-    process.stop()
+engine = stack.engine
+data_dir = stack.data_dir
+projections = stack.projections
 
 
 @pytest.fixture(scope="module")

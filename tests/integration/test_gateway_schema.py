@@ -41,6 +41,7 @@ from services.gateway.app import create_app
 from services.gateway.auth import SeatTokens
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import Settings
+from tests.integration import stack
 from tests.integration.support import EngineProcess, connected, ready_client
 
 SIGNING_KEY = "gateway-schema-tests-key"
@@ -147,14 +148,7 @@ async def _seated_game(nats_url: str) -> str:
     return game_id
 
 
-@pytest.fixture(scope="module")
-def engine(
-    shared_nats: EmbeddedNats, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[EngineProcess]:
-    process = EngineProcess(shared_nats.url, tmp_path_factory.mktemp("schema-engine"))
-    process.start()
-    yield process
-    process.stop()
+engine = stack.engine
 
 
 @pytest.fixture(scope="module")

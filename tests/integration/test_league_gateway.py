@@ -16,13 +16,13 @@ from services.bots.runner import play_game
 from services.bots.strategy import Bot
 from services.client import SpadesClient
 from services.runtime.nats_server import EmbeddedNats
+from tests.integration import stack
 from tests.integration.support import EngineProcess, ProjectionsProcess
 from tests.integration.test_gateway import (
     ServedGateway,
     assert_problem,
     bearer,
     gateway_settings,
-    until_an_engine_answers,
 )
 
 pytestmark = pytest.mark.integration
@@ -32,28 +32,9 @@ RULES = {"preset": "solo", "max_hands": 1}
 PLAYERS = [f"player {n}" for n in range(1, 10)]
 
 
-@pytest.fixture(scope="module")
-def engine(
-    shared_nats: EmbeddedNats, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[EngineProcess]:
-    process = EngineProcess(shared_nats.url, tmp_path_factory.mktemp("league-engine"))
-    process.start()
-    asyncio.run(until_an_engine_answers(shared_nats.url))
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("league-gateway")
-
-
-@pytest.fixture(scope="module")
-def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
-    process = ProjectionsProcess(shared_nats.url, data_dir, env={"SPADES_DATA_DIR": str(data_dir)})
-    process.start()
-    yield process
-    process.stop()
+engine = stack.engine
+data_dir = stack.data_dir
+projections = stack.projections
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,48 @@
+"""The services a gateway test module runs against, once per module, on the session's server:
+an engine and the projection workers with their SQLite read models. A module takes them with
+``engine = stack.engine`` (and so on), which overrides the per-test ``engine`` of the conftest,
+and serves its own gateway with the options it needs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.runtime.nats_server import EmbeddedNats
+from tests.integration.support import EngineProcess, ProjectionsProcess, connected, ready_client
+
+
+async def until_an_engine_answers(nats_url: str) -> None:
+    connection = await connected(nats_url)
+    try:
+        await ready_client(connection, timeout_s=2.0)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def engine(
+    shared_nats: EmbeddedNats, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EngineProcess]:
+    process = EngineProcess(shared_nats.url, tmp_path_factory.mktemp("engine"))
+    process.start()
+    asyncio.run(until_an_engine_answers(shared_nats.url))
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the gateway and the projection workers share their SQLite read models."""
+    return tmp_path_factory.mktemp("gateway")
+
+
+@pytest.fixture(scope="module")
+def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
+    process = ProjectionsProcess(shared_nats.url, data_dir, env={"SPADES_DATA_DIR": str(data_dir)})
+    process.start()
+    yield process
+    process.stop()
