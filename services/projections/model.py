@@ -112,6 +112,7 @@ class PerGameModel(ReadModel, Generic[S]):
         states = await self.load(conn, game_ids)
         changed: dict[str, S] = {}
         refusals: Refusals = {}
+        applied: list[tuple[S, Commit]] = []
         for delivered in batch:
             commit = delivered.commit
             state = states.get(commit.game_id)
@@ -125,5 +126,11 @@ class PerGameModel(ReadModel, Generic[S]):
             state = self.fold(state, commit)
             state.version = commit.version
             states[commit.game_id] = changed[commit.game_id] = state
+            applied.append((state, commit))
         await self.save(conn, changed)
+        await self.saved(conn, applied)
         return refusals
+
+    async def saved(self, conn: AsyncConnection, applied: Sequence[tuple[S, Commit]]) -> None:
+        """After the batch's states are saved: each applied commit in stream order, with the
+        state of its game at the end of the batch. Nothing by default."""

@@ -29,7 +29,7 @@ from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, SeatTaken
 from domain.league import is_table_game
 from domain.table import table_for
-from services.projections.model import Delivered, ReadModel, Refusals, out_of_order
+from services.projections.model import PerGameModel
 from services.projections.ratings import Standing, record_game
 from services.projections.schema import league_standings, standing_games
 from services.projections.store import upsert
@@ -61,9 +61,8 @@ class FinishedGame:
     winners: list[int]
 
 
-def fold(game: StandingGame | None, commit: Commit) -> tuple[StandingGame, FinishedGame | None]:
-    """The game after ``commit``, and its end when the commit ended a league game."""
-    finished: FinishedGame | None = None
+def fold(game: StandingGame | None, commit: Commit) -> StandingGame:
+    """The game after ``commit``."""
     for event in commit.events:
         if isinstance(event, GameCreated):
             game = _created(event)
@@ -75,10 +74,9 @@ def fold(game: StandingGame | None, commit: Commit) -> tuple[StandingGame, Finis
             game.players[event.seat] = event.player
         elif isinstance(event, GameEnded):
             game.ended = True
-            finished = _finished(game, event)
     if game is None:
         raise ValueError(f"game {commit.game_id} has no game_created")
-    return game, finished
+    return game
 
 
 def _created(event: GameCreated) -> StandingGame:
@@ -100,33 +98,31 @@ def _finished(game: StandingGame, event: GameEnded) -> FinishedGame:
     return FinishedGame(game.league, units, list(event.scores), list(event.winners))
 
 
-class StandingsModel(ReadModel):
+class StandingsModel(PerGameModel[StandingGame]):
     name = "standings"
     tables = (standing_games, league_standings)
 
-    async def apply(self, conn: AsyncConnection, batch: Sequence[Delivered]) -> Refusals:
-        games = await _load_games(conn, sorted({d.commit.game_id for d in batch}))
-        changed: dict[str, StandingGame] = {}
-        finished: list[FinishedGame] = []
-        refusals: Refusals = {}
-        for delivered in batch:
-            commit = delivered.commit
-            game = games.get(commit.game_id)
-            version = game.version if game is not None else 0
-            if commit.version <= version:
-                continue
-            refusal = out_of_order(self.name, version, commit)
-            if refusal is not None:
-                refusals[delivered.sequence] = refusal
-                continue
-            game, ended = fold(game, commit)
-            game.version = commit.version
-            games[commit.game_id] = changed[commit.game_id] = game
-            if ended is not None:
-                finished.append(ended)
-        await _save_games(conn, changed)
+    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, StandingGame]:
+        return await _load_games(conn, game_ids)
+
+    def fold(self, state: StandingGame | None, commit: Commit) -> StandingGame:
+        return fold(state, commit)
+
+    async def save(self, conn: AsyncConnection, states: dict[str, StandingGame]) -> None:
+        await _save_games(conn, states)
+
+    async def saved(
+        self, conn: AsyncConnection, applied: Sequence[tuple[StandingGame, Commit]]
+    ) -> None:
+        """Rate the league games the batch ended, in the order they ended."""
+        finished = [
+            _finished(game, event)
+            for game, commit in applied
+            if game.league is not None
+            for event in commit.events
+            if isinstance(event, GameEnded)
+        ]
         await _rate(conn, finished)
-        return refusals
 
 
 async def _load_games(conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, StandingGame]:
