@@ -58,7 +58,8 @@ def play_bots(
     """Create games, seat a bot in every seat and play them to the end over the HTTP API."""
     from services.bots.runner import GameOutcome, play_games
     from services.bots.strategy import Bot
-    from services.client import ApiError, SpadesClient
+    from services.cli.errors import server_errors_reported
+    from services.client import SpadesClient
 
     raw = {"preset": preset, **_overrides(rules)}
     finished: list[GameOutcome] = []
@@ -76,15 +77,11 @@ def play_bots(
         return time.perf_counter() - start
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    try:
-        with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
-            seconds = asyncio.run(run(progress))
-    except ApiError as error:
-        console.print(f"[red]error:[/] {error}")
-        raise typer.Exit(1) from None
-    except OSError as error:  # httpx's connection errors are OSErrors underneath
-        console.print(f"[red]error:[/] cannot reach {url}: {error}")
-        raise typer.Exit(1) from None
+    with (
+        server_errors_reported(url),
+        Progress(*columns, TimeElapsedColumn(), console=console) as progress,
+    ):
+        seconds = asyncio.run(run(progress))
     Console().print(_summary(preset, finished, seconds))
 
 

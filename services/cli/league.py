@@ -67,21 +67,16 @@ def _rules(preset: str, overrides: str | None) -> dict[str, Any]:
 
 def _run(url: str, api_key: str | None, work: Callable[[LeagueClient], Awaitable[T]]) -> T:
     """Run ``work`` with a league client; an error answer or no server exits 1, saying why."""
-    from services.client import ApiError, SpadesClient
+    from services.cli.errors import server_errors_reported
+    from services.client import SpadesClient
     from services.client.leagues import LeagueClient
 
     async def main() -> T:
         async with SpadesClient(url, api_key=api_key) as client:
             return await work(LeagueClient(client))
 
-    try:
+    with server_errors_reported(url):
         return asyncio.run(main())
-    except ApiError as error:
-        console.print(f"[red]error:[/] {error}")
-        raise typer.Exit(1) from None
-    except OSError as error:  # httpx's connection errors are OSErrors underneath
-        console.print(f"[red]error:[/] cannot reach {url}: {error}")
-        raise typer.Exit(1) from None
 
 
 # --------------------------------------------------------------------------- simulate

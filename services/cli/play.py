@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Annotated, Any, TypeVar
 
-import httpx
 import msgspec
 import typer
 from rich.console import Console, Group, RenderableType
@@ -21,6 +20,7 @@ from rich.text import Text
 
 from domain.cards import Card
 from domain.errors import RuleViolation
+from services.cli.errors import server_errors_reported
 from services.cli.follow import GameFollower
 from services.cli.table import describe_action, narrate, render_table, seat_name
 from services.client import ApiError, PublicState, SeatView, ServerSentEvent, SpadesClient
@@ -248,17 +248,12 @@ def _rules(preset: str, rules_json: str | None) -> dict[str, Any]:
     return rules
 
 
-def _run(work: Coroutine[Any, Any, T]) -> T:
+def _run(url: str, work: Coroutine[Any, Any, T]) -> T:
     """Run one client session; an API error or an unreachable server becomes a message and
     exit status 1."""
     try:
-        return asyncio.run(work)
-    except ApiError as error:
-        typer.echo(f"error: {error.status} {error.code}: {error.detail or error.title}", err=True)
-        raise typer.Exit(1) from None
-    except httpx.TransportError as error:
-        typer.echo(f"error: cannot reach the server: {error!r}", err=True)
-        raise typer.Exit(1) from None
+        with server_errors_reported(url):
+            return asyncio.run(work)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
@@ -286,7 +281,7 @@ def new_game(
         async with SpadesClient(url, api_key=api_key) as client:
             return await client.create_game(_rules(preset, rules), dealer=dealer, league=league)
 
-    typer.echo(_run(create()).game_id)
+    typer.echo(_run(url, create()).game_id)
 
 
 @app.command("sit")
@@ -303,7 +298,7 @@ def sit(
             taken = await client.take_seat(game_id, player, seat)
             return taken.seat, taken.token
 
-    number, token = _run(take())
+    number, token = _run(url, take())
     typer.echo(f"{number} {token}")
 
 
@@ -322,7 +317,7 @@ def play(
         async with SpadesClient(url) as client:
             return await play_game(client, game_id, token, PromptChooser(console), console)
 
-    _run(session())
+    _run(url, session())
 
 
 @app.command("watch")
@@ -346,5 +341,5 @@ def watch(
                     client, game_id, token, lambda table: live.update(table, refresh=True)
                 )
 
-    final = _run(follow())
+    final = _run(url, follow())
     console.print(final_words(final))

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console, RenderableType
 from typer.testing import CliRunner
 
+from services.cli.main import app as spades
 from services.cli.play import Chooser, PromptChooser, app, play_game, watch_game
 from services.client import SeatView, SpadesClient
 from tests.e2e.players import Style, choose
@@ -81,6 +82,16 @@ def test_a_server_that_is_not_there_is_an_error_not_a_traceback() -> None:
     )
     assert refused.exit_code == 1
     assert "cannot reach the server" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["bots", "--games", "1"], ["league", "standings", "l1"], ["league", "schedule", "l1"]],
+)
+def test_bots_and_leagues_without_a_server_say_so_too(command: list[str]) -> None:
+    refused = CliRunner().invoke(spades, [*command, "--url", "http://127.0.0.1:9"])
+    assert refused.exit_code == 1
+    assert "cannot reach the server at http://127.0.0.1:9" in refused.stderr
 
 
 async def test_a_terminal_player_plays_a_whole_game(client: SpadesClient) -> None:
