@@ -24,8 +24,8 @@ from domain.state import Game
 from domain.table import table_for
 from services.audit.history import Problem
 from services.audit.record_file import Given, Start, TallyGiven, UnreadableRecord, read_hand_records
-from services.audit.replay import HandAccount, Replay
-from services.audit.report import AuditReport, HandReport, in_record_order
+from services.audit.replay import HandAccount, Replay, hand_report
+from services.audit.report import AuditReport, in_record_order
 from services.audit.table_replay import TableReplay
 
 DEFAULT_RULES: dict[str, Any] = {"preset": "partnership"}
@@ -64,7 +64,10 @@ def audit_hand_records(document: Any, rules: Mapping[str, Any] | None = None) ->
         ok=not ordered,
         events=events,
         chain=True,
-        hands=[_hand_report(account, ordered) for account in accounts],
+        hands=[
+            hand_report(account, ordered, followed=account.record is not None)
+            for account in accounts
+        ],
         problems=ordered,
         first_problem=ordered[0] if ordered else None,
     )
@@ -76,19 +79,6 @@ def _rules(raw: Mapping[str, Any]) -> Rules:
         return resolve_rules(raw)
     except RuleViolation as violation:
         raise UnreadableRecord("rules", violation.detail) from None
-
-
-def _hand_report(account: HandAccount, problems: list[Problem]) -> HandReport:
-    mine = [problem for problem in problems if problem.hand == account.number]
-    checks = {problem.check for problem in mine}
-    return HandReport(
-        hand=account.number,
-        deal_verified=account.deal_verified and "deal" not in checks,
-        replayed=account.record is not None and not checks & {"replay", "commit"},
-        score_matches=account.score is not None and "score" not in checks,
-        problems=mine,
-        arithmetic=account.arithmetic,
-    )
 
 
 def _start(

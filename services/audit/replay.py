@@ -115,6 +115,23 @@ class HandAccount:
         return arithmetic(self.score, self.start_scores, self.start_bags)
 
 
+def hand_report(
+    account: HandAccount, problems: list[Problem], *, followed: bool = True
+) -> HandReport:
+    """One hand of the audit: what was checked of it, and the problems found in it. ``followed``
+    says whether the hand could be followed to its end at all."""
+    mine = [problem for problem in problems if problem.hand == account.number]
+    checks = {problem.check for problem in mine}
+    return HandReport(
+        hand=account.number,
+        deal_verified=account.deal_verified and "deal" not in checks,
+        replayed=followed and not checks & {"replay", "commit"},
+        score_matches=account.score is not None and "score" not in checks,
+        problems=mine,
+        arithmetic=account.arithmetic,
+    )
+
+
 @dataclass
 class Replay:
     """A game's commits replayed: what was found, and an account of every hand."""
@@ -138,7 +155,7 @@ class Replay:
         problems = in_record_order([self._placed(problem) for problem in found])
         if not reveal_open_hand:
             problems = [self._sealed(problem) for problem in problems]
-        hands = [self._hand_report(a, problems) for a in self.hands if a.scored_at is not None]
+        hands = [hand_report(a, problems) for a in self.hands if a.scored_at is not None]
         return AuditReport(
             ok=not problems,
             events=self.events,
@@ -167,19 +184,6 @@ class Replay:
             "which is still being played; it is told in full once the hand is scored"
         )
         return replace(problem, detail=detail, arithmetic=[])
-
-    @staticmethod
-    def _hand_report(account: HandAccount, problems: list[Problem]) -> HandReport:
-        mine = [problem for problem in problems if problem.hand == account.number]
-        checks = {problem.check for problem in mine}
-        return HandReport(
-            hand=account.number,
-            deal_verified=account.deal_verified and "deal" not in checks,
-            replayed=not checks & {"replay", "commit"},
-            score_matches=account.score is not None and "score" not in checks,
-            problems=mine,
-            arithmetic=account.arithmetic,
-        )
 
 
 def audit_game(
