@@ -132,10 +132,13 @@ class EventStream(Generic[C]):
             return 0
         return int(message.seq or 0)
 
-    async def read(self, key: str, after: int = 0, *, limit: int | None = None) -> list[Stored[C]]:
+    async def read(
+        self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
+    ) -> list[Stored[C]]:
         """The commits of ``key`` with a stream sequence above ``after``, in order; with
-        ``limit``, the first ``limit`` of them."""
-        last = await self.last_sequence(key)
+        ``limit``, the first ``limit`` of them; with ``until`` (the sequence of one of its
+        commits), none past it, and no question to the server of where the history ends."""
+        last = until if until is not None else await self.last_sequence(key)
         if last <= after:
             return []
         wanted = limit if limit is not None else last

@@ -21,7 +21,7 @@ class NewGames(GameStream):
         super().__init__(cast(JetStreamContext, None))
 
     async def read(
-        self, key: str, after: int = 0, *, limit: int | None = None
+        self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
     ) -> list[StoredCommit]:
         return []
 

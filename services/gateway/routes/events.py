@@ -38,16 +38,15 @@ async def events(
     loaded = await services.games.latest(game_id)
     if loaded.state is None:
         raise ProblemError("game_not_found", f"no game {game_id}")
-    version = loaded.version
+    version, through = loaded.version, loaded.sequence  # one snapshot, however the cache moves
     start = loaded.sequence_through(after)
     page: list[tuple[int, AnyEvent]] = []
     while len(page) < limit:
-        commits = await services.stream.read(game_id, after=start, limit=limit)
+        commits = await services.stream.read(game_id, after=start, limit=limit, until=through)
         if not commits:
             break
         for stored in commits:
             page.extend(pair for pair in versioned(stored.commit) if pair[0] > after)
-            version = max(version, stored.commit.version)
         start = commits[-1].sequence
     return {"version": version, "events": event_records(page[:limit], reader)}
 
