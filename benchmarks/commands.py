@@ -5,7 +5,8 @@ each sending one command at a time and waiting for its reply, against an engine 
 process. In the same run, the baseline: G tasks each publishing messages of the same size as
 the average commit to a JetStream stream of the same storage, each waiting for its PubAck (the
 ceiling for a store that acknowledges every append). Measured on an embedded nats-server unless
-``SPADES_NATS_URL`` names one.
+``SPADES_NATS_URL`` names one (with ``SPADES_NATS_CREDS`` for its users: the engine's for the
+engines, the admin's for the benchmark's own connections).
 """
 
 from __future__ import annotations
@@ -19,19 +20,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 import nats
+from nats.aio.client import Client
 from nats.js import api
 
 from benchmarks.nats_table import RandomTable
 from contracts.wire import ActRequest
 from services.engine.client import EngineClient, EngineUnavailable
 from services.engine.service import ensure_streams
+from services.runtime.broker_users import ADMIN
+from services.runtime.credentials import connect_options
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
+from services.runtime.settings import get_settings
 
 BASELINE_STREAM = "SPADES_BENCH_BASELINE"
 
@@ -49,22 +55,37 @@ class CommandFigures(msgspec.Struct):
     ratio: float
 
 
+@dataclass(frozen=True)
+class Broker:
+    """The server measured on, and where each of its users' credentials are."""
+
+    url: str
+    credentials: Callable[[str], Path | None]
+
+    async def connect(self) -> Client:
+        """A connection as the broker's admin (the benchmark makes and drops streams)."""
+        return await nats.connect(self.url, **connect_options(self.credentials(ADMIN)))
+
+
 @contextlib.contextmanager
-def _nats(url: str | None) -> Iterator[str]:
+def _nats(url: str | None) -> Iterator[Broker]:
     if url:
-        yield url
+        yield Broker(url, get_settings().nats_credentials)
         return
     with (
         tempfile.TemporaryDirectory(prefix="spades-bench-") as store,
         EmbeddedNats(Path(store)) as server,
     ):
-        yield server.url
+        yield Broker(server.url, server.credentials_for)
 
 
 @contextlib.contextmanager
-def engine_processes(url: str, count: int) -> Iterator[None]:
+def engine_processes(broker: Broker, count: int) -> Iterator[None]:
     """Engine processes (``spades serve engine``), stopped on exit."""
-    env = {**os.environ, "SPADES_NATS_URL": url, "SPADES_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "SPADES_NATS_URL": broker.url, "SPADES_LOG_LEVEL": "WARNING"}
+    credentials = broker.credentials("engine")
+    if credentials is not None:
+        env["SPADES_NATS_CREDS"] = str(credentials)
     processes = [
         subprocess.Popen(
             [sys.executable, "-m", "services.cli.main", "serve", "engine"],
@@ -99,9 +120,9 @@ async def wait_for_engine(client: EngineClient, timeout_s: float = 30.0) -> None
 
 
 async def _play(
-    url: str, games: int, commands: int, preset: str, seed: int
+    broker: Broker, games: int, commands: int, preset: str, seed: int
 ) -> tuple[float, list[float], int]:
-    connection = await nats.connect(url)
+    connection = await broker.connect()
     js = connection.jetstream()
     await ensure_streams(js)
     client = EngineClient(connection, timeout_s=30)
@@ -133,8 +154,8 @@ async def _play(
     return seconds, latencies, mean_size
 
 
-async def _baseline(url: str, concurrency: int, publishes: int, size: int) -> float:
-    connection = await nats.connect(url)
+async def _baseline(broker: Broker, concurrency: int, publishes: int, size: int) -> float:
+    connection = await broker.connect()
     js = connection.jetstream()
     with contextlib.suppress(Exception):
         await js.delete_stream(BASELINE_STREAM)
@@ -165,12 +186,12 @@ async def _baseline(url: str, concurrency: int, publishes: int, size: int) -> fl
 def run(
     games: int, commands: int, engines: int = 1, preset: str = "partnership", seed: int = 1
 ) -> CommandFigures:
-    with _nats(os.environ.get("SPADES_NATS_URL")) as url:
+    with _nats(os.environ.get("SPADES_NATS_URL")) as broker:
 
         async def measure() -> CommandFigures:
-            with engine_processes(url, engines):
-                seconds, latencies, size = await _play(url, games, commands, preset, seed)
-            baseline = await _baseline(url, games, len(latencies), size)
+            with engine_processes(broker, engines):
+                seconds, latencies, size = await _play(broker, games, commands, preset, seed)
+            baseline = await _baseline(broker, games, len(latencies), size)
             ordered = sorted(latencies)
             rate = len(latencies) / seconds
             return CommandFigures(

@@ -61,6 +61,8 @@ from services.projections.read_models import READ_MODELS
 from services.projections.service import Projections
 from services.projections.store import Store, open_store, store_url
 from services.projections.worker import BATCH_SIZE, Message
+from services.runtime.broker_users import ADMIN
+from services.runtime.credentials import faststream_security
 from services.runtime.event_store import stream_sequence
 from services.runtime.game_stream import games_stream_config
 from services.runtime.nats import connect
@@ -294,13 +296,15 @@ async def _delivery_seconds(client: Client, last: int) -> float:
     return time.perf_counter() - started
 
 
-async def _faststream_delivery_seconds(url: str, client: Client, last: int) -> float:
+async def _faststream_delivery_seconds(server: EmbeddedNats, client: Client, last: int) -> float:
     """Seconds for the same delivery through FastStream: one batch pull subscriber per read
     model (``PullSub(batch=True)``, manual acknowledgement, as a worker would need)."""
     from faststream import AckPolicy
     from faststream.nats import JStream, NatsBroker, PullSub
 
-    broker = NatsBroker(url, logger=None)
+    broker = NatsBroker(
+        server.url, logger=None, security=faststream_security(server.credentials_for(ADMIN))
+    )
     js = client.jetstream()
     reached = [asyncio.Event() for _ in READ_MODELS]
     for model, done in zip(READ_MODELS, reached, strict=True):
@@ -380,14 +384,16 @@ async def measure(
     say = progress or (lambda _: None)
     with tempfile.TemporaryDirectory(prefix="spades-bench-") as scratch:
         async with EmbeddedNats(Path(scratch) / "nats") as server:
-            client = await connect(server.url, "spades-bench")
+            client = await connect(
+                server.url, "spades-bench", credentials=server.credentials_for(ADMIN)
+            )
             try:
                 say(f"generating and publishing {games:,} games ...")
                 stream = await _fill_stream(client, games, seed)
                 say(f"{stream.commits:,} commits, {stream.events:,} events")
                 delivery_s = await _delivery_seconds(client, stream.last_sequence)
                 faststream_s = await _faststream_delivery_seconds(
-                    server.url, client, stream.last_sequence
+                    server, client, stream.last_sequence
                 )
                 stores = [("sqlite", open_store(f"sqlite:///{scratch}/read_models.db"))]
                 postgres, postgres_state = await _postgres_store(postgres_url)

@@ -26,6 +26,7 @@ from services.audit.render import tell_hand, tell_report
 from services.audit.replay import Replay, replay_game
 from services.audit.report import AuditReport
 from services.cli.serve import nats_url_or_exit
+from services.runtime.broker_users import ADMIN
 from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.logging import configure_logging
 from services.runtime.nats import connect
@@ -137,7 +138,10 @@ def _read_stream(game_id: str, nats_url: str | None) -> list[StoredCommit]:
 
 
 async def _read_game(url: str, game_id: str) -> list[StoredCommit]:
-    connection = await connect(url, "spades-audit")
+    settings = get_settings()
+    connection = await connect(
+        url, "spades-audit", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
+    )
     try:
         return await GameStream(connection.jetstream()).read(game_id)
     finally:

@@ -174,11 +174,14 @@ async def _lag(
 ) -> dict[str, WorkerLag]:
     from services.projections.lag import projection_lag
     from services.projections.store import open_store
+    from services.runtime.broker_users import ADMIN
     from services.runtime.nats import connect
 
     if settings.nats_url is None:
         raise typer.BadParameter("set SPADES_NATS_URL: the lag is measured against the stream")
-    client = await connect(settings.nats_url, "spades-cli")
+    client = await connect(
+        settings.nats_url, "spades-cli", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
+    )
     store = open_store(settings.read_model_database_url)
     try:
         report = await projection_lag(store.engine, client.jetstream(), models)

@@ -43,7 +43,10 @@ def engine(nats_url: NatsUrl = None) -> None:
     configure_logging(settings)
     url = nats_url_or_exit(nats_url)
     application = build_engine_app(
-        url, queue=settings.engine_queue, replicas=settings.stream_replicas
+        url,
+        queue=settings.engine_queue,
+        replicas=settings.stream_replicas,
+        credentials=settings.nats_credentials("engine"),
     )
     asyncio.run(application.run())
 

@@ -2,8 +2,14 @@
 
 Starts the embedded nats-server (unless ``SPADES_NATS_URL`` names a server), then the engine,
 the projection workers and the gateway, each as its own process (``spades serve ...``) with the
-same settings. A child that dies is started again after a pause; Ctrl-C or SIGTERM stops every
-child, then the server, and waits for them.
+same settings and its own broker credentials (``SPADES_NATS_CREDS``: the path of its seed file).
+
+It owns what it starts. A child or the server that dies is started again after a pause (the
+services reconnect to the server by themselves). Ctrl-C, SIGTERM or SIGHUP stops every child,
+then the server, and waits for them; the server runs in a process group of its own, so a Ctrl-C
+in the terminal does not stop it before the services that use it. If ``spades up`` itself dies
+(``kill -9``, of it or of its process group), the kernel stops them all (``PR_SET_PDEATHSIG``,
+Linux). A second ``spades up`` on a data directory whose server runs is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from pathlib import Path
 from types import FrameType
 
 from services.runtime.logging import get_logger
-from services.runtime.nats_server import EmbeddedNats
+from services.runtime.nats_server import EmbeddedNats, EmbeddedNatsError, StoreInUse
+from services.runtime.orphans import dies_with_parent
 from services.runtime.settings import Settings
 
 log = get_logger("spades.up")
@@ -39,7 +46,12 @@ class Child:
     restarts: int = field(default=0)
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.argv, env=self.env)
+        # preexec_fn is unsafe only with other threads running; `spades up` has none.
+        self.process = subprocess.Popen(
+            self.argv,
+            env=self.env,
+            preexec_fn=dies_with_parent(),  # noqa: PLW1509
+        )
         log.info("started", service=self.name, pid=self.process.pid)
 
     def stop(self) -> None:
@@ -61,21 +73,41 @@ def _spades(*args: str) -> list[str]:
     return [sys.executable, "-m", "services.cli.main", *args]
 
 
-def children(settings: Settings, nats_url: str) -> list[Child]:
+def children(settings: Settings, nats_url: str, server: EmbeddedNats | None) -> list[Child]:
+    """The services, each with the credentials of its own broker user: the embedded server's
+    seed file for it, or what ``SPADES_NATS_CREDS`` gives for an external server."""
     env = {
         **os.environ,
         "SPADES_NATS_URL": nats_url,
         "SPADES_DATA_DIR": str(settings.data_dir.absolute()),
     }
+
+    def child(name: str, *argv: str) -> Child:
+        credentials = (
+            server.credentials_for(name) if server is not None else settings.nats_credentials(name)
+        )
+        own = {**env, "SPADES_NATS_CREDS": str(credentials)} if credentials is not None else env
+        return Child(name, _spades(*argv), own)
+
     return [
-        Child("engine", _spades("serve", "engine"), env),
-        Child("projections", _spades("serve", "projections"), env),
-        Child(
-            "gateway",
-            _spades("serve", "gateway", "--host", settings.host, "--port", str(settings.port)),
-            env,
-        ),
+        child("engine", "serve", "engine"),
+        child("projections", "serve", "projections"),
+        child("gateway", "serve", "gateway", "--host", settings.host, "--port", str(settings.port)),
     ]
+
+
+def _keep_server_running(server: EmbeddedNats, stopping: threading.Event) -> None:
+    """Start the server again if it has died; the services reconnect to it on their own."""
+    if server.is_running or stopping.is_set():
+        return
+    log.warning("nats-server exited; starting it again", pid=server.pid)
+    try:
+        server.start()
+    except EmbeddedNatsError as error:
+        log.error("nats-server did not start again; retrying", error=str(error))
+        stopping.wait(RESTART_PAUSE_S)
+        return
+    log.info("nats-server started again", pid=server.pid, url=server.url)
 
 
 def run_stack(settings: Settings) -> int:
@@ -88,22 +120,36 @@ def run_stack(settings: Settings) -> int:
         log.info("stopping", signal=signal.Signals(signum).name)
         stopping.set()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
 
     server: EmbeddedNats | None = None
     nats_url = settings.nats_url
     if nats_url is None:
-        server = EmbeddedNats(Path(settings.nats_store_dir), port=settings.nats_port)
-        server.start()
+        server = EmbeddedNats(
+            Path(settings.nats_store_dir), port=settings.nats_port, exit_with_parent=True
+        )
+        try:
+            server.start()
+        except StoreInUse as error:
+            print(f"error: {error}", file=sys.stderr)  # one line, before anything started
+            return 1
         nats_url = server.url
-        log.info("embedded nats-server", url=nats_url, store=str(settings.nats_store_dir))
-    stack = children(settings, nats_url)
+        log.info(
+            "embedded nats-server",
+            url=nats_url,
+            store=str(settings.nats_store_dir),
+            pid=server.pid,
+            credentials=str(server.credentials.directory),
+        )
+    stack = children(settings, nats_url, server)
     try:
         for child in stack:
             child.start()
         log.info("ready", url=f"http://{settings.host}:{settings.port}")
         while not stopping.wait(0.5):
+            if server is not None:
+                _keep_server_running(server, stopping)
             for child in stack:
                 if child.process is not None and child.process.poll() is not None:
                     code = child.process.returncode

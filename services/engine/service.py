@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -29,6 +30,8 @@ from contracts.wire import (
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
 from services.engine.league_stream import LeagueStream, leagues_stream_config
+from services.runtime.broker_users import inbox_prefix
+from services.runtime.credentials import faststream_security
 from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream, games_stream_config
 from services.runtime.nats import ensure_stream, servers_of
@@ -51,7 +54,9 @@ async def _delivery(message: StreamMessage[Any]) -> tuple[bytes, str]:
     return bytes(message.body), message.reply_to
 
 
-def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1) -> FastStream:
+def build_engine_app(
+    nats_url: str, *, queue: str = "engine", replicas: int = 1, credentials: Path | None = None
+) -> FastStream:
     """The engine as a FastStream application (``spades serve engine`` runs it).
 
     The subscriber hands each command to a task of its own and returns at once, so commands of
@@ -59,10 +64,15 @@ def build_engine_app(nats_url: str, *, queue: str = "engine", replicas: int = 1)
     time; past that the subscriber waits, which holds back NATS delivery). Each task replies
     on the request's reply subject when its commit is acknowledged. FastStream's own
     ``max_workers`` pool does the same job at several times the cost per message here.
+
+    It connects as the broker user ``engine`` with ``credentials`` (its seed or ``.creds``
+    file), which may answer the requests it receives and append to the streams.
     """
     broker = NatsBroker(
         servers_of(nats_url),
         name="spades-engine",
+        security=faststream_security(credentials),
+        inbox_prefix=inbox_prefix("engine"),
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,
         # A stdlib logger (rendered by the same structlog processors): FastStream logs a line

@@ -70,7 +70,12 @@ def _lifespan(
             log.warning("SPADES_API_KEYS is not set: anyone may create games")
         secret = settings.signing_key()
         seat_tokens = SeatTokens(secret)
-        connection = await connect(settings.nats_url, "spades-gateway")
+        connection = await connect(
+            settings.nats_url,
+            "spades-gateway",
+            user="gateway",
+            credentials=settings.nats_credentials("gateway"),
+        )
         js = connection.jetstream(timeout=settings.command_timeout_s)
         stream = GameStream(js)
         games = GameCache(stream)

@@ -92,7 +92,12 @@ async def run_projections(
     url = nats_url or settings.nats_url
     if url is None:
         raise ValueError("the projection workers need a NATS server: set SPADES_NATS_URL")
-    client = await connect(url, "spades-projections")
+    client = await connect(
+        url,
+        "spades-projections",
+        user="projections",
+        credentials=settings.nats_credentials("projections"),
+    )
     store = open_store(settings.read_model_database_url)
     chosen = models if models is not None else list(READ_MODELS)
     try:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from nats.aio.client import Client
+from nats.errors import AuthorizationError
 from nats.js.api import StreamConfig, StreamInfo
 from nats.js.errors import BadRequestError
 from nats.js.manager import JetStreamManager
 
+from services.runtime.broker_users import inbox_prefix
+from services.runtime.credentials import connect_options
 from services.runtime.logging import get_logger
 
 # JetStream API error "stream name already in use with a different configuration".
@@ -28,16 +32,37 @@ def servers_of(url: str) -> list[str]:
     return [part.strip() for part in url.split(",") if part.strip()]
 
 
-async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0) -> Client:
+async def connect(
+    url: str,
+    name: str,
+    *,
+    user: str | None = None,
+    credentials: Path | None = None,
+    first_connect_timeout_s: float = 10.0,
+) -> Client:
     """Connect as `name` (shown in the server's monitoring), reconnecting forever after.
+
+    ``user`` is the broker user the process acts as (:mod:`services.runtime.broker_users`): its
+    inbox prefix is that user's own. ``credentials`` is the file that proves it (an nkey seed
+    or a ``.creds`` file); a server that requires credentials refuses a client without them.
 
     With unlimited attempts nats-py would also retry the first connection forever; a wrong
     URL should fail instead, so the first connection is bounded by `first_connect_timeout_s`.
     """
     client = Client()
     server = _address(url)
+    options = connect_options(credentials)
+    if user is not None:
+        options["inbox_prefix"] = inbox_prefix(user)
+    first_attempts: asyncio.Timeout | None = None
+    refused = False
 
     async def on_error(error: Exception) -> None:
+        nonlocal refused
+        if first_attempts is not None and _is_refusal(error):
+            # Retrying will not help: give up on the first connection now.
+            refused = True
+            first_attempts.reschedule(asyncio.get_running_loop().time())
         log.warning("nats error", server=server, connection=name, error=repr(error))
 
     async def on_disconnected() -> None:
@@ -50,7 +75,7 @@ async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0)
         log.info("nats reconnected", server=_connected_to(client), connection=name)
 
     try:
-        async with asyncio.timeout(first_connect_timeout_s):
+        async with asyncio.timeout(first_connect_timeout_s) as first_attempts:
             await client.connect(
                 servers=servers_of(url),
                 name=name,
@@ -60,9 +85,17 @@ async def connect(url: str, name: str, *, first_connect_timeout_s: float = 10.0)
                 error_cb=on_error,
                 disconnected_cb=on_disconnected,
                 reconnected_cb=on_reconnected,
+                **options,
             )
+        first_attempts = None
     except TimeoutError:
         await client.close()
+        if refused:
+            shown = str(credentials) if credentials is not None else "no credentials"
+            raise PermissionError(
+                f"the NATS server at {server} refused the connection ({shown}); "
+                "see SPADES_NATS_CREDS"
+            ) from None
         raise ConnectionError(
             f"no NATS server answered at {server} within {first_connect_timeout_s}s"
         ) from None
@@ -79,6 +112,11 @@ async def ensure_stream(js: JetStreamManager, config: StreamConfig) -> StreamInf
             raise
     log.info("updating stream configuration", stream=config.name)
     return await js.update_stream(config)
+
+
+def _is_refusal(error: Exception) -> bool:
+    """The server refused the credentials (or their absence)."""
+    return isinstance(error, AuthorizationError) or "authorization violation" in str(error).lower()
 
 
 def _address(url: str) -> str:

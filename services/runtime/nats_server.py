@@ -2,14 +2,26 @@
 
 One machine runs a single node under `var/nats`; tests run one per test on free ports; the
 same class starts the nodes of a local cluster (`server_name`, `cluster_port`, `routes`).
+
+The broker is closed: the server admits only the users of
+:data:`~services.runtime.broker_users.BROKER_USERS`, each by its nkey, with its permissions.
+The seeds are made once under `credentials` (by default `<store_dir>/credentials`) and kept.
+
+One store directory, one server: a running server holds an exclusive lock on
+`<store_dir>/nats-server.lock` (the server process inherits the locked descriptor, so the lock
+lasts as long as the server does, even one that outlived whoever started it), and a second
+server on the same directory is refused with the holder's pid.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import fcntl
 import http.client
 import json
+import os
 import shutil
 import signal
 import socket
@@ -21,10 +33,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from services.runtime.broker_users import authorization_config
+from services.runtime.credentials import BrokerCredentials
+from services.runtime.orphans import dies_with_parent
+
 LOOPBACK = "127.0.0.1"
 BINARY_NAME = "nats-server"
 CONFIG_FILENAME = "nats-server.conf"
 LOG_FILENAME = "nats-server.log"
+LOCK_FILENAME = "nats-server.lock"
 DEFAULT_MAX_MEMORY_STORE_BYTES = 256 * 1024 * 1024
 _LOG_TAIL_LINES = 20
 _READY_POLL_INTERVAL_S = 0.02
@@ -33,6 +50,16 @@ _PROBE_TIMEOUT_S = 0.5
 
 class EmbeddedNatsError(RuntimeError):
     """The embedded server could not be found, started or stopped."""
+
+
+class StoreInUse(EmbeddedNatsError):
+    """Another server holds the store directory."""
+
+    def __init__(self, store_dir: Path, holder: int | None) -> None:
+        who = f"pid {holder}" if holder is not None else "a process whose pid is not recorded"
+        super().__init__(f"the NATS store {store_dir} is in use by another nats-server ({who})")
+        self.store_dir = store_dir
+        self.holder = holder
 
 
 def free_port() -> int:
@@ -87,6 +114,8 @@ class EmbeddedNats:
         max_memory_store_bytes: int = DEFAULT_MAX_MEMORY_STORE_BYTES,
         ready_timeout_s: float = 10.0,
         binary: Path | None = None,
+        credentials: BrokerCredentials | None = None,
+        exit_with_parent: bool = False,
     ) -> None:
         if routes and cluster_port is None:
             raise ValueError("routes need a cluster_port for this node to listen on")
@@ -105,7 +134,17 @@ class EmbeddedNats:
         self.max_memory_store_bytes = max_memory_store_bytes
         self.ready_timeout_s = ready_timeout_s
         self.binary = binary if binary is not None else find_nats_server_binary()
+        self.credentials = (
+            credentials
+            if credentials is not None
+            else BrokerCredentials(self.store_dir / "credentials")
+        )
+        self.exit_with_parent = exit_with_parent
+        """Linux: the server is sent SIGTERM when the thread that started it ends (the parent
+        process dies, however it dies). The server also runs in a process group of its own,
+        so a Ctrl-C in the terminal reaches only its parent, which stops it last."""
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: int | None = None
 
     def __repr__(self) -> str:
         return f"EmbeddedNats(url={self.url!r}, store_dir={str(self.store_dir)!r}, pid={self.pid})"
@@ -123,6 +162,14 @@ class EmbeddedNats:
         return self.store_dir / LOG_FILENAME
 
     @property
+    def lock_path(self) -> Path:
+        return self.store_dir / LOCK_FILENAME
+
+    def credentials_for(self, user: str) -> Path:
+        """The seed file a client connecting as ``user`` presents."""
+        return self.credentials.path(user)
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
@@ -135,38 +182,74 @@ class EmbeddedNats:
         if self.is_running:
             return
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self._render_config())
+        lock = self._lock_store()
+        self.credentials.ensure()
+        _write_private(self.config_path, self._render_config())
         with self.log_path.open("ab") as log_file:
             self._process = subprocess.Popen(
                 [str(self.binary), "--config", str(self.config_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                # Its own session: a Ctrl-C in the terminal reaches only us, and we stop the
-                # server after the processes that use it have drained.
-                start_new_session=True,
+                # A process group of its own: a Ctrl-C in the terminal reaches only us, and we
+                # stop the server after the processes that use it have drained.
+                process_group=0,
+                # The locked descriptor: the lock lives as long as the server does.
+                pass_fds=(lock,),
+                # Unsafe only with other threads running: asked for by `spades up`, which has
+                # none (the kernel ties the server to the thread that starts it, see orphans).
+                preexec_fn=dies_with_parent() if self.exit_with_parent else None,  # noqa: PLW1509
             )
+        self._record_holder(lock, self._process.pid)
         self._wait_until_ready(self._process)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Shut down gracefully (SIGTERM); SIGKILL if it has not exited after `timeout_s`."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._unlock_store()
 
     def kill(self) -> None:
         """Kill at once (SIGKILL), as a crash would: for fault tests."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.kill()
-        process.wait()
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        self._unlock_store()
+
+    def _lock_store(self) -> int:
+        """Hold the store's lock (kept while a server we started may run); raise
+        :class:`StoreInUse` if another holds it."""
+        if self._lock is not None:
+            return self._lock
+        descriptor = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            holder = _recorded_pid(descriptor)
+            os.close(descriptor)
+            if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StoreInUse(self.store_dir, holder) from None
+            raise
+        self._lock = descriptor
+        self._record_holder(descriptor, os.getpid())
+        return descriptor
+
+    def _unlock_store(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # the server has exited: ours was the last descriptor
+            self._lock = None
+
+    @staticmethod
+    def _record_holder(descriptor: int, pid: int) -> None:
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{pid}\n".encode(), 0)
 
     def restart(self) -> None:
         self.stop()
@@ -215,6 +298,7 @@ class EmbeddedNats:
             "port": self.port,
             "http": f"{LOOPBACK}:{self.http_port}",
             "jetstream": jetstream,
+            "authorization": authorization_config(self.credentials.public_key),
         }
         if self.server_name is not None:
             config["server_name"] = self.server_name
@@ -295,3 +379,19 @@ class EmbeddedNats:
         except OSError:
             return "(no log written)"
         return "\n".join(lines[-_LOG_TAIL_LINES:])
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (0600), replacing it whole."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as private:
+        private.write(text)
+    os.replace(temporary, path)
+
+
+def _recorded_pid(descriptor: int) -> int | None:
+    try:
+        return int(os.pread(descriptor, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return None

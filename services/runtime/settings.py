@@ -13,6 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SIGNING_KEY_BYTES = 32
 SIGNING_KEY_FILENAME = "secret.key"
+CREDENTIALS_DIRNAME = "credentials"
+CREDENTIALS_SUFFIXES = (".creds", ".nk")
 
 LogFormat = Literal["auto", "json", "console"]
 
@@ -30,6 +32,10 @@ class Settings(BaseSettings):
     port: int = 8000
     nats_port: int | None = None
     """Port of the embedded server; None picks a free one."""
+    nats_creds: Path | None = None
+    """NATS credentials: a ``.creds`` file (JWT deployments) or an nkey seed file, or a
+    directory of them, one per user (``<user>.creds`` or ``<user>.nk``). None: the embedded
+    server's, under ``data_dir/nats/credentials``, when they are there."""
     database_url: str | None = None
     """Read-model database; None means SQLite under `data_dir`."""
     # repr=False: secrets must not reach logs or tracebacks through a printed Settings.
@@ -51,6 +57,23 @@ class Settings(BaseSettings):
     def nats_store_dir(self) -> Path:
         """Where the embedded server keeps its JetStream files."""
         return self.data_dir / "nats"
+
+    @property
+    def nats_credentials_dir(self) -> Path:
+        """Where the embedded server's users keep their nkey seeds."""
+        return self.nats_store_dir / CREDENTIALS_DIRNAME
+
+    def nats_credentials(self, user: str) -> Path | None:
+        """The credentials a process connecting as ``user`` (a broker user) presents."""
+        given = self.nats_creds
+        if given is not None and not given.is_dir():
+            return given  # a file: as it is (a missing one is reported when connecting)
+        directory = given if given is not None else self.nats_credentials_dir
+        for suffix in CREDENTIALS_SUFFIXES:
+            candidate = directory / f"{user}{suffix}"
+            if candidate.is_file():
+                return candidate
+        return None
 
     @property
     def read_model_database_url(self) -> str:

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client
 
+from services.runtime.broker_users import ADMIN
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
-from tests.integration.support import EngineProcess, connected
+from tests.integration.support import EngineProcess, broker_credentials, connected, credentials_of
 
 
 @pytest.fixture
 def nats_server(tmp_path: Path) -> Iterator[EmbeddedNats]:
     """A server of this test's own, with JetStream files under `tmp_path`."""
-    with EmbeddedNats(tmp_path / "nats") as server:
+    with EmbeddedNats(tmp_path / "nats", credentials=broker_credentials()) as server:
         yield server
 
 
@@ -30,7 +31,7 @@ def nats_url(nats_server: EmbeddedNats) -> str:
 
 @pytest.fixture
 async def nats_client(nats_url: str) -> AsyncIterator[Client]:
-    client = await connect(nats_url, "pytest")
+    client = await connect(nats_url, "pytest", credentials=credentials_of(ADMIN))
     yield client
     await client.close()
 
@@ -41,7 +42,9 @@ def shared_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNa
 
     Its streams outlive each test: give every test its own stream and subject names.
     """
-    with EmbeddedNats(tmp_path_factory.mktemp("shared-nats")) as server:
+    with EmbeddedNats(
+        tmp_path_factory.mktemp("shared-nats"), credentials=broker_credentials()
+    ) as server:
         yield server
 
 

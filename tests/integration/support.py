@@ -1,11 +1,21 @@
-"""Helpers for the integration tests: engine processes and reading a game's whole record."""
+"""Helpers for the integration tests: engine processes and reading a game's whole record.
+
+The servers the fixtures start are closed, as in production: every one admits the users of
+:data:`~services.runtime.broker_users.BROKER_USERS` by the seeds in one directory made for the
+session (:func:`broker_credentials`). Each service process connects as its own user; the tests'
+own connections (which write test commits, subscribe to anything) connect as ``admin``.
+"""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,7 +24,21 @@ from nats.aio.client import Client
 
 from benchmarks.commands import wait_for_engine
 from services.engine.client import EngineClient
+from services.runtime.broker_users import ADMIN
+from services.runtime.credentials import BrokerCredentials, connect_options
 from services.runtime.game_stream import GameStream, StoredCommit
+
+
+@functools.cache
+def broker_credentials() -> BrokerCredentials:
+    """The seeds of every broker user, for every server the fixtures start this session."""
+    directory = Path(tempfile.mkdtemp(prefix="spades-broker-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return BrokerCredentials(directory).ensure()
+
+
+def credentials_of(user: str) -> Path:
+    return broker_credentials().path(user)
 
 
 class ServiceProcess:
@@ -38,6 +62,7 @@ class ServiceProcess:
         env = {
             **os.environ,
             "SPADES_NATS_URL": self.nats_url,
+            "SPADES_NATS_CREDS": str(credentials_of(self.service)),
             "SPADES_LOG_FORMAT": "json",
             **self.env,
         }
@@ -94,8 +119,14 @@ class ProjectionsProcess(ServiceProcess):
     service = "projections"
 
 
-async def connected(url: str) -> Client:
-    return await nats.connect(url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+async def connected(url: str, user: str = ADMIN) -> Client:
+    """A connection as ``user`` (the admin by default) that rides out server restarts."""
+    return await nats.connect(
+        url,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.2,
+        **connect_options(credentials_of(user)),
+    )
 
 
 async def ready_client(connection: Client, timeout_s: float = 5.0) -> EngineClient:

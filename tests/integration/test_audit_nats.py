@@ -16,8 +16,9 @@ from benchmarks.nats_table import RandomTable
 from contracts.wire import ActRequest
 from services.audit.replay import audit_game
 from services.cli.audit import audit
+from services.runtime.broker_users import ADMIN
 from services.runtime.game_stream import GameStream
-from tests.integration.support import EngineProcess, history, ready_client
+from tests.integration.support import EngineProcess, credentials_of, history, ready_client
 
 pytestmark = pytest.mark.integration
 
@@ -49,8 +50,10 @@ async def play_game(connection: Client, game_id: str, preset: str) -> RandomTabl
 
 
 async def invoke(*args: str) -> tuple[int, str]:
-    """``spades audit`` in a thread of its own (it runs its own event loop)."""
-    result = await asyncio.to_thread(CliRunner().invoke, cli, ["audit", *args])
+    """``spades audit`` in a thread of its own (it runs its own event loop), with the broker's
+    admin credentials, as an operator runs it."""
+    runner = CliRunner(env={"SPADES_NATS_CREDS": str(credentials_of(ADMIN))})
+    result = await asyncio.to_thread(runner.invoke, cli, ["audit", *args])
     return result.exit_code, result.output
 
 

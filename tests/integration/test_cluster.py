@@ -32,6 +32,7 @@ from services.audit.replay import audit_game
 from services.bots.runner import GameOutcome, play_games
 from services.bots.strategy import Bot
 from services.client import SpadesClient
+from services.runtime.broker_users import ADMIN
 from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats, free_port, free_ports
@@ -39,6 +40,8 @@ from tests.integration.support import (
     EngineProcess,
     ProjectionsProcess,
     ServiceProcess,
+    broker_credentials,
+    credentials_of,
     ready_client,
 )
 
@@ -79,6 +82,7 @@ def cluster(tmp_path: Path) -> Iterator[list[EmbeddedNats]]:
             server_name=f"nats-{n}",
             cluster_port=routes[n],
             routes=[f"nats-route://127.0.0.1:{port}" for port in routes if port != routes[n]],
+            credentials=broker_credentials(),
         )
         for n in range(NODES)
     ]
@@ -222,7 +226,7 @@ async def service(cluster: list[EmbeddedNats], tmp_path: Path) -> AsyncIterator[
     engines = [EngineProcess(url, tmp_path, f"engine-{n}", env) for n in (1, 2)]
     gateway = GatewayProcess(url, tmp_path, free_port(), env)
     async with contextlib.AsyncExitStack() as stack:
-        connection: Client = await connect(url, "pytest")
+        connection: Client = await connect(url, "pytest", credentials=credentials_of(ADMIN))
         stack.push_async_callback(connection.close)
         for engine in engines:
             await stack.enter_async_context(running(engine))

@@ -39,6 +39,7 @@ from tests.integration.support import (
     EngineProcess,
     ProjectionsProcess,
     connected,
+    credentials_of,
     history,
 )
 
@@ -86,7 +87,13 @@ class ServedGateway:
 
 
 def gateway_settings(nats_url: str, data_dir: Path, **changes: Any) -> Settings:
-    return Settings(nats_url=nats_url, data_dir=data_dir, secret_key=SIGNING_KEY, **changes)
+    return Settings(
+        nats_url=nats_url,
+        data_dir=data_dir,
+        secret_key=SIGNING_KEY,
+        nats_creds=credentials_of("gateway"),
+        **changes,
+    )
 
 
 engine = stack.engine
@@ -885,6 +892,7 @@ def serve_gateway(nats_url: str, port: int, data_dir: Path) -> subprocess.Popen[
         "SPADES_LOG_FORMAT": "json",
         "SPADES_SECRET_KEY": SIGNING_KEY,
         "SPADES_DATA_DIR": str(data_dir),
+        "SPADES_NATS_CREDS": str(credentials_of("gateway")),
     }
     command = [sys.executable, "-m", "services.cli.main", "serve", "gateway"]
     options = ["--port", str(port), "--nats-url", nats_url]

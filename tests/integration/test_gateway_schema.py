@@ -42,7 +42,7 @@ from services.gateway.auth import SeatTokens
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import Settings
 from tests.integration import stack
-from tests.integration.support import EngineProcess, connected, ready_client
+from tests.integration.support import EngineProcess, connected, credentials_of, ready_client
 
 SIGNING_KEY = "gateway-schema-tests-key"
 
@@ -162,7 +162,12 @@ def api(
 ) -> Iterator[schemathesis.BaseSchema]:
     data_dir: Path = tmp_path_factory.mktemp("schema-gateway")
     app = create_app(
-        Settings(nats_url=shared_nats.url, data_dir=data_dir, secret_key=SIGNING_KEY),
+        Settings(
+            nats_url=shared_nats.url,
+            data_dir=data_dir,
+            secret_key=SIGNING_KEY,
+            nats_creds=credentials_of("gateway"),
+        ),
         min_version_wait_s=0.05,
     )
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)

@@ -22,6 +22,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import APIError
 
+from services.runtime.broker_users import ADMIN
 from services.runtime.logging import REDACTED, configure_logging, get_logger
 from services.runtime.nats import connect, ensure_stream
 from services.runtime.nats_server import (
@@ -42,8 +43,8 @@ GAME_EVENTS = StreamConfig(
 
 
 @asynccontextmanager
-async def jetstream_at(url: str) -> AsyncIterator[JetStreamContext]:
-    client = await connect(url, "test-runtime")
+async def jetstream_at(server: EmbeddedNats) -> AsyncIterator[JetStreamContext]:
+    client = await connect(server.url, "test-runtime", credentials=server.credentials_for(ADMIN))
     try:
         yield client.jetstream()
     finally:
@@ -83,7 +84,7 @@ async def test_acknowledged_message_survives_restart(
 
 @pytest.mark.integration
 async def test_acknowledged_message_survives_kill(nats_server: EmbeddedNats) -> None:
-    async with jetstream_at(nats_server.url) as js:
+    async with jetstream_at(nats_server) as js:
         await ensure_stream(js, GAME_EVENTS)
         ack = await js.publish("runtime.game.g-2", b"commit-1", stream=GAME_EVENTS_STREAM)
 
@@ -91,7 +92,7 @@ async def test_acknowledged_message_survives_kill(nats_server: EmbeddedNats) -> 
     assert not nats_server.is_running
     await asyncio.to_thread(nats_server.start)
 
-    async with jetstream_at(nats_server.url) as js:
+    async with jetstream_at(nats_server) as js:
         stored = await js.get_msg(GAME_EVENTS_STREAM, ack.seq)
         stream = await js.stream_info(GAME_EVENTS_STREAM)
     assert stored.data == b"commit-1"
@@ -119,8 +120,8 @@ async def test_two_servers_run_at_once(tmp_path: Path) -> None:
     async with (
         EmbeddedNats(tmp_path / "a") as first,
         EmbeddedNats(tmp_path / "b") as second,
-        jetstream_at(first.url) as first_js,
-        jetstream_at(second.url) as second_js,
+        jetstream_at(first) as first_js,
+        jetstream_at(second) as second_js,
     ):
         await ensure_stream(first_js, GAME_EVENTS)
 
@@ -147,7 +148,7 @@ async def test_three_nodes_form_a_cluster_with_replicated_streams(tmp_path: Path
         ]
         for node in nodes:
             await asyncio.to_thread(node.wait_until_healthy)
-        js = await stack.enter_async_context(jetstream_at(nodes[0].url))
+        js = await stack.enter_async_context(jetstream_at(nodes[0]))
 
         stream = await ensure_stream(js, GAME_EVENTS.evolve(num_replicas=3))
 
@@ -221,7 +222,9 @@ async def test_connect_takes_a_cluster_list_and_uses_a_server_that_answers(
     nats_server: EmbeddedNats,
 ) -> None:
     silent = f"nats://127.0.0.1:{free_port()}"
-    client = await connect(f"{silent}, {nats_server.url}", "pytest")
+    client = await connect(
+        f"{silent}, {nats_server.url}", "pytest", credentials=nats_server.credentials_for(ADMIN)
+    )
     try:
         assert client.is_connected
         assert client.connected_url is not None

@@ -1,0 +1,114 @@
+"""The broker's users, read from their one definition: no process kind may do more than its job.
+
+The same table is checked against a real server in ``test_broker.py``; here, what it grants.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts.wire import command_subject, game_subject, league_command_subject, league_subject
+from services.runtime.broker_users import (
+    ADMIN,
+    BROKER_USERS,
+    inbox_prefix,
+    subject_matches,
+)
+
+SERVICES = [name for name in BROKER_USERS if name != ADMIN]
+
+TAKING_BACK = [
+    "$JS.API.STREAM.DELETE.SPADES_GAMES",
+    "$JS.API.STREAM.PURGE.SPADES_GAMES",
+    "$JS.API.STREAM.MSG.DELETE.SPADES_GAMES",
+    "$JS.API.STREAM.DELETE.SPADES_LEAGUES",
+    "$JS.API.STREAM.PURGE.SPADES_LEAGUES",
+    "$JS.API.STREAM.MSG.DELETE.SPADES_LEAGUES",
+    "$JS.API.STREAM.RESTORE.SPADES_GAMES",
+    "$JS.API.STREAM.SNAPSHOT.SPADES_GAMES",
+    "$JS.API.STREAM.CREATE.ANOTHER",
+]
+
+
+def test_only_the_engine_appends_to_games_and_leagues() -> None:
+    writers = {
+        name
+        for name, user in BROKER_USERS.items()
+        if user.may_publish(game_subject("g1")) or user.may_publish(league_subject("l1"))
+    }
+    assert writers == {"engine", ADMIN}
+
+
+def test_only_the_engine_declares_or_changes_the_streams() -> None:
+    for stream in ("SPADES_GAMES", "SPADES_LEAGUES"):
+        for action in ("CREATE", "UPDATE"):
+            subject = f"$JS.API.STREAM.{action}.{stream}"
+            allowed = {name for name, user in BROKER_USERS.items() if user.may_publish(subject)}
+            assert allowed == {"engine", ADMIN}, subject
+
+
+@pytest.mark.parametrize("subject", TAKING_BACK)
+def test_no_service_deletes_purges_or_replaces_a_stream(subject: str) -> None:
+    assert [name for name in SERVICES if BROKER_USERS[name].may_publish(subject)] == []
+    assert BROKER_USERS[ADMIN].may_publish(subject)
+
+
+def test_commands_come_only_from_the_gateway_and_the_timers() -> None:
+    senders = {name for name in SERVICES if BROKER_USERS[name].may_publish(command_subject("g1"))}
+    league_senders = {
+        name for name in SERVICES if BROKER_USERS[name].may_publish(league_command_subject("l1"))
+    }
+    assert senders == {"gateway", "timers"}
+    assert league_senders == {"gateway"}
+
+
+def test_only_the_engine_receives_commands_and_answers_requests() -> None:
+    for subject in (command_subject("g1"), league_command_subject("l1")):
+        receivers = {name for name in SERVICES if BROKER_USERS[name].may_subscribe(subject)}
+        assert receivers == {"engine"}
+    assert [name for name in SERVICES if BROKER_USERS[name].responds] == ["engine"]
+
+
+def test_each_service_reads_only_its_own_inbox() -> None:
+    for name in SERVICES:
+        user = BROKER_USERS[name]
+        assert user.may_subscribe(f"{inbox_prefix(name)}.abc.1")
+        assert not user.may_subscribe("_INBOX.>")
+        assert not user.may_subscribe("_INBOX.abc")
+        for other in SERVICES:
+            if other != name:
+                assert not user.may_subscribe(f"{inbox_prefix(other)}.abc.1"), (name, other)
+
+
+def test_only_durable_readers_acknowledge_and_delete_their_consumers() -> None:
+    ack = "$JS.ACK.SPADES_GAMES.spades-projections-games.1.2.3.4.5"
+    delete = "$JS.API.CONSUMER.DELETE.SPADES_GAMES.spades-projections-games"
+    for subject in (ack, delete):
+        allowed = {name for name in SERVICES if BROKER_USERS[name].may_publish(subject)}
+        assert allowed == {"projections", "timers", "webhooks"}, subject
+
+
+def test_nobody_but_the_admin_publishes_outside_the_spades_subjects() -> None:
+    for name in SERVICES:
+        user = BROKER_USERS[name]
+        for subject in ("$SYS.REQ.SERVER.PING", "$JS.API.INFO", "other.app", "$KV.x.y"):
+            assert not user.may_publish(subject), (name, subject)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subject", "matches"),
+    [
+        ("spades.games.>", "spades.games.g1", True),
+        ("spades.games.>", "spades.games", False),
+        ("spades.commands.*", "spades.commands.g1", True),
+        ("spades.commands.*", "spades.commands.g1.x", False),
+        ("$JS.API.CONSUMER.INFO.S.*", "$JS.API.CONSUMER.INFO.S.c", True),
+        ("$JS.API.CONSUMER.INFO.S.*", "$JS.API.CONSUMER.INFO.T.c", False),
+        (">", "anything.at.all", True),
+        ("a.b", "a.b.c", False),
+    ],
+)
+def test_subject_patterns_match_as_nats_matches_them(
+    pattern: str, subject: str, matches: bool
+) -> None:
+    assert subject_matches(pattern, subject) is matches
