@@ -11,6 +11,7 @@ from services.cli import (
     audit,
     bench,
     bots,
+    broker,
     contracts,
     league,
     play,
@@ -30,6 +31,7 @@ app.add_typer(serve.app, name="serve")
 app.add_typer(contracts.app, name="contracts")
 app.add_typer(projections.app, name="projections")
 app.add_typer(league.app, name="league")
+app.add_typer(broker.app, name="broker")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
 app.command("bots")(bots.play_bots)

@@ -176,11 +176,13 @@ async def _lag(
     from services.projections.store import open_store
     from services.runtime.broker_users import ADMIN
     from services.runtime.nats import connect
+    from services.runtime.nats_server import embedded_url
 
-    if settings.nats_url is None:
+    url = settings.nats_url or embedded_url(settings.nats_store_dir)
+    if url is None:
         raise typer.BadParameter("set SPADES_NATS_URL: the lag is measured against the stream")
     client = await connect(
-        settings.nats_url, "spades-cli", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
+        url, "spades-cli", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
     )
     store = open_store(settings.read_model_database_url)
     try:

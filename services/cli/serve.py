@@ -23,7 +23,12 @@ NatsUrl = Annotated[
 
 
 def nats_url_or_exit(given: str | None) -> str:
-    url = given or get_settings().nats_url
+    """``--nats-url``, else ``SPADES_NATS_URL``, else the embedded server of the data
+    directory (the one ``spades up`` started there)."""
+    from services.runtime.nats_server import embedded_url
+
+    settings = get_settings()
+    url = given or settings.nats_url or embedded_url(settings.nats_store_dir)
     if not url:
         typer.echo(
             "error: no NATS server: pass --nats-url or set SPADES_NATS_URL "

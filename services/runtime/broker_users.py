@@ -45,6 +45,7 @@ INBOX_ROOT = "_INBOX"
 class BrokerUser(msgspec.Struct, frozen=True):
     """What one user may publish and subscribe to (NATS subject patterns, allow-lists)."""
 
+    role: str
     publish: tuple[str, ...]
     subscribe: tuple[str, ...]
     responds: bool = False
@@ -97,6 +98,7 @@ def _declares(stream: str, subjects: str) -> tuple[str, ...]:
 
 BROKER_USERS: dict[str, BrokerUser] = {
     "engine": BrokerUser(
+        role="answers the commands; declares the streams and alone appends to them",
         publish=(
             *_declares(GAMES_STREAM, GAME_SUBJECTS),
             *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
@@ -107,6 +109,7 @@ BROKER_USERS: dict[str, BrokerUser] = {
         responds=True,
     ),
     "gateway": BrokerUser(
+        role="sends commands, reads and follows the streams; writes, deletes, purges nothing",
         publish=(
             COMMAND_SUBJECTS,
             LEAGUE_COMMAND_SUBJECTS,
@@ -116,20 +119,25 @@ BROKER_USERS: dict[str, BrokerUser] = {
         subscribe=(_inbox("gateway"),),
     ),
     "projections": BrokerUser(
+        role="reads the streams through durable consumers it acknowledges; sends no command",
         publish=(*_consumes(GAMES_STREAM), *_consumes(LEAGUES_STREAM)),
         subscribe=(_inbox("projections"),),
     ),
-    # Not built yet: fires a turn's timeout as a command, from the turns it reads in the stream.
     "timers": BrokerUser(
+        role="(to come) fires a turn's timeout as a command, from the turns in the game stream",
         publish=(COMMAND_SUBJECTS, *_consumes(GAMES_STREAM)),
         subscribe=(_inbox("timers"),),
     ),
-    # Not built yet: delivers what happens in games and leagues, from a durable consumer.
     "webhooks": BrokerUser(
+        role="(to come) delivers what happens in games and leagues, from durable consumers",
         publish=(*_consumes(GAMES_STREAM), *_consumes(LEAGUES_STREAM)),
         subscribe=(_inbox("webhooks"),),
     ),
-    ADMIN: BrokerUser(publish=(">",), subscribe=(">",)),
+    ADMIN: BrokerUser(
+        role="the operator's tools (audit, projections lag, backups): everything",
+        publish=(">",),
+        subscribe=(">",),
+    ),
 }
 
 
@@ -186,19 +194,18 @@ def deployed_authorization() -> str:
         "  users: [",
     ]
     for name, user in BROKER_USERS.items():
-        lines.append(f"    # {name}")
-        lines.append("    {")
-        lines.append(f"      nkey: ${nkey_variable(name)}")
+        lines += [f"    # {name}: {user.role}", "    {", f"      nkey: ${nkey_variable(name)}"]
         lines.append("      permissions: {")
-        lines.append(f"        publish: {{allow: {_quoted(user.publish)}}}")
-        lines.append(f"        subscribe: {{allow: {_quoted(user.subscribe)}}}")
+        lines += _allow_list("publish", user.publish)
+        lines += _allow_list("subscribe", user.subscribe)
         if user.responds:
+            lines.append("        # may answer a request it received, once, on its reply subject")
             lines.append("        allow_responses: true")
-        lines.append("      }")
-        lines.append("    }")
+        lines += ["      }", "    }"]
     lines += ["  ]", "}", ""]
     return "\n".join(lines)
 
 
-def _quoted(subjects: tuple[str, ...]) -> str:
-    return "[" + ", ".join(f'"{subject}"' for subject in subjects) + "]"
+def _allow_list(kind: str, subjects: tuple[str, ...]) -> list[str]:
+    quoted = [f'          "{subject}"' for subject in subjects]
+    return [f"        {kind}: {{allow: [", *quoted, "        ]}"]

@@ -100,7 +100,14 @@ class Stack:
         argv += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # A process group of its own, as a shell gives a command: a test may kill the
+                # group without killing pytest.
+                process_group=0,
             )
         self._wait_until_ready()
 

@@ -28,6 +28,7 @@ from services.projections.schema import positions as positions_table
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
 from services.projections.store import Store
 from services.runtime.nats_server import EmbeddedNats
+from tests.integration.support import credentials_of
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
@@ -168,6 +169,7 @@ async def test_a_worker_killed_mid_stream_catches_up_to_a_rebuild(
     environment = {
         **os.environ,
         "SPADES_NATS_URL": nats_server.url,
+        "SPADES_NATS_CREDS": str(credentials_of("projections")),
         "SPADES_DATABASE_URL": database_url,
         "SPADES_DATA_DIR": str(tmp_path),
         "SPADES_LOG_FORMAT": "json",

@@ -24,6 +24,7 @@ from services.projections.schema import metadata, schema_version
 from services.projections.store import Store, open_store
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
+from tests.integration.support import broker_credentials
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
@@ -176,7 +177,12 @@ async def test_the_operator_commands(
 ) -> None:
     await append_games(js, random_logs(2, seed=19))
     garbage = await publish_raw(js, "junk", b"{not json")
-    environment = {"SPADES_DATABASE_URL": database_url, "SPADES_NATS_URL": nats_server.url}
+    environment = {
+        "SPADES_DATABASE_URL": database_url,
+        "SPADES_NATS_URL": nats_server.url,
+        # A directory of credentials, one per user: the commands take the admin's.
+        "SPADES_NATS_CREDS": str(broker_credentials().directory),
+    }
 
     def spades_projections(*args: str) -> Any:
         return CliRunner().invoke(projections_cli, list(args), env=environment)
