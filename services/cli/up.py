@@ -67,6 +67,7 @@ class Child:
             log.warning("did not stop in time; killing it", service=self.name)
             self.process.kill()
             self.process.wait()
+        log.info("service stopped", service=self.name, code=self.process.returncode)
 
 
 def _spades(*args: str) -> list[str]:
@@ -164,6 +165,7 @@ def run_stack(settings: Settings) -> int:
         for child in reversed(stack):
             child.wait(STOP_TIMEOUT_S)
         if server is not None:
-            server.stop()
+            server.stop()  # last: the services used it until they were gone
+            log.info("nats-server stopped")
         log.info("stopped")
     return 0

@@ -4,6 +4,7 @@ that dies under it is started again; and one store directory never gets two serv
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -112,6 +113,29 @@ async def test_kill_9_of_the_process_group_leaves_no_server_and_a_restart_carrie
     finally:
         status, still = await asyncio.to_thread(again.terminate)
     assert (status, still) == (0, [])
+
+
+async def test_ctrl_c_stops_the_services_before_their_server(stack: Stack) -> None:
+    started = stack.children()
+    assert stack.process is not None
+
+    # What a terminal does on Ctrl-C: SIGINT to the foreground process group.
+    os.killpg(stack.process.pid, signal.SIGINT)
+    status = await asyncio.to_thread(stack.process.wait, GONE_WITHIN_S)
+    left = await asyncio.to_thread(wait_until_gone, started)
+    kill_left(left)
+
+    assert status == 0
+    assert left == []
+    server_log = (stack.data_dir / "nats" / "nats-server.log").read_text()
+    # The server never saw the terminal's SIGINT: `spades up` stopped it (SIGTERM), last.
+    assert 'Trapped "interrupt" signal' not in server_log
+    assert server_log.count('Trapped "terminated" signal') == 1
+    lines = stack.log_path.read_text().splitlines()
+    told = [json.loads(line) for line in lines if line.startswith("{") and "spades.up" in line]
+    order = [e.get("service", "nats-server") for e in told if e["event"].endswith(" stopped")]
+    assert sorted(order[:3]) == ["engine", "gateway", "projections"]
+    assert order[3:] == ["nats-server"]
 
 
 async def test_kill_9_of_spades_up_alone_stops_everything_it_started(stack: Stack) -> None:
