@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import aclosing
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,27 @@ def test_no_seed_reaches_a_log(stack: Stack) -> None:
     assert "Server is ready" in text  # the server's log is among them
     for seed in seeds(stack).values():
         assert seed not in text
+
+
+async def test_the_services_do_their_whole_work_within_their_permissions(stack: Stack) -> None:
+    async with SpadesClient(stack.base_url) as client:
+        table = await seat_players(client, PRESETS["partnership"], random.Random("permissions"))
+        # A follower of the game (an ordered consumer of the gateway's) while it is played.
+        async with aclosing(client.stream(table.game_id, table.seats[0].token)) as stream:
+            first = await anext(stream)
+            assert first.event == "state"
+            final = await table.play_out()
+        version = final.version
+        assert final.status == "finished"
+        assert (await client.scoreboard(table.game_id, min_version=version)).game_over
+        assert await client.hands(table.game_id, min_version=version)
+        assert (await client.audit(table.game_id)).ok
+        assert len(await client.events(table.game_id, after=0, limit=500)) > 30
+
+    server_log = (stack.data_dir / "nats" / "nats-server.log").read_text()
+    assert "Violation" not in server_log, [
+        line for line in server_log.splitlines() if "Violation" in line
+    ]
 
 
 async def test_the_operator_tools_find_the_server_and_the_admin_key_in_the_data_directory(
