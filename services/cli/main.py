@@ -9,6 +9,7 @@ import typer
 
 from services.cli import (
     audit,
+    backup,
     bench,
     bots,
     contracts,
@@ -32,6 +33,8 @@ app.add_typer(projections.app, name="projections")
 app.add_typer(league.app, name="league")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
+app.command("backup")(backup.backup)
+app.command("restore")(backup.restore)
 app.command("bots")(bots.play_bots)
 bench.app.command("bots")(bots.bench_bots)
 
