@@ -236,6 +236,9 @@ async def test_the_operator_commands(
 
     unknown = await asyncio.to_thread(spades_projections, "rebuild", "nonsense")
     assert unknown.exit_code == 2
+    unnamed = await asyncio.to_thread(spades_projections, "rebuild")
+    assert unnamed.exit_code == 2
+    assert "give --all" in unnamed.output
 
 
 async def test_the_benchmark_measures_what_it_published() -> None:

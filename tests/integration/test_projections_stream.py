@@ -12,8 +12,10 @@ import pytest
 import sqlalchemy as sa
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from typer.testing import CliRunner
 
 from contracts.wire import GAMES_STREAM
+from services.cli.projections import app as projections_cli
 from services.engine.service import ensure_streams
 from services.projections import positions, queries
 from services.projections.lag import projection_lag, refusals
@@ -80,7 +82,11 @@ async def game_ids(store: Store) -> set[str]:
 
 
 async def test_a_store_kept_across_a_new_stream_refuses_it_until_rebuilt(
-    store: Store, js: JetStreamContext, nats_client: Client, nats_server: EmbeddedNats
+    store: Store,
+    database_url: str,
+    js: JetStreamContext,
+    nats_client: Client,
+    nats_server: EmbeddedNats,
 ) -> None:
     first = random_logs(4, seed=31, prefix="first")
     last = await append_games(js, first)
@@ -108,6 +114,10 @@ async def test_a_store_kept_across_a_new_stream_refuses_it_until_rebuilt(
         assert f"belong to stream {old}" in cause
         assert f"Run `{REBUILD_COMMAND}`" in cause
         assert await snapshot(store) == kept, "nothing applied"
+        environment = {"SPADES_DATABASE_URL": database_url, "SPADES_NATS_URL": nats_server.url}
+        lag = await asyncio.to_thread(CliRunner().invoke, projections_cli, ["lag"], env=environment)
+        assert lag.exit_code == 1, lag.output
+        assert cause in lag.stderr
 
         assert await rebuild(store) == list(READ_MODELS)
         await wait_for_position(store, new_last)
