@@ -33,7 +33,9 @@ from services.projections.stream_identity import REBUILD_COMMAND
 from services.runtime.nats_server import free_port
 from tests.e2e.players import Table, seat_players
 from tests.e2e.stack import Stack
-from tests.integration.conftest_projections import POSTGRES_VARIABLE, snapshot
+
+pytest.register_assert_rewrite("tests.integration.conftest_projections")
+from tests.integration.conftest_projections import POSTGRES_VARIABLE, snapshot  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
