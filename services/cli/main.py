@@ -9,6 +9,7 @@ import typer
 
 from services.cli import (
     audit,
+    backup,
     bench,
     bots,
     broker,
@@ -34,6 +35,8 @@ app.add_typer(league.app, name="league")
 app.add_typer(broker.app, name="broker")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
+app.command("backup")(backup.backup)
+app.command("restore")(backup.restore)
 app.command("bots")(bots.play_bots)
 bench.app.command("bots")(bots.bench_bots)
 

@@ -124,7 +124,8 @@ def replay_parked_command(model: ModelOption = None) -> None:
 
 @app.command("rebuild")
 def rebuild_command(
-    name: Annotated[str | None, typer.Argument(help="The read model; all when omitted.")] = None,
+    name: Annotated[str | None, typer.Argument(help="The read model to rebuild.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Rebuild every read model.")] = False,
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait until the running workers have replayed.")
     ] = False,
@@ -132,13 +133,16 @@ def rebuild_command(
     """Rebuild a read model (or all) from the stream; the others keep serving.
 
     The running workers notice within a second and replay; with no worker running, the next
-    start replays.
+    start replays. Read models whose positions belong to another stream (NATS was reset or
+    restored, or the database is another deployment's) are brought back with ``--all``.
     """
     from services.projections.rebuild import rebuild
 
+    if (name is None) == (not every):
+        raise typer.BadParameter("name one read model, or give --all")
     _check_model(name)
     settings = _settings()
-    names = None if name is None else [name]
+    names = None if every else [name or ""]
     rebuilt = _with_store(settings, lambda store: rebuild(store, names))
     typer.echo(f"reset {', '.join(rebuilt)}: the workers replay the stream")
     if wait:
@@ -154,19 +158,32 @@ async def _wait_replayed(settings: Settings, models: list[str]) -> None:
 def lag_command(
     json: Annotated[bool, typer.Option("--json", help="One JSON line.")] = False,
 ) -> None:
-    """Each read model's position and how far it is behind the game stream."""
+    """Each read model's position and how far it is behind the game stream, and why it refuses
+    the stream, if it does (exit status 1 then)."""
+    from services.projections.lag import refusals
+
     report = asyncio.run(_lag(_settings(), None))
+    refused = refusals(report)
     if json:
         typer.echo(msgspec.json.encode({m: w.lag for m, w in report.items()}).decode())
-        return
-    table = Table(title="projection lag")
-    for column in ("model", "position", "stream", "lag"):
-        table.add_column(column, justify="left" if column == "model" else "right")
-    for worker in report.values():
-        table.add_row(
-            worker.model, str(worker.position), str(worker.last_sequence), str(worker.lag)
-        )
-    console.print(table)
+    else:
+        table = Table(title="projection lag")
+        for column in ("model", "position", "stream", "lag", "refuses the stream"):
+            table.add_column(
+                column, justify="left" if column in ("model", "refuses the stream") else "right"
+            )
+        for worker in report.values():
+            table.add_row(
+                worker.model,
+                str(worker.position),
+                str(worker.last_sequence),
+                str(worker.lag),
+                worker.refusal or "",
+            )
+        console.print(table)
+    if refused is not None:
+        typer.echo(refused, err=True)
+        raise typer.Exit(1)
 
 
 async def _lag(
@@ -187,7 +204,7 @@ async def _lag(
     store = open_store(settings.read_model_database_url)
     try:
         report = await projection_lag(store.engine, client.jetstream(), models)
-        while until_caught_up and any(worker.lag for worker in report.values()):
+        while until_caught_up and any(w.lag or w.refusal for w in report.values()):
             await asyncio.sleep(1.0)
             report = await projection_lag(store.engine, client.jetstream(), models)
         return report

@@ -1,7 +1,10 @@
-"""How far each read model is behind the game stream: for ``readyz`` and the metrics.
+"""How far each read model is behind the game stream, and whether it refuses the stream: for
+``readyz``, ``spades projections lag`` and the metrics.
 
 Lag is the stream's last sequence minus the model's position: the messages it has yet to apply
-(or park). Parked messages do not count: the position has moved past them.
+(or park). Parked messages do not count: the position has moved past them. A model refuses the
+stream when its position belongs to another stream or lies beyond this one's end (see
+:mod:`.stream_identity`), or when its worker said so.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from contracts.wire import GAMES_STREAM
 from services.projections import positions
-from services.projections.metrics import LAG, POSITION
+from services.projections.metrics import LAG, POSITION, REFUSED
 from services.projections.read_models import READ_MODELS
+from services.projections.stream_identity import REBUILD_COMMAND, StreamIdentity, refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +27,8 @@ class WorkerLag:
     model: str
     position: int
     last_sequence: int
+    refusal: str | None = None
+    """Why the model does not follow the stream (None while it does)."""
 
     @property
     def lag(self) -> int:
@@ -32,24 +38,49 @@ class WorkerLag:
 async def projection_lag(
     engine: AsyncEngine, js: JetStreamManager, models: Iterable[str] | None = None
 ) -> dict[str, WorkerLag]:
-    """Each model's position and lag now (a model that never ran stands at 0).
+    """Each model's position, lag and refusal now (a model that never ran stands at 0).
 
-    Also sets the ``spades_projection_position`` and ``spades_projection_lag`` gauges, so a
-    process that serves ``/metrics`` without running the workers reports them too.
+    Also sets the ``spades_projection_position``, ``spades_projection_lag`` and
+    ``spades_projection_refused`` gauges, so a process that serves ``/metrics`` without
+    running the workers reports them too.
     """
-    info = await js.stream_info(GAMES_STREAM)
-    last = int(info.state.last_seq or 0)
     async with engine.connect() as conn:
         stored = await positions.all_positions(conn)
+    # Asked after the positions were read: a position is then never beyond the last sequence
+    # of its own stream, however fast the workers go.
+    info = await js.stream_info(GAMES_STREAM)
+    found = StreamIdentity.of(info)
+    last = int(info.state.last_seq or 0)
     report = {}
     for name in models if models is not None else READ_MODELS:
-        position = stored.get(name, positions.Position(0, 0)).position
-        report[name] = WorkerLag(name, position, last)
-        POSITION.labels(name).set(position)
+        position = stored.get(name, positions.Position(0, 0))
+        refused = position.refusal or refusal(position.followed, found, last)
+        report[name] = WorkerLag(name, position.position, last, refused)
+        POSITION.labels(name).set(position.position)
         LAG.labels(name).set(report[name].lag)
+        REFUSED.labels(name).set(1 if refused else 0)
     return report
 
 
 def caught_up(report: dict[str, WorkerLag], bound: int) -> bool:
     """Whether every model is within ``bound`` messages of the stream (``readyz``)."""
     return all(worker.lag <= bound for worker in report.values())
+
+
+def refusals(report: dict[str, WorkerLag]) -> str | None:
+    """What the models that refuse the stream say, with the command that fixes it (None when
+    every model follows it).
+
+    Models refusing for the same reason are named together: after a stream reset, all do.
+    """
+    models_by_reason: dict[str, list[str]] = {}
+    for worker in report.values():
+        if worker.refusal is not None:
+            models_by_reason.setdefault(worker.refusal, []).append(worker.model)
+    if not models_by_reason:
+        return None
+    causes = "; ".join(
+        f"read model{'s' if len(models) > 1 else ''} {', '.join(models)}: {reason}"
+        for reason, models in models_by_reason.items()
+    )
+    return f"{causes}. Run `{REBUILD_COMMAND}` to rebuild from the stream"

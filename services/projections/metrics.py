@@ -19,3 +19,9 @@ PARKED = Counter(
     "Messages the read model could not apply and parked.",
     ["model"],
 )
+REFUSED = Gauge(
+    "spades_projection_refused",
+    "1 while the read model refuses the stream it finds (another stream's positions, or a "
+    "rewound stream): /readyz says why.",
+    ["model"],
+)

@@ -172,11 +172,19 @@ def _league_standings_v2(connection: sa.Connection) -> None:
     tables.create_all(connection)
 
 
+def _stream_identity_v3(connection: sa.Connection) -> None:
+    # Null in the rows already there: those positions were stored before the stream was
+    # recorded, and the workers adopt the stream they find if the positions fit in it.
+    for column in ("stream", "stream_created", "digest", "refusal"):
+        connection.execute(sa.text(f"ALTER TABLE projection_positions ADD COLUMN {column} TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
     ),
     Migration(2, "read model: league standings", _league_standings_v2),
+    Migration(3, "positions: the stream they belong to, the message at each", _stream_identity_v3),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

@@ -3,25 +3,54 @@
 ``position`` is the stream sequence of the last message the model applied (or parked); it is
 written in the same transaction as the rows that message changed, so the two never disagree.
 ``generation`` goes up by one with every rebuild: a worker that started under another generation
-knows its consumer is stale (see :mod:`.rebuild`).
+knows its consumer is stale (see :mod:`.rebuild`). The row also names the stream the position
+belongs to, with the digest of the message at the position, and why the worker refuses the
+stream it finds, if it does (see :mod:`.stream_identity`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projections.schema import positions
 from services.projections.store import insert_missing
+from services.projections.stream_identity import Followed, StreamIdentity
 
 
 @dataclass(frozen=True, slots=True)
 class Position:
     position: int
     generation: int
+    stream: StreamIdentity | None = None
+    digest: str | None = None
+    refusal: str | None = None
+
+    @property
+    def followed(self) -> Followed:
+        return Followed(self.position, self.stream, self.digest)
+
+
+_COLUMNS = (
+    positions.c.position,
+    positions.c.generation,
+    positions.c.stream,
+    positions.c.stream_created,
+    positions.c.digest,
+    positions.c.refusal,
+)
+
+
+def _position(row: Any) -> Position:
+    """A position row (selected with :data:`_COLUMNS`) as a :class:`Position`."""
+    stream = None
+    if row.stream is not None and row.stream_created is not None:
+        stream = StreamIdentity(row.stream, row.stream_created)
+    return Position(row.position, row.generation, stream, row.digest, row.refusal)
 
 
 def _now() -> str:
@@ -36,11 +65,9 @@ async def ensure(conn: AsyncConnection, model: str) -> Position:
 
 
 async def read(conn: AsyncConnection, model: str) -> Position:
-    result = await conn.execute(
-        sa.select(positions.c.position, positions.c.generation).where(positions.c.model == model)
-    )
+    result = await conn.execute(sa.select(*_COLUMNS).where(positions.c.model == model))
     row = result.one_or_none()
-    return Position(0, 0) if row is None else Position(row.position, row.generation)
+    return Position(0, 0) if row is None else _position(row)
 
 
 async def lock(conn: AsyncConnection, model: str) -> Position:
@@ -51,38 +78,58 @@ async def lock(conn: AsyncConnection, model: str) -> Position:
     holds the database's write lock.
     """
     result = await conn.execute(
-        sa.select(positions.c.position, positions.c.generation)
-        .where(positions.c.model == model)
-        .with_for_update()
+        sa.select(*_COLUMNS).where(positions.c.model == model).with_for_update()
     )
     row = result.one_or_none()
     if row is None:
         raise LookupError(f"read model {model!r} has no position yet")
-    return Position(row.position, row.generation)
+    return _position(row)
 
 
-async def advance(conn: AsyncConnection, model: str, sequence: int) -> None:
+async def advance(conn: AsyncConnection, model: str, sequence: int, digest: str) -> None:
+    """Move the model to ``sequence``, whose message has the SHA-256 ``digest``."""
     await conn.execute(
         positions.update()
         .where(positions.c.model == model)
-        .values(position=sequence, updated_at=_now())
+        .values(position=sequence, digest=digest, updated_at=_now())
     )
 
 
+async def follow(conn: AsyncConnection, model: str, stream: StreamIdentity) -> None:
+    """Record that the model's position belongs to ``stream``, and that it refuses nothing."""
+    await conn.execute(
+        positions.update()
+        .where(positions.c.model == model)
+        .values(stream=stream.name, stream_created=stream.created, refusal=None)
+    )
+
+
+async def refuse(conn: AsyncConnection, model: str, reason: str) -> None:
+    """Record why the model's worker will not follow the stream it finds."""
+    await conn.execute(positions.update().where(positions.c.model == model).values(refusal=reason))
+
+
 async def restart(conn: AsyncConnection, model: str) -> Position:
-    """Put the model back at the start of the stream under a new generation (a rebuild)."""
+    """Put the model back at the start of the stream under a new generation (a rebuild): it
+    follows no stream until its worker starts again, and refuses none."""
     await ensure(conn, model)
     current = await lock(conn, model)
     await conn.execute(
         positions.update()
         .where(positions.c.model == model)
-        .values(position=0, generation=current.generation + 1, updated_at=_now())
+        .values(
+            position=0,
+            generation=current.generation + 1,
+            updated_at=_now(),
+            stream=None,
+            stream_created=None,
+            digest=None,
+            refusal=None,
+        )
     )
     return Position(0, current.generation + 1)
 
 
 async def all_positions(conn: AsyncConnection) -> dict[str, Position]:
-    result = await conn.execute(
-        sa.select(positions.c.model, positions.c.position, positions.c.generation)
-    )
-    return {row.model: Position(row.position, row.generation) for row in result}
+    result = await conn.execute(sa.select(positions.c.model, *_COLUMNS))
+    return {row.model: _position(row) for row in result}

@@ -46,8 +46,15 @@ positions = sa.Table(
     sa.Column("position", sa.BigInteger, nullable=False),
     sa.Column("generation", sa.Integer, nullable=False),
     sa.Column("updated_at", sa.Text, nullable=False),
+    sa.Column("stream", sa.Text),
+    sa.Column("stream_created", sa.Text),
+    sa.Column("digest", sa.Text),
+    sa.Column("refusal", sa.Text),
 )
-"""Per read model: the last stream sequence applied, and how many times it was rebuilt."""
+"""Per read model: the last stream sequence applied, and how many times it was rebuilt; the
+stream that position belongs to (its name and creation time, null until the model first
+follows one) and the SHA-256 of the message at the position; and why the worker refuses the
+stream it finds now, if it does (see :mod:`services.projections.stream_identity`)."""
 
 parked = sa.Table(
     "parked",

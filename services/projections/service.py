@@ -39,10 +39,19 @@ class Projections:
         batch_size: int = BATCH_SIZE,
         idle_s: float = IDLE_S,
         retry: RetryPolicy = DEFAULT_RETRY,
+        auto_rebuild: bool = False,
     ) -> None:
         self.store = store
         self.workers = [
-            Worker(model, store, client, batch_size=batch_size, idle_s=idle_s, retry=retry)
+            Worker(
+                model,
+                store,
+                client,
+                batch_size=batch_size,
+                idle_s=idle_s,
+                retry=retry,
+                auto_rebuild=auto_rebuild,
+            )
             for model in read_models(models)
         ]
         self._tasks: list[asyncio.Task[None]] = []
@@ -88,6 +97,8 @@ async def run_projections(
     ``nats_url`` overrides ``settings.nats_url`` (a supervisor that started the embedded server
     knows its address). The read models live at ``settings.read_model_database_url``; without
     ``models``, every model runs, the league standings included.
+    ``settings.projections_auto_rebuild`` lets a worker that refuses the stream it finds
+    rebuild its model.
     """
     url = nats_url or settings.nats_url
     if url is None:
@@ -101,7 +112,13 @@ async def run_projections(
     store = open_store(settings.read_model_database_url)
     chosen = models if models is not None else list(READ_MODELS)
     try:
-        async with Projections(store, client, chosen, batch_size=batch_size):
+        async with Projections(
+            store,
+            client,
+            chosen,
+            batch_size=batch_size,
+            auto_rebuild=settings.projections_auto_rebuild,
+        ):
             await asyncio.Event().wait()
     finally:
         await store.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -158,9 +159,9 @@ def _sqlite_engine(url: sa.URL) -> AsyncEngine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+        dbapi_connection.run_async(_use_wal)
 
     @event.listens_for(engine.sync_engine, "begin")
     def begin(connection: sa.Connection) -> None:
@@ -168,6 +169,29 @@ def _sqlite_engine(url: sa.URL) -> AsyncEngine:
         connection.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+async def _use_wal(connection: Any) -> None:
+    """Put the database in WAL mode (a property of the file: a no-op once it is).
+
+    The switch needs the file to itself. Two connections switching a new file at once each hold
+    a shared lock and want the exclusive one, and SQLite answers such a deadlock with "database
+    is locked" at once, without its busy handler. So the switch is tried again, with short
+    pauses, up to the busy timeout; by then the other connection has switched the file or let
+    go of it.
+    """
+    deadline = asyncio.get_running_loop().time() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            cursor = await connection.execute("PRAGMA journal_mode=WAL")
+            await cursor.close()
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or asyncio.get_running_loop().time() > deadline:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(0.1, pause * 2)
 
 
 def is_store_trouble(error: BaseException) -> bool:

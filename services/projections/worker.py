@@ -19,6 +19,13 @@ What goes wrong, and what the worker does:
 A rebuild (:mod:`.rebuild`) raises the model's generation. Each batch transaction checks it
 under the position lock, and so does each idle fetch: on a change the worker drops what it has,
 re-creates its consumer from the new position (0) and replays.
+
+Before it consumes, and again after every reconnection to NATS (before it applies anything the
+new connection delivered), the worker checks that the stream it finds is the one its position
+belongs to (:mod:`.stream_identity`). If it is not, the worker stops: nothing applied, nothing
+skipped, the reason in the position row for ``/readyz`` and in the log with the command that
+fixes it; it looks again every ``idle_s``, and goes on once the model is rebuilt (or the right
+stream is back). With ``auto_rebuild`` it rebuilds its model itself.
 """
 
 from __future__ import annotations
@@ -29,16 +36,27 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import nats.js.errors
 import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from contracts.wire import GAMES_STREAM
 from services.projections import positions
 from services.projections.consumer import open_consumer
-from services.projections.metrics import LAG, PARKED, POSITION
+from services.projections.metrics import LAG, PARKED, POSITION, REFUSED
 from services.projections.model import Delivered, ReadModel, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
+from services.projections.rebuild import rebuild
 from services.projections.store import Store, is_store_trouble
+from services.projections.stream_identity import (
+    AUTO_REBUILD_VARIABLE,
+    REBUILD_COMMAND,
+    StreamIdentity,
+    message_digest,
+    refusal,
+)
 from services.runtime.event_store import stream_sequence
 
 log = structlog.get_logger("spades.projections")
@@ -99,6 +117,7 @@ class Worker:
         batch_size: int = BATCH_SIZE,
         idle_s: float = IDLE_S,
         retry: RetryPolicy = DEFAULT_RETRY,
+        auto_rebuild: bool = False,
     ) -> None:
         self.model = model
         self.store = store
@@ -106,12 +125,18 @@ class Worker:
         self.batch_size = batch_size
         self.idle_s = idle_s
         self.retry = retry
+        self.auto_rebuild = auto_rebuild
+        """Rebuild the model from the stream, rather than wait, when it refuses the stream."""
         self.position = 0
         """The last stream sequence applied (or parked), as of this worker's last commit."""
         self.generation = 0
+        self.refusal: str | None = None
+        """Why the worker does not follow the stream it finds now (None while it does)."""
         self.log = log.bind(model=model.name)
         self._failures = 0
         """Failed starts in a row: the backoff before the next start grows with them."""
+        self._reconnects = 0
+        """The connection's reconnections when the stream was last checked."""
 
     async def run(self) -> None:
         """Consume until cancelled. Any failure outside a batch (NATS unreachable, the stream
@@ -126,9 +151,15 @@ class Worker:
                 await asyncio.sleep(delay)
 
     async def _consume(self) -> None:
-        """Consume from the stored position until the model is rebuilt."""
+        """Consume from the stored position until the model is rebuilt, or the connection to
+        NATS is made again."""
         async with self.store.writing() as conn:
             start = await positions.ensure(conn, self.model.name)
+        self._reconnects = self._reconnections()
+        while (reason := await self._refusal(start)) is not None:
+            await self._refuse(start, reason)
+            async with self.store.reading() as conn:
+                start = await positions.read(conn, self.model.name)
         self.position, self.generation = start.position, start.generation
         POSITION.labels(self.model.name).set(self.position)
         feed = await open_consumer(
@@ -142,9 +173,11 @@ class Worker:
                     messages = await feed.fetch(self.batch_size, self.idle_s)
                 except TimeoutError:
                     LAG.labels(self.model.name).set(0)
-                    if await self._rebuilt():
+                    if self._reconnected() or await self._rebuilt():
                         return
                     continue
+                if self._reconnected():
+                    return  # check the stream before applying what the new connection brought
                 try:
                     await self._apply([Message(msg) for msg in messages])
                 except Rebuilt:
@@ -155,6 +188,79 @@ class Worker:
         finally:
             with contextlib.suppress(Exception):
                 await feed.close()
+
+    def _reconnections(self) -> int:
+        return int(self.client.stats["reconnects"])
+
+    def _reconnected(self) -> bool:
+        if self._reconnections() == self._reconnects:
+            return False
+        self.log.info("reconnected to NATS: checking the stream again")
+        return True
+
+    async def _refusal(self, start: positions.Position) -> str | None:
+        """Why the model must not follow the game stream as it is now (None when it may);
+        follow it, recording its identity, when it may."""
+        js = self.client.jetstream()
+        info = await js.stream_info(GAMES_STREAM)
+        found = StreamIdentity.of(info)
+        last = int(info.state.last_seq or 0)
+        at_position = None
+        if start.digest is not None and 0 < start.position <= last:
+            try:
+                message = await js.get_msg(GAMES_STREAM, start.position)
+            except nats.js.errors.NotFoundError:
+                return f"the message at position {start.position} is gone from {found.name}"
+            at_position = message_digest(message.data or b"")
+        reason = refusal(start.followed, found, last, at_position)
+        if reason is None:
+            await self._follow(start, found)
+        return reason
+
+    async def _follow(self, start: positions.Position, found: StreamIdentity) -> None:
+        if start.stream == found and start.refusal is None:
+            return
+        if start.stream is None and start.position:
+            self.log.warning(
+                "adopting the stream for positions stored before streams were recorded",
+                stream=str(found),
+                position=start.position,
+            )
+        if start.refusal is not None:
+            self.log.info("following the stream again", stream=str(found))
+        await self._record(start, lambda conn: positions.follow(conn, self.model.name, found))
+        self.refusal = None
+        REFUSED.labels(self.model.name).set(0)
+
+    async def _refuse(self, start: positions.Position, reason: str) -> None:
+        """Stop for ``reason``: record it, say once what fixes it, then rebuild (with
+        ``auto_rebuild``) or wait ``idle_s`` before looking again."""
+        if start.refusal != reason:
+            await self._record(start, lambda conn: positions.refuse(conn, self.model.name, reason))
+        REFUSED.labels(self.model.name).set(1)
+        if self.refusal != reason:
+            self.refusal = reason
+            self.log.error(
+                f"read model refuses the game stream: run `{REBUILD_COMMAND}` to rebuild it "
+                f"(or set {AUTO_REBUILD_VARIABLE}=1 to let the workers do it)",
+                reason=reason,
+                fix=REBUILD_COMMAND,
+                auto_rebuild=self.auto_rebuild,
+            )
+        if self.auto_rebuild:
+            self.log.warning("rebuilding the read model from the stream (auto rebuild is on)")
+            await rebuild(self.store, [self.model.name])
+            return
+        await asyncio.sleep(self.idle_s)
+
+    async def _record(
+        self, start: positions.Position, change: Callable[[AsyncConnection], Awaitable[None]]
+    ) -> None:
+        """Make ``change`` to the position row, unless the model was rebuilt since ``start``."""
+        async with self.store.writing() as conn:
+            stored = await positions.lock(conn, self.model.name)
+            if stored.generation == start.generation:
+                await change(conn)
 
     async def _rebuilt(self) -> bool:
         async with self.store.reading() as conn:
@@ -236,7 +342,7 @@ class Worker:
             ]
             for message in parked:
                 await park(conn, message)
-            await positions.advance(conn, name, fresh[-1].sequence)
+            await positions.advance(conn, name, fresh[-1].sequence, message_digest(fresh[-1].data))
         self.position = fresh[-1].sequence
         POSITION.labels(name).set(self.position)
         for message in parked:

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     command_timeout_s: float = 5.0
     stream_replicas: int = 1
+    projections_auto_rebuild: bool = False
+    """Let a projection worker that refuses the stream it finds (its positions belong to
+    another stream, or the stream was rewound) rebuild its read model, rather than wait for
+    `spades projections rebuild --all`."""
     engine_queue: str = "engine"
 
     @property

@@ -73,10 +73,14 @@ def descendants(root: int) -> list[ProcessInfo]:
 class Stack:
     """``spades up --port <free> --data-dir <dir>`` with JSON logs in ``<dir>/stack.log``."""
 
-    def __init__(self, data_dir: Path, *, api_keys: str = "") -> None:
+    def __init__(
+        self, data_dir: Path, *, api_keys: str = "", env: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.api_keys = api_keys
+        self.env = env or {}
+        """``SPADES_*`` settings of this stack (the machine's own never leak in)."""
         self.log_path = data_dir / "stack.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -88,14 +92,16 @@ class Stack:
     def api_key(self) -> str | None:
         return self.api_keys.split(",")[0] if self.api_keys else None
 
-    def start(self) -> None:
-        """Start it and return once ``/readyz`` says ready."""
+    def start(self, *, until: str = "/readyz") -> None:
+        """Start it and return once ``until`` answers 200: ``/readyz`` (ready), or
+        ``/healthz`` for a stack that is up but may not be ready."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # Only what the test chooses: no SPADES_* setting of the machine leaks in.
         env = {key: value for key, value in os.environ.items() if not key.startswith("SPADES_")}
         env["SPADES_LOG_FORMAT"] = "json"
         if self.api_keys:
             env["SPADES_API_KEYS"] = self.api_keys
+        env.update(self.env)
         argv = [sys.executable, "-m", "services.cli.main", "up"]
         argv += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
         with self.log_path.open("ab") as log:
@@ -109,9 +115,9 @@ class Stack:
                 # group without killing pytest.
                 process_group=0,
             )
-        self._wait_until_ready()
+        self._wait_until_ready(until)
 
-    def _wait_until_ready(self) -> None:
+    def _wait_until_ready(self, until: str) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         with httpx.Client(base_url=self.base_url, timeout=2.0) as http:
             while time.monotonic() < deadline:
@@ -120,7 +126,7 @@ class Stack:
                         f"`spades up` exited before it was ready:\n{self.log_tail()}"
                     )
                 try:
-                    if http.get("/readyz").status_code == 200:
+                    if http.get(until).status_code == 200:
                         return
                 except httpx.TransportError:
                     pass

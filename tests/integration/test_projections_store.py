@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,6 +59,27 @@ async def test_processes_starting_at_once_migrate_once(database_url: str) -> Non
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_new_sqlite_database_is_opened_while_another_process_holds_its_lock(
+    tmp_path: Path,
+) -> None:
+    """Switching a new file to WAL while another connection holds a lock fails at once, without
+    SQLite's busy handler: the store tries again until the other lets go."""
+    path = tmp_path / "read_models.db"
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE elsewhere (x INTEGER)")
+    asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+    store = open_store(f"sqlite:///{path}")
+    try:
+        assert await migrate(store) == 0
+        async with store.reading() as conn:
+            mode = await conn.scalar(sa.text("PRAGMA journal_mode"))
+        assert mode == "wal"
+    finally:
+        await store.close()
+        other.close()
 
 
 def _columns_by_table(connection: sa.Connection) -> dict[str, tuple[set[str], set[str]]]:
@@ -219,6 +242,9 @@ async def test_the_operator_commands(
 
     unknown = await asyncio.to_thread(spades_projections, "rebuild", "nonsense")
     assert unknown.exit_code == 2
+    unnamed = await asyncio.to_thread(spades_projections, "rebuild")
+    assert unnamed.exit_code == 2
+    assert "give --all" in unnamed.output
 
 
 async def test_the_benchmark_measures_what_it_published() -> None:

@@ -16,7 +16,7 @@ from services.gateway.deps import Services
 from services.gateway.models import Health, Readiness
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
-from services.projections.lag import caught_up, projection_lag
+from services.projections.lag import caught_up, projection_lag, refusals
 
 router = APIRouter(tags=["service"])
 
@@ -33,7 +33,8 @@ async def healthz() -> Any:
 
 @router.get("/readyz", response_model=Readiness, responses=problems(503))
 async def readyz(services: Services) -> Any:
-    """NATS is reached, the game stream is there, and every read model is caught up within
+    """NATS is reached, the game stream is there, every read model follows it (its positions
+    belong to this stream: not to another one, nor beyond its end) and is caught up within
     ``READY_LAG`` messages (each model's lag is in ``projections``)."""
     if not services.connection.is_connected:
         raise ProblemError("unavailable", "not connected to NATS")
@@ -45,6 +46,9 @@ async def readyz(services: Services) -> Any:
         raise ProblemError("unavailable", f"the stream {GAMES_STREAM} is not reachable") from None
     except SQLAlchemyError:
         raise ProblemError("unavailable", "the read-model database is not reachable") from None
+    refused = refusals(report)
+    if refused is not None:
+        raise ProblemError("unavailable", refused)
     lag = {name: worker.lag for name, worker in report.items()}
     if not caught_up(report, READY_LAG):
         behind = ", ".join(f"{name} {count}" for name, count in lag.items() if count > READY_LAG)

@@ -1,0 +1,123 @@
+"""``spades backup DIR`` and ``spades restore DIR``: the streams and what lives outside them
+(see :mod:`services.backup`).
+
+A backup reads a running NATS (``--nats-url`` or ``SPADES_NATS_URL``; ``spades up`` logs its
+embedded server's address, and ``SPADES_NATS_PORT`` fixes its port). A restore writes into a
+NATS with no streams, or none with messages: the one ``--nats-url`` names, or, without one, an
+embedded server it starts on the empty data directory's store and stops when done, so that on
+one machine the next ``spades up`` finds the streams in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from services.runtime.logging import configure_logging
+from services.runtime.settings import Settings, get_settings
+
+Folder = Annotated[Path, typer.Argument(help="The backup's folder.")]
+NatsUrl = Annotated[
+    str | None, typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL).")
+]
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="The deployment's data directory (default SPADES_DATA_DIR)."),
+]
+
+
+def _settings(nats_url: str | None, data_dir: Path | None) -> Settings:
+    settings = get_settings()
+    changes = {"nats_url": nats_url, "data_dir": data_dir}
+    settings = settings.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    configure_logging(settings)
+    return settings
+
+
+def backup(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -> None:
+    """Back up the streams, byte for byte, and the signing key into FOLDER (new or empty).
+
+    Read models are not backed up: they are rebuilt from the streams after a restore.
+    """
+    from services.backup.deployment import take_backup
+    from services.backup.manifest import BackupError
+    from services.runtime.nats import connect
+
+    settings = _settings(nats_url, data_dir)
+    if settings.nats_url is None:
+        typer.echo(
+            "error: no NATS server: pass --nats-url or set SPADES_NATS_URL (`spades up` logs "
+            "the address of its embedded server; SPADES_NATS_PORT fixes its port)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    url = settings.nats_url
+
+    async def run() -> None:
+        client = await connect(url, "spades-backup")
+        try:
+            await take_backup(settings, client, folder, typer.echo)
+        finally:
+            await client.close()
+
+    try:
+        asyncio.run(run())
+    except BackupError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"backup complete: {folder}")
+
+
+def restore(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -> None:
+    """Restore the backup in FOLDER into an empty NATS, and the signing key beside it.
+
+    Without --nats-url or SPADES_NATS_URL, into the embedded server's store under the data
+    directory, which must hold none yet. Start the engines and projection workers afterwards;
+    they rebuild the read models from the restored streams.
+    """
+    from services.backup.deployment import restore_backup
+    from services.backup.manifest import BackupError
+    from services.runtime.nats import connect
+    from services.runtime.nats_server import EmbeddedNats
+
+    settings = _settings(nats_url, data_dir)
+    server: EmbeddedNats | None = None
+    if settings.nats_url is None:
+        store = settings.nats_store_dir / "jetstream"
+        if store.exists() and any(store.iterdir()):
+            typer.echo(
+                f"error: {store} is not empty: restore into an empty data directory, or pass "
+                "--nats-url (is `spades up` running on it?)",
+                err=True,
+            )
+            raise typer.Exit(1)
+        server = EmbeddedNats(settings.nats_store_dir)
+
+    async def run() -> None:
+        url = settings.nats_url
+        if server is not None:
+            await asyncio.to_thread(server.start)
+            url = server.url
+        assert url is not None
+        try:
+            client = await connect(url, "spades-restore")
+            try:
+                await restore_backup(settings, client, folder, typer.echo)
+            finally:
+                await client.close()
+        finally:
+            if server is not None:
+                await asyncio.to_thread(server.stop)
+
+    try:
+        asyncio.run(run())
+    except BackupError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(
+        "restore complete: start the engines and the projection workers (`spades up` on one "
+        "machine); the read models are rebuilt from the streams"
+    )
