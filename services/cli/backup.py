@@ -1,8 +1,8 @@
 """``spades backup DIR`` and ``spades restore DIR``: the streams and what lives outside them
 (see :mod:`services.backup`).
 
-A backup reads a running NATS (``--nats-url`` or ``SPADES_NATS_URL``; ``spades up`` logs its
-embedded server's address, and ``SPADES_NATS_PORT`` fixes its port). A restore writes into a
+A backup reads a running NATS (``--nats-url``, ``SPADES_NATS_URL``, or the embedded server that
+``spades up`` runs on the data directory), as the broker's ``admin`` user. A restore writes into a
 NATS with no streams, or none with messages: the one ``--nats-url`` names, or, without one, an
 embedded server it starts on the empty data directory's store and stops when done, so that on
 one machine the next ``spades up`` finds the streams in place.
@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from services.runtime.broker_users import ADMIN
 from services.runtime.logging import configure_logging
 from services.runtime.settings import Settings, get_settings
 
@@ -45,19 +46,22 @@ def backup(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -
     from services.backup.deployment import take_backup
     from services.backup.manifest import BackupError
     from services.runtime.nats import connect
+    from services.runtime.nats_server import embedded_url
 
     settings = _settings(nats_url, data_dir)
-    if settings.nats_url is None:
+    url = settings.nats_url or embedded_url(settings.nats_store_dir)
+    if url is None:
         typer.echo(
-            "error: no NATS server: pass --nats-url or set SPADES_NATS_URL (`spades up` logs "
-            "the address of its embedded server; SPADES_NATS_PORT fixes its port)",
+            "error: no NATS server: pass --nats-url or set SPADES_NATS_URL, or run it beside "
+            "the `spades up` of this data directory",
             err=True,
         )
         raise typer.Exit(2)
-    url = settings.nats_url
 
     async def run() -> None:
-        client = await connect(url, "spades-backup")
+        client = await connect(
+            url, "spades-backup", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
+        )
         try:
             await take_backup(settings, client, folder, typer.echo)
         finally:
@@ -103,7 +107,12 @@ def restore(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) 
             url = server.url
         assert url is not None
         try:
-            client = await connect(url, "spades-restore")
+            credentials = (
+                server.credentials_for(ADMIN)
+                if server is not None
+                else settings.nats_credentials(ADMIN)
+            )
+            client = await connect(url, "spades-restore", user=ADMIN, credentials=credentials)
             try:
                 await restore_backup(settings, client, folder, typer.echo)
             finally:

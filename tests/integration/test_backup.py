@@ -18,6 +18,7 @@ from services.backup.deployment import STREAMS, restore_backup, take_backup
 from services.backup.manifest import FORMAT, MANIFEST_FILE, BackupError
 from services.backup.outside import NOT_KEPT
 from services.cli.main import app as spades
+from services.runtime.broker_users import ADMIN
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
@@ -87,7 +88,9 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
     assert json.loads((folder / MANIFEST_FILE).read_text())["streams"][0]["name"] == GAMES_STREAM
 
     async with EmbeddedNats(tmp_path / "fresh-nats") as fresh:
-        client = await connect(fresh.url, "pytest-restore")
+        client = await connect(
+            fresh.url, "pytest-restore", credentials=fresh.credentials_for(ADMIN)
+        )
         try:
             target = deployment(tmp_path / "target")
             restored = await restore_backup(target, client, folder)
@@ -126,7 +129,9 @@ async def test_a_restore_that_would_overwrite_anything_changes_nothing(
     assert int((await js.stream_info(GAMES_STREAM)).state.last_seq or 0) == lasts[GAMES_STREAM]
 
     async with EmbeddedNats(tmp_path / "fresh-nats") as fresh:
-        client = await connect(fresh.url, "pytest-restore")
+        client = await connect(
+            fresh.url, "pytest-restore", credentials=fresh.credentials_for(ADMIN)
+        )
         try:
             other_key = deployment(tmp_path / "other-key")
             other_key.data_dir.mkdir()
@@ -160,7 +165,12 @@ async def test_the_commands_back_up_and_restore_into_an_empty_data_directory(
     folder = tmp_path / "backup"
 
     def run(*args: str, nats_url: str | None) -> Result:
-        environment = {"SPADES_NATS_URL": nats_url, "SPADES_LOG_FORMAT": "json"}
+        environment = {
+            "SPADES_NATS_URL": nats_url,
+            "SPADES_LOG_FORMAT": "json",
+            # the fixture's server keeps its users' seeds with its own store
+            "SPADES_NATS_CREDS": str(nats_server.credentials.directory) if nats_url else None,
+        }
         return CliRunner().invoke(spades, list(args), env=environment)
 
     taken = await asyncio.to_thread(
@@ -185,7 +195,7 @@ async def test_the_commands_back_up_and_restore_into_an_empty_data_directory(
     assert "is not empty" in again.stderr
 
     async with EmbeddedNats(target / "nats") as server:
-        client = await connect(server.url, "pytest")
+        client = await connect(server.url, "pytest", credentials=server.credentials_for(ADMIN))
         try:
             for stream, last in lasts.items():
                 restored_js = client.jetstream()

@@ -114,7 +114,11 @@ async def test_a_store_kept_across_a_new_stream_refuses_it_until_rebuilt(
         assert f"belong to stream {old}" in cause
         assert f"Run `{REBUILD_COMMAND}`" in cause
         assert await snapshot(store) == kept, "nothing applied"
-        environment = {"SPADES_DATABASE_URL": database_url, "SPADES_NATS_URL": nats_server.url}
+        environment = {
+            "SPADES_DATABASE_URL": database_url,
+            "SPADES_NATS_URL": nats_server.url,
+            "SPADES_NATS_CREDS": str(nats_server.credentials.directory),
+        }
         lag = await asyncio.to_thread(CliRunner().invoke, projections_cli, ["lag"], env=environment)
         assert lag.exit_code == 1, lag.output
         assert cause in lag.stderr
