@@ -330,7 +330,7 @@ class SpadesClient:
         It ends when the server closes the stream; to resume, pass the last ``id`` seen as
         ``last_event_id``. Close it with ``contextlib.aclosing`` when leaving early.
         """
-        headers = {"Accept": "text/event-stream", **_bearer(token)}
+        headers = {"Accept": "text/event-stream", **_bearer(token or self.api_key)}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)

@@ -2,10 +2,12 @@
 
 Replaying a long game takes a while, all of it in Python. Run in the request's own task, a
 burst of audits would hold the event loop and every other request behind it. So a report is
-computed in a worker thread, at most :data:`AUDITS_AT_ONCE` at a time; a request for a game
-version being audited now waits for that report instead of computing its own; and a report is
-kept (the last :data:`AUDITS_KEPT`) for the version it audits, once the read models it compares
-had caught up with that version (a report made while they lagged is answered, not kept).
+computed in a worker thread, at most :data:`AUDITS_AT_ONCE` at a time (the computation holds
+the gate it is given only while it works, not while it waits for the read models to catch up);
+a request for a game version being audited now waits for that report instead of computing its
+own; and a report is kept (the last :data:`AUDITS_KEPT`) for the version it audits, once the
+read models it compares had caught up with that version (a report made while they lagged is
+answered, not kept).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ AUDITS_AT_ONCE = 2
 AUDITS_KEPT = 256
 
 Report = dict[str, Any]
-Compute = Callable[[], Awaitable[tuple[Report, bool]]]
-"""Makes a report, and says whether it may be kept."""
+Compute = Callable[[asyncio.Semaphore], Awaitable[tuple[Report, bool]]]
+"""Makes a report, holding the gate while it computes, and says whether it may be kept."""
 
 
 class AuditRuns:
@@ -52,9 +54,8 @@ class AuditRuns:
         return await asyncio.shield(running)
 
     async def _compute(self, key: tuple[str, int], compute: Compute) -> Report:
-        async with self._gate:
-            report, keep = await compute()
-            self._computed.inc()
+        report, keep = await compute(self._gate)
+        self._computed.inc()
         if keep:
             self._kept[key] = report
             while len(self._kept) > self._capacity:

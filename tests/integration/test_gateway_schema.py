@@ -42,8 +42,8 @@ from services.gateway.auth import SeatTokens
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import Settings
 from tests.integration import stack
-from tests.integration.test_gateway import UNLIMITED
 from tests.integration.support import EngineProcess, connected, ready_client
+from tests.integration.test_gateway import UNLIMITED
 
 SIGNING_KEY = "gateway-schema-tests-key"
 

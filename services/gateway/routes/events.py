@@ -63,9 +63,11 @@ async def event_stream(
         str | None, Header(max_length=32, description="Resume after this version.")
     ] = None,
 ) -> EventStream:
-    """The game as server-sent events, resumable with ``Last-Event-ID``."""
+    """The game as server-sent events, resumable with ``Last-Event-ID``. A seat's stream
+    ends when its token expires, or is revoked by a new one."""
     game, sequence, reader = read.game, read.loaded.sequence, read.seat
-    start = FeedStart(game, sequence, resume_point(last_event_id, game.version))
+    grant = read.caller.grant if reader is not None else None
+    start = FeedStart(game, sequence, resume_point(last_event_id, game.version), grant)
 
     async def body() -> AsyncIterator[bytes]:
         services.metrics.streams.inc()
