@@ -66,6 +66,20 @@ async def test_a_lone_surrogate_anywhere_in_a_body_is_400_before_nats(
         await unchanged(house, t, before[t.game_id])
 
 
+async def test_surrogates_in_a_url_are_no_server_error(http: httpx.AsyncClient) -> None:
+    """UTF-8 bytes of a surrogate, percent-encoded in a path or a query: read as the
+    replacement character at worst, and answered without a 5xx."""
+    surrogate = "%ED%A0%80"
+    answers = [
+        await http.get(f"/v1/games/{surrogate}", headers=bearer(ACME)),
+        await http.get(f"/v1/games?player={surrogate}&league={surrogate}", headers=bearer(ACME)),
+        await http.get(f"/v1/leagues/{surrogate}/standings", headers=bearer(ACME)),
+        await http.get(f"/v1/games?cursor={surrogate}", headers=bearer(ACME)),
+    ]
+    assert [a.status_code for a in answers] == [404, 200, 404, 400]
+    assert answers[1].json()["games"] == []
+
+
 async def test_a_surrogate_pair_is_a_character_not_an_attack(http: httpx.AsyncClient) -> None:
     """The control: an escaped pair is one character (here a playing card, U+1F0A1)."""
     table = await open_table(http, ACME, seated=0)
