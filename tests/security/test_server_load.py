@@ -101,6 +101,7 @@ async def test_the_defaults_protect_a_server_started_as_make_run_does(local: Sta
     created = [k for k, a in zip(keys, answers, strict=True) if a.status_code == 201]
     refused = [k for k, a in zip(keys, answers, strict=True) if a.status_code == 429]
     assert len(created) + len(refused) == flood
+    print(f"\n{flood} anonymous creations at once: {len(created)} made, {len(refused)} refused 429")
     assert anonymous.count <= len(created) <= anonymous.count + anonymous.per_s * elapsed + 1
     assert all(a.headers["retry-after"].isdigit() for a in answers if a.status_code == 429)
     # the refused creations made nothing (looked up by the ids they would have had)
