@@ -14,6 +14,7 @@ import msgspec
 
 from domain.events import AnyEvent
 from domain.league import AnyLeagueEvent, PairingChoice
+from domain.platforms import Seating, Visibility
 
 SCHEMA = 1
 """The version of the commit and event shapes written now (see :func:`read_commit`)."""
@@ -106,10 +107,16 @@ _UPCASTERS: list[Any] = [None]
 
 
 class CreateGameRequest(msgspec.Struct, frozen=True, tag="create_game", kw_only=True):
+    """A new game. ``league`` is set only by a league's round (the gateway refuses it from a
+    client); ``platform``, ``visibility`` and ``seating`` as :mod:`domain.platforms` says."""
+
     rules: dict[str, Any]
     dealer: int | None = None
     entropy: str = ""
     league: str | None = None
+    platform: str | None = None
+    visibility: Visibility = "public"
+    seating: Seating = "platform"
 
 
 class TakeSeatRequest(msgspec.Struct, frozen=True, tag="take_seat", kw_only=True):
@@ -118,15 +125,26 @@ class TakeSeatRequest(msgspec.Struct, frozen=True, tag="take_seat", kw_only=True
     entropy: str = ""
 
 
+class ReissueTokenRequest(msgspec.Struct, frozen=True, tag="reissue_token", kw_only=True):
+    """Issue a taken seat's token again (revoking the earlier ones); ``player``, when given,
+    is the substitute who sits there from now on."""
+
+    seat: int
+    player: str | None = None
+
+
 class ActRequest(msgspec.Struct, frozen=True, tag="act", kw_only=True):
-    """A seat's action, in the HTTP API's shape (``{"type": "bid", "bid": 3}``)."""
+    """A seat's action, in the HTTP API's shape (``{"type": "bid", "bid": 3}``). ``issue`` is
+    the issue of the seat token it came with: anything but the seat's current issue is refused
+    ``unauthorized`` (the token was revoked), and nothing is recorded."""
 
     seat: int
     action: Any
     expected_version: int | None = None
+    issue: int | None = None
 
 
-RequestBody = CreateGameRequest | TakeSeatRequest | ActRequest
+RequestBody = CreateGameRequest | TakeSeatRequest | ReissueTokenRequest | ActRequest
 
 
 class CommandRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,6 +175,7 @@ ReplyCode = Literal[
     "game_not_found",
     "conflict",
     "idempotency_key_reused",
+    "unauthorized",
     "unavailable",
 ]
 
@@ -247,6 +266,8 @@ class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_o
     players: list[str]
     rounds: int | None = None
     pairing: PairingChoice = "auto"
+    platform: str | None = None
+    visibility: Visibility = "public"
 
 
 class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw_only=True):

@@ -17,6 +17,7 @@ from domain.bids import BLIND_NIL, NIL, Bid
 from domain.cards import Card
 from domain.dealing import DealSource
 from domain.errors import RuleViolation
+from domain.platforms import Seating, Visibility
 
 
 class Command(msgspec.Struct, frozen=True, tag_field="type", gc=False):
@@ -31,12 +32,23 @@ class CreateGame(Command, tag="create_game", frozen=True):
     scores: tuple[int, ...] | None = None
     bags: tuple[int, ...] | None = None
     league: str | None = None
+    platform: str | None = None
+    visibility: Visibility = "public"
+    seating: Seating = "platform"
 
 
 class TakeSeat(Command, tag="take_seat", frozen=True):
     player: str
     seat: int | None = None
     entropy: str = ""
+
+
+class ReissueSeatToken(Command, tag="reissue_seat_token", frozen=True):
+    """Issue the seat's token again, revoking the earlier ones; ``player`` (when given) is a
+    substitute who sits there from now on."""
+
+    seat: int
+    player: str | None = None
 
 
 class DealHand(Command, tag="deal_hand", frozen=True):
@@ -83,7 +95,7 @@ class Unreadable(Command, tag="unreadable", frozen=True):
 
 
 PlayerAction = LookAtHand | Draw | PlaceBid | PassCards | PlayCard | Unreadable
-AnyCommand = CreateGame | TakeSeat | DealHand | RecordTally | PlayerAction
+AnyCommand = CreateGame | TakeSeat | ReissueSeatToken | DealHand | RecordTally | PlayerAction
 
 
 def _card(text: Any) -> Card:

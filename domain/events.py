@@ -11,6 +11,7 @@ import msgspec
 
 from domain.bids import Bid
 from domain.cards import Card
+from domain.platforms import Seating, Visibility
 from domain.rules import Rules
 
 
@@ -19,6 +20,10 @@ class Event(msgspec.Struct, frozen=True, tag_field="type", gc=False):
 
 
 class GameCreated(Event, tag="game_created", frozen=True):
+    """A new game. ``platform`` is who created it, ``visibility`` who may read it, ``seating``
+    who may sit (:mod:`domain.platforms`). A game recorded before these fields existed reads
+    as having no platform and being public: readable by all and seated by anyone, as it was."""
+
     game_id: str
     rules: Rules
     dealer: int | None
@@ -26,12 +31,24 @@ class GameCreated(Event, tag="game_created", frozen=True):
     scores: tuple[int, ...] | None = None
     bags: tuple[int, ...] | None = None
     league: str | None = None
+    platform: str | None = None
+    visibility: Visibility = "public"
+    seating: Seating = "platform"
 
 
 class SeatTaken(Event, tag="seat_taken", frozen=True):
     seat: int
     player: str
     entropy: str = ""
+
+
+class SeatTokenReissued(Event, tag="seat_token_reissued", frozen=True):
+    """The seat's token was issued again (a lost device, a substitute): every token of an
+    earlier ``issue`` no longer acts or reads for the seat. ``player`` sits there from now on."""
+
+    seat: int
+    issue: int
+    player: str
 
 
 class HandDealt(Event, tag="hand_dealt", frozen=True):
@@ -129,4 +146,5 @@ AnyEvent = (
     | TrickWon
     | HandScored
     | GameEnded
+    | SeatTokenReissued
 )

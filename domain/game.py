@@ -14,7 +14,7 @@ deals the next one from ``deal`` when it is given, and otherwise leaves the game
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import msgspec
 from msgspec.structs import replace
@@ -31,6 +31,7 @@ from domain.commands import (
     PlaceBid,
     PlayCard,
     RecordTally,
+    ReissueSeatToken,
     TakeSeat,
     Unreadable,
 )
@@ -58,8 +59,10 @@ from domain.events import (
     HandLooked,
     HandScored,
     SeatTaken,
+    SeatTokenReissued,
     TrickWon,
 )
+from domain.platforms import Seating, Visibility
 from domain.rules import Rules, resolve_rules
 from domain.scoring import score_hand
 from domain.state import HELD, LANE, NO_SEAT, Game, Hand, Player, held, holdings_of
@@ -100,6 +103,8 @@ def decide(
         raise RuleViolation("malformed", command.reason)
     if isinstance(command, TakeSeat):
         return _take_seat(state, command, deal)
+    if isinstance(command, ReissueSeatToken):
+        return [_reissue_seat_token(state, command)]
     if isinstance(command, DealHand):
         if state.status != "playing" or state.hand is not None:
             raise RuleViolation("wrong_phase", "a hand is not due to be dealt")
@@ -135,6 +140,7 @@ def _create(command: CreateGame) -> GameCreated:
     if command.league is not None and not 1 <= len(command.league) <= MAX_NAME:
         raise RuleViolation("malformed", f"a league name is 1 to {MAX_NAME} characters")
     _check_entropy(command.entropy)
+    _check_access(command)
     return GameCreated(
         game_id=command.game_id,
         rules=rules,
@@ -143,7 +149,20 @@ def _create(command: CreateGame) -> GameCreated:
         scores=command.scores,
         bags=command.bags,
         league=command.league,
+        platform=command.platform,
+        visibility=command.visibility,
+        seating=command.seating,
     )
+
+
+def _check_access(command: CreateGame) -> None:
+    """Who the game belongs to, who may read it and who may sit (:mod:`domain.platforms`)."""
+    if command.platform is not None and not 1 <= len(command.platform) <= MAX_NAME:
+        raise RuleViolation("malformed", f"a platform's name is 1 to {MAX_NAME} characters")
+    if command.visibility not in get_args(Visibility):
+        raise RuleViolation("malformed", f"visibility {command.visibility!r} is not public/private")
+    if command.seating not in get_args(Seating):
+        raise RuleViolation("malformed", f"seating {command.seating!r} is not platform/open")
 
 
 def _seat_of(state: Game, seat: int) -> int:
@@ -170,6 +189,18 @@ def _take_seat(state: Game, command: TakeSeat, deal: DealSource | None) -> list[
         seated = evolve(state, events[0])
         events.append(_deal(seated, deal))
     return events
+
+
+def _reissue_seat_token(state: Game, command: ReissueSeatToken) -> SeatTokenReissued:
+    """A new token issue for a taken seat, and who sits there from now on."""
+    seat = _seat_of(state, command.seat)
+    player = state.players[seat]
+    if player is None:
+        raise RuleViolation("wrong_phase", f"seat {seat} is free: take it instead")
+    name = player.name if command.player is None else command.player
+    if not name or len(name) > MAX_NAME or not name.isprintable():
+        raise RuleViolation("malformed", f"a player's name is 1 to {MAX_NAME} printable characters")
+    return SeatTokenReissued(seat, player.issue + 1, name)
 
 
 def _entropies(state: Game) -> list[bytes]:
@@ -520,6 +551,9 @@ def _created(event: GameCreated) -> Game:
         scores=event.scores or (0,) * units,
         bags=event.bags or (0,) * units,
         version=1,
+        platform=event.platform,
+        visibility=event.visibility,
+        seating=event.seating,
     )
 
 
@@ -540,6 +574,16 @@ def _seat_taken(state: Game, event: SeatTaken) -> Game:
         players=players,
         status="playing" if all(players) else "waiting",
         version=state.version + 1,
+    )
+
+
+def _seat_token_reissued(state: Game, event: SeatTokenReissued) -> Game:
+    held = state.players[event.seat]
+    if held is None:
+        raise ValueError(f"seat {event.seat} is free: no token of it can be re-issued")
+    player = replace(held, name=event.player, issue=event.issue)
+    return replace(
+        state, players=_with(state.players, event.seat, player), version=state.version + 1
     )
 
 
@@ -738,6 +782,7 @@ def _with(values: tuple[T, ...], at: int, value: T) -> tuple[T, ...]:
 
 _EVOLVE: dict[type[Any], Callable[[Game, Any], Game]] = {
     SeatTaken: _seat_taken,
+    SeatTokenReissued: _seat_token_reissued,
     HandDealt: _hand_dealt,
     CardDrawn: _card_drawn,
     HandLooked: _hand_looked,

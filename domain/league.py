@@ -39,6 +39,7 @@ import msgspec
 from msgspec.structs import replace
 
 from domain.errors import RuleViolation
+from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
 from domain.state import Game
@@ -112,6 +113,9 @@ class League(msgspec.Struct, frozen=True):
     seed: str
     rounds: tuple[Round, ...] = ()
     version: int = 0
+    platform: str | None = None
+    """The platform the league (and every game of its rounds) belongs to; None: anyone's."""
+    visibility: Visibility = "public"
 
     @property
     def next_round(self) -> int:
@@ -137,6 +141,8 @@ class CreateLeague(LeagueCommand, tag="create_league", frozen=True):
     players: tuple[str, ...]
     rounds: int | None = None
     pairing: PairingChoice = "auto"
+    platform: str | None = None
+    visibility: Visibility = "public"
 
 
 class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
@@ -150,6 +156,9 @@ class LeagueEvent(msgspec.Struct, frozen=True, tag_field="type"):
 
 
 class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
+    """A new league. ``platform`` and ``visibility`` as for a game (:mod:`domain.platforms`);
+    a league recorded before they existed has no platform and is public, as it was."""
+
     league_id: str
     name: str
     rules: Rules
@@ -157,6 +166,8 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     rounds: int | None
     pairing: Pairing
     seed: str
+    platform: str | None = None
+    visibility: Visibility = "public"
 
 
 class RoundCompleted(LeagueEvent, tag="round_completed", frozen=True):
@@ -218,6 +229,10 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         if command.pairing == "auto"
         else command.pairing
     )
+    if command.platform is not None and not 1 <= len(command.platform) <= MAX_NAME:
+        raise RuleViolation("malformed", f"a platform's name is 1 to {MAX_NAME} characters")
+    if command.visibility not in get_args(Visibility):
+        raise RuleViolation("malformed", f"visibility {command.visibility!r} is not public/private")
     return LeagueCreated(
         league_id=command.league_id,
         name=command.name,
@@ -226,6 +241,8 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         rounds=command.rounds,
         pairing=pairing,
         seed=seed,
+        platform=command.platform,
+        visibility=command.visibility,
     )
 
 
@@ -324,6 +341,8 @@ def _created(event: LeagueCreated) -> League:
         pairing=event.pairing,
         seed=event.seed,
         version=1,
+        platform=event.platform,
+        visibility=event.visibility,
     )
 
 

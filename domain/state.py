@@ -13,6 +13,7 @@ import msgspec
 
 from domain.bids import Bid
 from domain.cards import Card
+from domain.platforms import FIRST_ISSUE, Seating, Visibility
 from domain.rules import Rules
 
 Phase = Literal["draw", "bid", "pass", "play"]
@@ -27,6 +28,8 @@ HELD = (1 << LANE) - 1
 class Player(msgspec.Struct, frozen=True, gc=False):
     name: str
     entropy: str = ""
+    issue: int = FIRST_ISSUE
+    """The issue of the seat's current token: tokens of another issue are revoked."""
 
 
 class Hand(msgspec.Struct, frozen=True, gc=False):
@@ -86,6 +89,10 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     winners: tuple[int, ...] = ()
     version: int = 0
     """How many events made this state."""
+    platform: str | None = None
+    """The platform the game belongs to (:mod:`domain.platforms`); None: anyone's."""
+    visibility: Visibility = "public"
+    seating: Seating = "platform"
 
 
 def held(hand: Hand, seat: int) -> int:

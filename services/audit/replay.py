@@ -39,6 +39,7 @@ from domain.commands import (
     PlaceBid,
     PlayCard,
     RecordTally,
+    ReissueSeatToken,
     TakeSeat,
 )
 from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck
@@ -54,6 +55,7 @@ from domain.events import (
     HandLooked,
     HandScored,
     SeatTaken,
+    SeatTokenReissued,
     TrickWon,
 )
 from domain.game import decide, evolve
@@ -220,12 +222,17 @@ def recorded_command(events: Sequence[AnyEvent], deal: DealSource | None) -> Any
             first.scores,
             first.bags,
             first.league,
+            first.platform,
+            first.visibility,
+            first.seating,
         )
     bid = next((event for event in events if isinstance(event, BidPlaced)), None)
     if bid is not None:
         return PlaceBid(bid.seat, bid.bid)
     if isinstance(first, SeatTaken):
         return TakeSeat(first.player, first.seat, first.entropy)
+    if isinstance(first, SeatTokenReissued):
+        return ReissueSeatToken(first.seat, first.player)
     if isinstance(first, CardPlayed):
         return PlayCard(first.seat, first.card)
     if isinstance(first, CardDrawn):

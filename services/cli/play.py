@@ -45,6 +45,10 @@ app = typer.Typer(help="Play or watch a game from a terminal.")
 Url = Annotated[
     str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
 ]
+ApiKey = Annotated[
+    str | None,
+    typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
+]
 
 
 def terminal_ask(console: Console) -> Ask:
@@ -268,18 +272,23 @@ def new_game(
         typer.Option("--rules", help='Options over the preset (JSON): {"target": 200}.'),
     ] = None,
     dealer: Annotated[int | None, typer.Option(help="The first dealer (default: cut).")] = None,
-    league: Annotated[str | None, typer.Option(help="The league the game counts for.")] = None,
-    url: Url = DEFAULT_URL,
-    api_key: Annotated[
+    visibility: Annotated[
         str | None,
-        typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
+        typer.Option(help="public or private (default: private when the server has keys)."),
     ] = None,
+    seating: Annotated[
+        str | None, typer.Option(help="platform (the platform seats) or open (anyone sits).")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
 ) -> None:
     """Create a game and print its id."""
 
     async def create() -> PublicState:
         async with SpadesClient(url, api_key=api_key) as client:
-            return await client.create_game(_rules(preset, rules), dealer=dealer, league=league)
+            return await client.create_game(
+                _rules(preset, rules), dealer=dealer, visibility=visibility, seating=seating
+            )
 
     typer.echo(_run(url, create()).game_id)
 
@@ -290,11 +299,13 @@ def sit(
     player: Annotated[str, typer.Option("--player", help="Your name at the table.")],
     seat: Annotated[int | None, typer.Option(help="The seat (default: the first free).")] = None,
     url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
 ) -> None:
-    """Take a seat; print the seat number and its token, on one line."""
+    """Take a seat (a platform's key seats its user); print the seat number and its token, on
+    one line."""
 
     async def take() -> tuple[int, str]:
-        async with SpadesClient(url) as client:
+        async with SpadesClient(url, api_key=api_key) as client:
             taken = await client.take_seat(game_id, player, seat)
             return taken.seat, taken.token
 
@@ -328,12 +339,14 @@ def watch(
         typer.Option("--token", envvar="SPADES_TOKEN", help="Watch as this seat (its cards too)."),
     ] = None,
     url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
 ) -> None:
-    """Follow a game as it is played, until it ends."""
+    """Follow a game as it is played, until it ends (a private game: with its platform's key,
+    or a seat's token)."""
     console = Console()
 
     async def follow() -> PublicState:
-        async with SpadesClient(url) as client:
+        async with SpadesClient(url, api_key=api_key) as client:
             if not console.is_terminal:
                 return await watch_game(client, game_id, token, console.print)
             with Live(console=console, auto_refresh=False) as live:

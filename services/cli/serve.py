@@ -71,6 +71,9 @@ def gateway(
     changes = {"host": host, "port": port, "nats_url": nats_url_or_exit(nats_url)}
     settings = settings.model_copy(update={k: v for k, v in changes.items() if v is not None})
     configure_logging(settings)
+    # X-Forwarded-For names the client (whose address the rate limit counts) only when it
+    # comes from a proxy named in SPADES_TRUSTED_PROXIES; anyone else could set it.
+    proxies = [address.strip() for address in settings.trusted_proxies.split(",") if address]
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -78,6 +81,8 @@ def gateway(
         log_config=None,  # our logging, configured above
         access_log=False,  # it prints query strings; the gateway logs requests by path
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies or None,
     )
 
 

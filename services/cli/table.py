@@ -177,6 +177,8 @@ def narrate(event: Mapping[str, Any], state: PublicState) -> str:
         return "The game is created."
     if kind == "seat_taken":
         return f"{event.get('player')} sits at seat {event.get('seat')}."
+    if kind == "seat_token_reissued":
+        return f"{event.get('player')} now sits at seat {event.get('seat')} (a new token)."
     if kind == "hand_dealt":
         return f"Hand {event.get('hand')} is dealt by {seat_name(state, event.get('dealer'))}."
     if kind == "card_drawn":

@@ -10,7 +10,12 @@
 Every error answer becomes an :class:`ApiError` read from its problem+json body. A 503 (the
 engine did not answer in time) is retried a bounded number of times, after the ``Retry-After``
 the server gives, for reads and for actions sent with an idempotency key (the same key every
-time, so nothing is applied twice); anything else is raised at once.
+time, so nothing is applied twice); a 429 (over the rate limit: nothing was done) is retried the
+same way for every request; anything else is raised at once.
+
+A client given the platform's ``api_key`` sends it with every request that carries no seat
+token: the platform reads its own (private) games and leagues, seats its users and issues their
+tokens again.
 """
 
 from __future__ import annotations
@@ -189,18 +194,30 @@ class SpadesClient:
         rules: Mapping[str, Any],
         dealer: int | None = None,
         entropy: str | None = None,
-        league: str | None = None,
         idempotency_key: str | None = None,
+        *,
+        visibility: str | None = None,
+        seating: str | None = None,
     ) -> PublicState:
         """Create a game (``POST /v1/games``) and return its public state. With
-        ``idempotency_key`` a 503 is retried, and every retry gets the same game."""
+        ``idempotency_key`` a 503 is retried, and every retry gets the same game.
+        ``visibility`` (`public`, `private`) and ``seating`` (`platform`, `open`) left out take
+        the server's defaults."""
         body: dict[str, Any] = {"rules": dict(rules)}
-        for name, value in (("dealer", dealer), ("entropy", entropy), ("league", league)):
+        for name, value in (
+            ("dealer", dealer),
+            ("entropy", entropy),
+            ("visibility", visibility),
+            ("seating", seating),
+        ):
             if value is not None:
                 body[name] = value
-        headers = keyed(_bearer(self.api_key), idempotency_key)
         response = await self.request(
-            "POST", "/v1/games", body=body, headers=headers, retry=idempotency_key is not None
+            "POST",
+            "/v1/games",
+            body=body,
+            headers=keyed({}, idempotency_key),
+            retry=idempotency_key is not None,
         )
         return self.decode(response, PublicState)
 
@@ -212,8 +229,9 @@ class SpadesClient:
         entropy: str | None = None,
         idempotency_key: str | None = None,
     ) -> Seat:
-        """Take a seat (the first free one when ``seat`` is None); the answer holds its token.
-        With ``idempotency_key`` a 503 is retried, and every retry gets the same seat."""
+        """Take a seat (the first free one when ``seat`` is None); the answer holds its token
+        and when it expires. With ``idempotency_key`` a 503 is retried, and every retry gets the
+        same seat (without a platform key, the key must be at least 32 characters)."""
         body: dict[str, Any] = {"player": player}
         if seat is not None:
             body["seat"] = seat
@@ -222,6 +240,26 @@ class SpadesClient:
         response = await self.request(
             "POST",
             _game_path(game_id, "seats"),
+            body=body,
+            headers=keyed({}, idempotency_key),
+            retry=idempotency_key is not None,
+        )
+        return self.decode(response, Seat)
+
+    async def reissue_token(
+        self,
+        game_id: str,
+        seat: int,
+        player: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Seat:
+        """Issue the seat's token again (``POST /v1/games/{id}/seats/{seat}/token``, the game's
+        platform only): every earlier token of the seat is revoked; ``player`` seats a
+        substitute. With ``idempotency_key`` a 503 is retried and gets the same issue."""
+        body = {"player": player} if player is not None else None
+        response = await self.request(
+            "POST",
+            _game_path(game_id, "seats", str(seat), "token"),
             body=body,
             headers=keyed({}, idempotency_key),
             retry=idempotency_key is not None,
@@ -292,7 +330,7 @@ class SpadesClient:
         It ends when the server closes the stream; to resume, pass the last ``id`` seen as
         ``last_event_id``. Close it with ``contextlib.aclosing`` when leaving early.
         """
-        headers = {"Accept": "text/event-stream", **_bearer(token)}
+        headers = {"Accept": "text/event-stream", **_bearer(token or self.api_key)}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)
@@ -383,18 +421,20 @@ class SpadesClient:
         headers: Mapping[str, str] | None = None,
         retry: bool = True,
     ) -> httpx.Response:
-        """One request to any path (the typed methods are built on it); a 503 is tried again
-        (at most ``retries`` times) when ``retry``; an error answer raises :class:`ApiError`."""
+        """One request to any path (the typed methods are built on it), with the platform key
+        unless ``headers`` carry another credential; a 503 is tried again (at most ``retries``
+        times) when ``retry``, a 429 always (nothing was done); an error answer raises
+        :class:`ApiError`."""
         content = None if body is None else _encoder.encode(body)
-        all_headers = dict(headers or {})
+        all_headers = {**_bearer(self.api_key), **(headers or {})}
         if content is not None:
             all_headers["Content-Type"] = "application/json"
-        tries = 1 + (self.retries if retry else 0)
-        for attempt in range(tries):
+        for attempt in range(1 + self.retries):
             response = await self._http.request(
                 method, path, content=content, params=params, headers=all_headers
             )
-            if response.status_code != 503 or attempt == tries - 1:
+            again = response.status_code == 429 or (response.status_code == 503 and retry)
+            if not again or attempt == self.retries:
                 break
             delay = retry_after_seconds(response.headers.get("Retry-After"))
             if delay is None:

@@ -120,13 +120,17 @@ class LeagueClient:
         rounds: int | None = None,
         pairing: str = "auto",
         idempotency_key: str | None = None,
+        visibility: str | None = None,
     ) -> LeagueInfo:
         """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
-        same league."""
+        same league. ``visibility`` (of the league and its games) left out takes the server's
+        default (`private` when it has platform keys)."""
         body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
         body["pairing"] = pairing
         if rounds is not None:
             body["rounds"] = rounds
+        if visibility is not None:
+            body["visibility"] = visibility
         response = await self.client.request(
             "POST",
             "/v1/leagues",

@@ -81,11 +81,13 @@ class SeatView(PublicState, frozen=True, kw_only=True):
 
 
 class Seat(msgspec.Struct, frozen=True):
-    """A taken seat and the token that acts for it (``POST /v1/games/{id}/seats``)."""
+    """A taken seat and the token that acts for it (``POST /v1/games/{id}/seats``, or its
+    token issued again), and when the token expires (RFC 3339; None from an older server)."""
 
     seat: int
     player: str
     token: str
+    expires_at: str | None = None
 
 
 class EventRecord(msgspec.Struct, frozen=True):

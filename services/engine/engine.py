@@ -28,15 +28,17 @@ from contracts.wire import (
     CreateGameRequest,
     EventRecord,
     Refusal,
+    ReissueTokenRequest,
     ReplyCode,
     TakeSeatRequest,
     encode_commit,
     request_decoder,
 )
-from domain.commands import AnyCommand, CreateGame, TakeSeat, from_api
+from domain.commands import AnyCommand, CreateGame, ReissueSeatToken, TakeSeat, from_api
 from domain.dealing import SeededDeal
-from domain.events import SeatTaken
+from domain.events import SeatTaken, SeatTokenReissued
 from domain.game import decide
+from domain.state import Game
 from domain.views import event_for
 from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
 from services.runtime.game_cache import GameCache, LoadedGame
@@ -53,6 +55,17 @@ def request_digest(request: CommandRequest) -> str:
     return body_digest(request.body)
 
 
+def revocation(state: Game, body: ActRequest) -> str | None:
+    """Why an action's seat token no longer acts for its seat (it has been issued again), or
+    None when it does (or carries no issue: a command from inside the service)."""
+    if body.issue is None or not 0 <= body.seat < len(state.players):
+        return None
+    player = state.players[body.seat]
+    if player is None or player.issue != body.issue:
+        return "this seat token has been revoked: the seat's token was issued again"
+    return None
+
+
 def _refusal(command_id: str, code: str, detail: str) -> CommandReply:
     return CommandReply(
         command_id=command_id, ok=False, code=msgspec.convert(code, ReplyCode), detail=detail
@@ -62,7 +75,9 @@ def _refusal(command_id: str, code: str, detail: str) -> CommandReply:
 class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
     """Answers game command requests; one per process, shared by every game."""
 
-    UNRECORDED = frozenset({"game_not_found"})
+    UNRECORDED = frozenset({"game_not_found", "unauthorized"})
+    """No history for the first; the second is a revoked token's, whose holder may not write
+    into the game's history at all."""
     NAME = "game"
 
     def __init__(
@@ -119,19 +134,43 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
             if state is not None:
                 raise Refused("conflict", f"game {held.game_id} already exists")
             command = CreateGame(
-                held.game_id, body.rules, body.dealer, body.entropy, league=body.league
+                held.game_id,
+                body.rules,
+                body.dealer,
+                body.entropy,
+                league=body.league,
+                platform=body.platform,
+                visibility=body.visibility,
+                seating=body.seating,
             )
             return list(decide(None, command))
         if state is None:
             raise Refused("game_not_found", f"no game {held.game_id}")
         if isinstance(body, TakeSeatRequest):
             command = TakeSeat(body.player, body.seat, body.entropy)
+        elif isinstance(body, ReissueTokenRequest):
+            command = ReissueSeatToken(body.seat, body.player)
         else:
+            revoked = revocation(state, body)
+            if revoked is not None:
+                raise Refused("unauthorized", revoked)
             if body.expected_version is not None and body.expected_version != state.version:
                 detail = f"the game is at version {state.version}, not {body.expected_version}"
                 raise Refused("conflict", detail)
             command = from_api(body.seat, body.action)
         return list(decide(state, command, deal=SeededDeal(self._seed())))
+
+    async def _decide_and_append(
+        self, held: LoadedGame, command_id: str, request: CommandRequest, digest: str
+    ) -> CommandReply:
+        # Before the first answer of a command id is looked up: a revoked token gets nothing,
+        # not even the answer it was given before it was revoked.
+        body = request.body
+        if isinstance(body, ActRequest) and held.state is not None:
+            revoked = revocation(held.state, body)
+            if revoked is not None:
+                return _refusal(request.command_id, "unauthorized", revoked)
+        return await super()._decide_and_append(held, command_id, request, digest)
 
     def commit(
         self,
@@ -162,6 +201,8 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         reader = request.body.seat if isinstance(request.body, ActRequest) else None
         for event in commit.events:
             if isinstance(event, SeatTaken) and isinstance(request.body, TakeSeatRequest):
+                reader = event.seat
+            if isinstance(event, SeatTokenReissued):
                 reader = event.seat
         first = commit.first_version
         return CommandReply(

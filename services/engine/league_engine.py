@@ -138,6 +138,8 @@ class LeagueEngine(
                 tuple(body.players),
                 body.rounds,
                 body.pairing,
+                platform=body.platform,
+                visibility=body.visibility,
             )
             return decide(None, command, seed=self._seed().hex())
         if state is None:

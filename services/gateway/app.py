@@ -16,10 +16,13 @@ from fastapi import FastAPI
 from services.engine.client import EngineClient
 from services.engine.league_cache import LeagueCache
 from services.engine.league_stream import LeagueStream
+from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
-from services.gateway.deps import Gateway
+from services.gateway.deps import Caps, Gateway
+from services.gateway.json_text import JsonText
+from services.gateway.limits import Identify, RateLimit, caller_of, parse_rate_limits
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
 from services.gateway.read_models import ProjectionReadModels
@@ -65,11 +68,11 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not settings.nats_url:
             raise RuntimeError("the gateway needs a NATS server: set SPADES_NATS_URL")
-        platform_keys = PlatformKeys(settings.api_key_set)
+        platform_keys = PlatformKeys(settings.platform_keys)
         if not platform_keys.required:
             log.warning("SPADES_API_KEYS is not set: anyone may create games")
         secret = settings.signing_key()
-        seat_tokens = SeatTokens(secret)
+        seat_tokens = SeatTokens(secret, settings.seat_token_ttl)
         connection = await connect(
             settings.nats_url,
             "spades-gateway",
@@ -99,6 +102,8 @@ def _lifespan(
             read_models=ProjectionReadModels(store),
             store=store,
             metrics=metrics,
+            audits=AuditRuns(metrics.audits),
+            caps=Caps(settings.max_league_players, settings.max_round_tables),
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
         )
@@ -123,6 +128,8 @@ def create_app(
 ) -> FastAPI:
     """The gateway as an ASGI application (settings from the environment when not given)."""
     settings = settings if settings is not None else get_settings()
+    settings.platform_keys  # noqa: B018 (a bad SPADES_API_KEYS stops the start, not a request)
+    rates = parse_rate_limits(settings.rate_limit)
     metrics = Metrics()
     app = FastAPI(
         title="Spades",
@@ -134,6 +141,22 @@ def create_app(
         app.include_router(router.router)
     install_problem_handlers(app)
     install_openapi(app)
+    app.add_middleware(JsonText)  # innermost: reads the body the limit lets through
     app.add_middleware(BodyLimit)
+    app.add_middleware(RateLimit, rates=rates, identify=_identify(app))
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: sees every answer
     return app
+
+
+def _identify(app: FastAPI) -> Identify:
+    """Who a request comes from, with the keys and token signer the lifespan made (none yet:
+    every caller counts by its address)."""
+
+    def running() -> Gateway | None:
+        held: Gateway | None = getattr(app.state, "gateway", None)
+        return held
+
+    return caller_of(
+        lambda: gateway.platform_keys if (gateway := running()) else None,
+        lambda: gateway.seat_tokens if (gateway := running()) else None,
+    )

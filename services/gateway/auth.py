@@ -1,9 +1,16 @@
-"""Who may do what: seat tokens that grant one seat of one game, and platform keys.
+"""Who may do what: platform keys that name a platform, and seat tokens that grant one seat.
 
-A seat token is ``st1.<game_id>.<seat>.<nonce>.<mac>``: the MAC is HMAC-SHA256, under the
-service's signing key, of everything before it, so the token names its game and seat in the
-clear and cannot be altered. The nonce makes every token issued unique. Keys and MACs are
-compared in constant time.
+A seat token is ``st2.<game_id>.<seat>.<issue>.<expires>.<nonce>.<mac>``: the MAC is
+HMAC-SHA256, under the service's signing key, of everything before it, so the token names its
+game, seat, issue and expiry (Unix seconds) in the clear and none can be altered. The nonce
+makes every token issued unique. A token expires at ``expires``; it is revoked once its seat's
+token is issued again (the game's history records each issue: :mod:`domain.platforms`), which
+only a reader of that history can tell, so :meth:`SeatTokens.read` checks the signature and the
+shape and leaves the issue to the caller.
+
+``SPADES_API_KEYS`` holds ``platform:key`` entries (several keys may name one platform, for
+rotation); a bare ``key`` names the platform ``key-<first 12 hex digits of sha256(key)>``.
+Keys and MACs are compared in constant time, and never logged.
 """
 
 from __future__ import annotations
@@ -13,22 +20,43 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from contracts.wire import GAME_ID
+from services.runtime.settings import bare_key_platform
 
-_VERSION = "st1"
+_VERSION = "st2"
 _NONCE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _SEAT = re.compile(r"^[0-9]$")
+_NUMBER = re.compile(r"^[1-9][0-9]{0,11}$")
 
 
 @dataclass(frozen=True, slots=True)
 class SeatGrant:
-    """What a valid seat token grants: one seat of one game."""
+    """What a well-signed seat token names: one seat of one game, at one issue, until a time."""
 
     game_id: str
     seat: int
+    issue: int
+    expires: int
+    """Unix seconds."""
+
+    def expired(self, now: float) -> bool:
+        return now >= self.expires
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    token: str
+    expires_at: str
+    """RFC 3339, UTC."""
+
+
+def rfc3339(unix_seconds: int) -> str:
+    return datetime.fromtimestamp(unix_seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _mac(key: bytes, message: str) -> str:
@@ -39,41 +67,67 @@ def _mac(key: bytes, message: str) -> str:
 class SeatTokens:
     """Issues seat tokens and reads them back."""
 
-    def __init__(self, signing_key: bytes) -> None:
+    def __init__(
+        self, signing_key: bytes, ttl_s: int, clock: Callable[[], float] = time.time
+    ) -> None:
         self._key = signing_key
+        self._ttl_s = ttl_s
+        self._clock = clock
 
-    def issue(self, game_id: str, seat: int) -> str:
-        body = f"{_VERSION}.{game_id}.{seat}.{secrets.token_urlsafe(16)}"
-        return f"{body}.{_mac(self._key, body)}"
+    def now(self) -> float:
+        return self._clock()
+
+    def issue(self, game_id: str, seat: int, issue: int) -> IssuedToken:
+        """A new token for the seat at this issue, valid for the configured lifetime."""
+        expires = int(self._clock()) + self._ttl_s
+        body = f"{_VERSION}.{game_id}.{seat}.{issue}.{expires}.{secrets.token_urlsafe(16)}"
+        return IssuedToken(f"{body}.{_mac(self._key, body)}", rfc3339(expires))
 
     def read(self, token: str) -> SeatGrant | None:
-        """The grant of a token this service signed, or None for anything else."""
+        """What a token this service signed names, or None for anything else (expired and
+        revoked tokens included: the caller checks those)."""
         body, _, mac = token.rpartition(".")
         parts = body.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION:
+        if len(parts) != 6 or parts[0] != _VERSION:
             return None
-        _, game_id, seat, nonce = parts
-        if not (GAME_ID.match(game_id) and _SEAT.match(seat) and _NONCE.match(nonce)):
+        _, game_id, seat, issue, expires, nonce = parts
+        shaped = (
+            GAME_ID.match(game_id)
+            and _SEAT.match(seat)
+            and _NUMBER.match(issue)
+            and _NUMBER.match(expires)
+            and _NONCE.match(nonce)
+        )
+        if not shaped:
             return None
         if not hmac.compare_digest(mac.encode(), _mac(self._key, body).encode()):
             return None
-        return SeatGrant(game_id, int(seat))
+        return SeatGrant(game_id, int(seat), int(issue), int(expires))
 
 
 class PlatformKeys:
-    """The keys that may create games (``SPADES_API_KEYS``); none configured means anyone may."""
+    """The keys of ``SPADES_API_KEYS`` and the platforms they name; none configured means
+    local development: no caller is a platform, and anyone may do what a platform does."""
 
-    def __init__(self, keys: Iterable[str]) -> None:
+    def __init__(self, keys: dict[str, str] | Iterable[str]) -> None:
+        named = keys if isinstance(keys, dict) else {key: bare_key_platform(key) for key in keys}
         # Hashed, so that comparing costs the same whatever the lengths.
-        self._digests = [hashlib.sha256(key.encode()).digest() for key in keys]
+        self._digests = [
+            (hashlib.sha256(key.encode()).digest(), platform) for key, platform in named.items()
+        ]
 
     @property
     def required(self) -> bool:
         return bool(self._digests)
 
+    def platform_of(self, key: str) -> str | None:
+        """The platform a key names, or None; every key is compared, none skipped."""
+        given = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+        found: str | None = None
+        for digest, platform in self._digests:
+            if hmac.compare_digest(given, digest):
+                found = platform
+        return found
+
     def accepts(self, key: str) -> bool:
-        given = hashlib.sha256(key.encode()).digest()
-        matched = False
-        for digest in self._digests:  # every key compared, none skipped
-            matched |= hmac.compare_digest(given, digest)
-        return matched
+        return self.platform_of(key) is not None

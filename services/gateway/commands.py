@@ -1,12 +1,17 @@
 """Commands from HTTP to the engines: idempotency keys, requests in flight, replies as problems.
 
-An ``Idempotency-Key`` becomes the command id, derived from what the request acts on (the game
-and the seat, the league, a new game, a game's seats) and the key, so a retry reaches the engine
-under the same id and gets the first answer (the engine keeps every command id in the history).
-A game created with a key also gets its id from the key, keyed by the service's secret and the
-platform's own key, so a retry reaches the same game and two platforms never share one. While
-the first request with a key is still being answered in this process, a second one is refused
-with ``conflict`` rather than sent again.
+An ``Idempotency-Key`` becomes the command id, keyed with the service's secret and derived from
+the caller's scope and what the request acts on: the platform (creating a game or a league,
+taking a seat, re-issuing a token, starting a round), or the seat and its token's issue (an
+action). A retry from the same caller reaches the engine under the same id and gets the first
+answer (the engine keeps every command id in the history); the same key from another caller is
+another command, which can never get the first caller's answer. An anonymous caller (open
+seating, or a server without platform keys) has nothing but the key to tell it apart, so its
+key for taking a seat must be a secret: :data:`MIN_ANONYMOUS_SEAT_KEY` characters at least.
+A game or league created with a key also gets its id from the key, the same way, so a retry
+reaches the same one and two platforms never share one. While the first request with a key is
+still being answered in this process, a second one is refused with ``conflict`` rather than
+sent again.
 """
 
 from __future__ import annotations
@@ -25,26 +30,45 @@ from services.gateway.problems import ProblemError
 from services.runtime.logging import get_logger
 
 MAX_IDEMPOTENCY_KEY = 255
+MIN_ANONYMOUS_SEAT_KEY = 32
+"""An anonymous caller's seat-taking key is all that ties a retry to it: long enough to be a
+secret (a UUID is 36)."""
 
 log = get_logger("spades.gateway")
 
 
-def keyed_command_id(idempotency_key: str | None, *scope: str | int) -> str:
-    """A command id derived from its key within ``scope``, or fresh when there is no key."""
+def keyed_command_id(secret: bytes, idempotency_key: str | None, *scope: str | int | None) -> str:
+    """A command id derived from its key within ``scope`` (the caller and what it acts on),
+    keyed with the service's secret; fresh when there is no key."""
     if idempotency_key is None:
         return new_command_id()
-    material = "\x00".join([*map(str, scope), idempotency_key]).encode()
-    return "k" + hashlib.sha256(material).hexdigest()
+    parts = ["" if part is None else str(part) for part in scope]
+    material = "\x00".join([*parts, idempotency_key]).encode()
+    return "k" + hmac.new(secret, material, hashlib.sha256).hexdigest()
 
 
-def command_id_for(game_id: str, seat: int, idempotency_key: str | None) -> str:
-    """The command id of an action."""
-    return keyed_command_id(idempotency_key, game_id, seat)
+def command_id_for(
+    secret: bytes, game_id: str, seat: int, issue: int, idempotency_key: str | None
+) -> str:
+    """The command id of an action: the seat's, at its token's issue."""
+    return keyed_command_id(secret, idempotency_key, "act", game_id, seat, issue)
 
 
-def league_command_id(league_id: str, idempotency_key: str | None) -> str:
-    """The command id of a league command."""
-    return keyed_command_id(idempotency_key, "league", league_id)
+def league_command_id(
+    secret: bytes, league_id: str, platform: str | None, idempotency_key: str | None
+) -> str:
+    """The command id of a league command, the platform's."""
+    return keyed_command_id(secret, idempotency_key, "league", league_id, platform)
+
+
+def anonymous_seat_key(idempotency_key: str | None) -> None:
+    """Refuse an anonymous seat-taking key too short to be a secret."""
+    if idempotency_key is not None and len(idempotency_key) < MIN_ANONYMOUS_SEAT_KEY:
+        raise ProblemError(
+            "malformed",
+            f"without a platform key, an Idempotency-Key for taking a seat is at least "
+            f"{MIN_ANONYMOUS_SEAT_KEY} characters (a UUID): it is all that makes a retry yours",
+        )
 
 
 def created_id(kind: str, secret: bytes, platform: str | None, idempotency_key: str | None) -> str:

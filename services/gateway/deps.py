@@ -1,8 +1,11 @@
-"""What a route needs, as ``Annotated`` dependencies: the services, the game, the reader.
+"""What a route needs, as ``Annotated`` dependencies: the services, the caller, the game.
 
 The services are built once by the app's lifespan (:mod:`services.gateway.app`) and held in a
-:class:`Gateway`; routes ask for the piece they use. Seat tokens come as
-``Authorization: Bearer <token>`` (or, for event streams, as ``?access_token=``).
+:class:`Gateway`; routes ask for the piece they use. A caller presents a platform key or a
+seat token as ``Authorization: Bearer <credential>`` (a token also as ``?access_token=``, for
+event streams). Who may read what (API.md, "Platforms"): a game or a league that is public,
+its own platform, and a game's seats through their tokens; anyone else is answered exactly as
+if there were no such game or league.
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ from contracts.wire import GAME_ID
 from domain.league import LEAGUE_ID, League
 from domain.state import Game
 from services.engine.league_cache import LeagueCache
+from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.commands import Commands, InFlight
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
-from services.gateway.views import Reader
 from services.projections.store import Store
-from services.runtime.game_cache import GameCache
+from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import GameStream
 
 
@@ -49,8 +52,18 @@ class Gateway:
     read_models: ReadModels
     store: Store
     metrics: Metrics
+    audits: AuditRuns
+    caps: Caps
     keep_alive_s: float
     min_version_wait_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """How large a league may be, and how many tables one round may seat."""
+
+    league_players: int
+    round_tables: int
 
 
 def gateway(request: Request) -> Gateway:
@@ -62,7 +75,7 @@ Services = Annotated[Gateway, Depends(gateway)]
 
 _bearer = HTTPBearer(
     auto_error=False,
-    description="A seat token (from taking a seat), or a platform key for creating games.",
+    description="A platform key (its games and leagues), or a seat token (its seat of its game).",
 )
 
 
@@ -83,11 +96,54 @@ async def presented_token(
 Credential = Annotated[str | None, Depends(presented_token)]
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: a platform (by one of its keys), a seat (by its token, signed and not
+    expired; whether it is revoked only the game can tell), or no one. Without platform keys
+    configured (local development) every caller speaks for the one platform there is."""
+
+    platform: str | None = None
+    grant: SeatGrant | None = None
+    local: bool = False
+
+    def owns(self, owner: str | None) -> bool:
+        """Whether the caller is the platform a game or league belongs to."""
+        return self.local or (self.platform is not None and self.platform == owner)
+
+    def may_read(self, owner: str | None, visibility: str) -> bool:
+        return visibility == "public" or self.owns(owner)
+
+
+def _caller(services: Gateway, credential: str | None) -> Caller:
+    keys = services.platform_keys
+    local = not keys.required
+    if credential is None:
+        return Caller(local=local)
+    platform = keys.platform_of(credential)
+    if platform is not None:
+        structlog.contextvars.bind_contextvars(platform=platform)
+        return Caller(platform=platform)
+    grant = services.seat_tokens.read(credential)
+    if grant is None:
+        raise ProblemError("unauthorized", "not a seat token or a platform key of this service")
+    if grant.expired(services.seat_tokens.now()):
+        raise ProblemError("unauthorized", "this seat token has expired: ask for a new one")
+    return Caller(grant=grant, local=local)
+
+
+async def caller(services: Services, credential: Credential) -> Caller:
+    """The caller, for requests that name no game (lists, leagues, creating)."""
+    return _caller(services, credential)
+
+
+CallerOf = Annotated[Caller, Depends(caller)]
+
+
 async def valid_game_id(
     game_id: Annotated[str, Path(description="The game's id, as creating it returned.")],
 ) -> str:
     if not GAME_ID.match(game_id):
-        raise ProblemError("game_not_found", "no game has that id")
+        raise ProblemError("game_not_found", f"no game {game_id}")
     structlog.contextvars.bind_contextvars(game_id=game_id)
     return game_id
 
@@ -95,79 +151,126 @@ async def valid_game_id(
 GameId = Annotated[str, Depends(valid_game_id)]
 
 
-def _grant_for(services: Gateway, game_id: str, token: str) -> SeatGrant:
-    grant = services.seat_tokens.read(token)
-    if grant is None:
-        raise ProblemError("unauthorized", "not a seat token of this service")
-    if grant.game_id != game_id:
-        raise ProblemError("forbidden", "this seat token is for another game")
-    structlog.contextvars.bind_contextvars(seat=grant.seat)
-    return grant
+def _game_caller(services: Gateway, game_id: str, credential: str | None) -> Caller:
+    """The caller of a request about one game. A seat token of another game is refused
+    before the game is looked at, so the answer says nothing of this one."""
+    asking = _caller(services, credential)
+    if asking.grant is not None:
+        if asking.grant.game_id != game_id:
+            raise ProblemError("forbidden", "this seat token is for another game")
+        structlog.contextvars.bind_contextvars(seat=asking.grant.seat)
+    return asking
 
 
-async def seat_grant(services: Services, game_id: GameId, token: Credential) -> SeatGrant:
-    """The seat the request acts for; 401 without a valid token, 403 for another game's."""
-    if token is None:
-        raise ProblemError("unauthorized", "this needs a seat token: Authorization: Bearer ...")
-    return _grant_for(services, game_id, token)
+async def game_caller(services: Services, game_id: GameId, credential: Credential) -> Caller:
+    return _game_caller(services, game_id, credential)
 
 
-SeatOf = Annotated[SeatGrant, Depends(seat_grant)]
-
-
-async def reader(services: Services, game_id: GameId, token: Credential) -> Reader:
-    """The seat reading, or None for the public (no token)."""
-    return None if token is None else _grant_for(services, game_id, token).seat
-
-
-ReaderOf = Annotated[Reader, Depends(reader)]
-
-
-async def stream_reader(
+async def stream_caller(
     services: Services,
     game_id: GameId,
-    token: Credential,
+    credential: Credential,
     access_token: Annotated[
         str | None,
         Query(
             description="The seat token, for clients that cannot set headers (RFC 6750 2.3).",
         ),
     ] = None,
-) -> Reader:
-    """As :func:`reader`, also taking the token from ``?access_token=``."""
-    presented = token if token is not None else access_token
-    return None if presented is None else _grant_for(services, game_id, presented).seat
+) -> Caller:
+    """As :func:`game_caller`, also taking the token from ``?access_token=``."""
+    return _game_caller(services, game_id, credential if credential is not None else access_token)
 
 
-StreamReaderOf = Annotated[Reader, Depends(stream_reader)]
+GameCaller = Annotated[Caller, Depends(game_caller)]
+StreamCaller = Annotated[Caller, Depends(stream_caller)]
+
+
+def unknown_game(game_id: str) -> ProblemError:
+    """What an id answers that the caller may not know of: exactly what no game answers."""
+    return ProblemError("game_not_found", f"no game {game_id}")
+
+
+def _seat_of(caller: Caller, game: Game) -> int | None:
+    """The seat the caller's token grants in ``game``; 401 when it has been revoked."""
+    grant = caller.grant
+    if grant is None:
+        return None
+    sitting = game.players[grant.seat] if grant.seat < len(game.players) else None
+    if sitting is None or sitting.issue != grant.issue:
+        raise ProblemError("unauthorized", "this seat token has been revoked: ask for a new one")
+    return grant.seat
+
+
+@dataclass(frozen=True, slots=True)
+class GameRead:
+    """A game the caller may read, as the stream has it now, and who reads it."""
+
+    loaded: LoadedGame
+    caller: Caller
+    seat: int | None
+    """The seat the caller's token grants (its view); None reads as the public."""
+
+    @property
+    def game(self) -> Game:
+        assert self.loaded.state is not None
+        return self.loaded.state
+
+
+async def game_read(services: Services, game_id: GameId, asking: GameCaller) -> GameRead:
+    """The game, for a caller that may read it: it is public, or the caller is its platform,
+    or holds a seat token of it. Anyone else gets exactly what an unknown id gets, after the
+    same work (the game is loaded from the stream either way)."""
+    return await _read(services, game_id, asking)
+
+
+async def stream_read(services: Services, game_id: GameId, asking: StreamCaller) -> GameRead:
+    return await _read(services, game_id, asking)
+
+
+async def _read(services: Gateway, game_id: str, asking: Caller) -> GameRead:
+    loaded = await services.games.latest(game_id)
+    game = loaded.state
+    if game is None:
+        raise unknown_game(game_id)
+    seat = _seat_of(asking, game)
+    if seat is None and not asking.may_read(game.platform, game.visibility):
+        raise unknown_game(game_id)
+    return GameRead(loaded, asking, seat)
+
+
+GameReadOf = Annotated[GameRead, Depends(game_read)]
+StreamReadOf = Annotated[GameRead, Depends(stream_read)]
+
+
+async def seat_read(services: Services, game_id: GameId, asking: GameCaller) -> GameRead:
+    """A game read through a seat token of it (its view, its actions); 401 without one,
+    before the game is looked at."""
+    if asking.grant is None:
+        raise ProblemError("unauthorized", "this needs a seat token: Authorization: Bearer ...")
+    return await _read(services, game_id, asking)
+
+
+SeatReadOf = Annotated[GameRead, Depends(seat_read)]
 
 
 async def platform(services: Services, key: Credential) -> str | None:
-    """The caller's platform key, when ``SPADES_API_KEYS`` names any (else None: one platform)."""
+    """The caller's platform; a key is needed when ``SPADES_API_KEYS`` names any (without
+    keys, None: the one platform of local development)."""
     if not services.platform_keys.required:
         return None
-    if key is None or not services.platform_keys.accepts(key):
-        raise ProblemError("unauthorized", "creating games needs a platform key")
-    return key
+    named = services.platform_keys.platform_of(key) if key is not None else None
+    if named is None:
+        raise ProblemError("unauthorized", "this needs a platform key: Authorization: Bearer ...")
+    structlog.contextvars.bind_contextvars(platform=named)
+    return named
 
 
 Platform = Annotated[str | None, Depends(platform)]
 
 
-async def current_game(services: Services, game_id: GameId) -> Game:
-    """The game as the stream has it now; 404 when there is none."""
-    state = (await services.games.latest(game_id)).state
-    if state is None:
-        raise ProblemError("game_not_found", f"no game {game_id}")
-    return state
-
-
-CurrentGame = Annotated[Game, Depends(current_game)]
-
-
 async def min_version(
     services: Services,
-    game_id: GameId,
+    read: GameReadOf,
     wanted: Annotated[
         int | None,
         Query(
@@ -178,11 +281,12 @@ async def min_version(
         ),
     ] = None,
 ) -> None:
-    """Read-your-writes for the read models: wait (bounded) until they hold ``min_version``."""
+    """Read-your-writes for the read models: wait (bounded) until they hold ``min_version``
+    (only once the caller is known to may read the game: an unknown id never waits)."""
     if wanted is None:
         return
     if not await services.read_models.wait_for_version(
-        game_id, wanted, services.min_version_wait_s
+        read.game.game_id, wanted, services.min_version_wait_s
     ):
         raise ProblemError("unavailable", f"version {wanted} is not visible yet")
 
@@ -197,7 +301,7 @@ async def valid_league_id(
     league_id: Annotated[str, Path(description="The league's id, as creating it returned.")],
 ) -> str:
     if not LEAGUE_ID.match(league_id):
-        raise ProblemError("league_not_found", "no league has that id")
+        raise ProblemError("league_not_found", f"no league {league_id}")
     structlog.contextvars.bind_contextvars(league_id=league_id)
     return league_id
 
@@ -205,11 +309,17 @@ async def valid_league_id(
 LeagueId = Annotated[str, Depends(valid_league_id)]
 
 
-async def current_league(services: Services, league_id: LeagueId) -> League:
-    """The league as its stream has it now; 404 when there is none."""
+def unknown_league(league_id: str) -> ProblemError:
+    """What a league id answers that the caller may not know of: what no league answers."""
+    return ProblemError("league_not_found", f"no league {league_id}")
+
+
+async def current_league(services: Services, league_id: LeagueId, asking: CallerOf) -> League:
+    """The league as its stream has it now, for a caller that may read it (it is public, or
+    the caller is its platform); 404 otherwise, as for no league at all."""
     state = (await services.leagues.latest(league_id)).state
-    if state is None:
-        raise ProblemError("league_not_found", f"no league {league_id}")
+    if state is None or not asking.may_read(state.platform, state.visibility):
+        raise unknown_league(league_id)
     return state
 
 
@@ -218,7 +328,7 @@ CurrentLeague = Annotated[League, Depends(current_league)]
 
 async def league_min_version(
     services: Services,
-    league_id: LeagueId,
+    league: CurrentLeague,
     wanted: Annotated[
         int | None,
         Query(
@@ -234,7 +344,7 @@ async def league_min_version(
     if wanted is None:
         return
     if not await services.read_models.wait_for_league_version(
-        league_id, wanted, services.min_version_wait_s
+        league.league_id, wanted, services.min_version_wait_s
     ):
         raise ProblemError("unavailable", f"{wanted} games are not counted yet")
 

@@ -5,12 +5,16 @@ events after it and no ``state``; an id the game has not reached (or not a versi
 a fresh ``state``. The events come from a JetStream ordered consumer on the game's subject,
 started right after the last commit already rendered: nothing is missed or sent twice between
 the state and the first event. Idle streams get a keep-alive comment.
+
+A stream opened with a seat token lasts as long as the token: it ends when the token expires,
+and right after the event that issues the seat a new token (which revokes this one).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -22,7 +26,9 @@ from nats.js import JetStreamContext, api
 from starlette.responses import StreamingResponse
 
 from contracts.wire import GAMES_STREAM, game_subject, read_commit
+from domain.events import SeatTokenReissued
 from domain.state import Game
+from services.gateway.auth import SeatGrant
 from services.gateway.views import Reader, event_json, state_for, versioned
 from services.runtime.logging import get_logger
 
@@ -52,6 +58,21 @@ class FeedStart:
     """The stream sequence of the game's last commit."""
     resume_after: int | None
     """The version the client has seen (from ``Last-Event-ID``), or None for a fresh state."""
+    grant: SeatGrant | None = None
+    """The seat token the stream was opened with, which it lasts no longer than."""
+
+    def revokes(self, event: object) -> bool:
+        """Whether ``event`` issues this stream's seat a newer token than its own."""
+        grant = self.grant
+        return (
+            grant is not None
+            and isinstance(event, SeatTokenReissued)
+            and event.seat == grant.seat
+            and event.issue > grant.issue
+        )
+
+    def expired(self) -> bool:
+        return self.grant is not None and self.grant.expired(time.time())
 
 
 def resume_point(last_event_id: str | None, version: int) -> int | None:
@@ -108,6 +129,8 @@ async def frames(
     try:
         async with _following(js, game.game_id, from_sequence) as subscription:
             while True:
+                if start.expired():
+                    return
                 try:
                     message = await subscription.next_msg(timeout=keep_alive_s)
                 except nats.errors.TimeoutError:
@@ -120,5 +143,7 @@ async def frames(
                             data_str=data, event=str(event.__struct_config__.tag), id=str(version)
                         )
                         seen = version
+                        if start.revokes(event):
+                            return
     except nats.errors.Error as error:
         log.warning("event stream ends: nats", game_id=game.game_id, error=type(error).__name__)

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
+from domain.platforms import Seating, Visibility
 from domain.rules import (
     DealKind,
     FailedBid,
@@ -65,13 +66,36 @@ class CreateGame(_Strict):
         default=None, description="The first dealer; absent, the game's shuffle cuts for it."
     )
     entropy: str = Field(default="", max_length=256, description="Hex the deal mixes in.")
-    league: str | None = Field(default=None, max_length=64)
+    visibility: Visibility | None = Field(
+        default=None,
+        description="`public`: anyone may read and watch it; `private`: its platform and its "
+        "seats only. Absent: `private` when the server has platform keys, else `public`.",
+    )
+    seating: Seating = Field(
+        default="platform",
+        description="`platform`: its platform seats its users; `open`: anyone may sit.",
+    )
+    league: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Never settable: a game joins a league only through the league's rounds "
+        "(422 `invalid_rules`).",
+    )
 
 
 class TakeSeat(_Strict):
     player: str = Field(max_length=64, examples=["ada"])
     seat: int | None = Field(default=None, description="Absent: the first free seat.")
     entropy: str = Field(default="", max_length=256, description="Hex the deals mix in.")
+
+
+class ReissueToken(_Strict):
+    player: str | None = Field(
+        default=None,
+        max_length=64,
+        description="A substitute who sits in the seat from now on; absent: the same player.",
+        examples=["bea"],
+    )
 
 
 class _Action(_Strict):
@@ -229,6 +253,10 @@ class SeatTaken(BaseModel):
     seat: int
     player: str
     token: str = Field(description="`Authorization: Bearer <token>` acts for this seat only.")
+    expires_at: str = Field(
+        description="When the token stops working (RFC 3339, UTC); its platform may issue "
+        "the seat a new one before or after."
+    )
 
 
 # --------------------------------------------------------------------------- events
@@ -243,6 +271,9 @@ class GameCreatedEvent(BaseModel):
     scores: list[int] | None
     bags: list[int] | None
     league: str | None
+    platform: str | None
+    visibility: Visibility
+    seating: Seating
 
 
 class SeatTakenEvent(BaseModel):
@@ -250,6 +281,15 @@ class SeatTakenEvent(BaseModel):
     seat: int
     player: str
     entropy: str
+
+
+class SeatTokenReissuedEvent(BaseModel):
+    """The seat's earlier tokens are revoked; ``player`` sits there from now on."""
+
+    type: Literal["seat_token_reissued"]
+    seat: int
+    issue: int
+    player: str
 
 
 class HandDealtEvent(BaseModel):
@@ -341,7 +381,8 @@ Event = Annotated[
     | CardPlayedEvent
     | TrickWonEvent
     | HandScoredEvent
-    | GameEndedEvent,
+    | GameEndedEvent
+    | SeatTokenReissuedEvent,
     Field(discriminator="type"),
 ]
 
@@ -470,6 +511,10 @@ class CreateLeague(_Strict):
         default="auto",
         description="`auto`: round robin when the rounds let everyone meet everyone (or there "
         "is no end), Swiss otherwise.",
+    )
+    visibility: Visibility | None = Field(
+        default=None,
+        description="Of the league and every game of its rounds, as for a game.",
     )
 
 

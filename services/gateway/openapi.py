@@ -17,12 +17,16 @@ from services.gateway.problems import PROBLEM_JSON
 
 _CODES: dict[int, str] = {
     400: "`malformed`: the request cannot be read (body, parameters, headers).",
-    401: "`unauthorized`: no valid seat token or platform key.",
-    403: "`forbidden`: the seat token is for another game or seat.",
+    401: "`unauthorized`: no valid platform key or seat token (expired and revoked tokens "
+    "included).",
+    403: "`forbidden`: the seat token is for another game or seat, or the caller may read the "
+    "game but not do this (sit at a platform's table, issue its tokens).",
     404: "`game_not_found`, `hand_not_found`, `league_not_found`, `round_not_found`, "
     "or `not_found`.",
     409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict`.",
-    422: "Every other FORMAT.md code, `invalid_rules`, `idempotency_key_reused`.",
+    422: "Every other FORMAT.md code, `invalid_rules` (a league's cap included), "
+    "`idempotency_key_reused`.",
+    429: "`rate_limited`: over the caller's rate limit; retry after `Retry-After` seconds.",
     503: "`unavailable`: the engine or NATS did not answer in time; retry (see Retry-After).",
 }
 
@@ -36,6 +40,18 @@ _RETRY_AFTER = {
         "schema": {"type": "integer"},
     }
 }
+_RATE_LIMITED = {
+    **_RETRY_AFTER,
+    "RateLimit-Policy": {
+        "description": "The caller's quota policies (IETF draft structured field), e.g. "
+        '`"platform";q=200;w=1`.',
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": 'What is left of them, e.g. `"platform";r=0;t=1`.',
+        "schema": {"type": "string"},
+    },
+}
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -45,6 +61,8 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
         entry: dict[str, Any] = {"model": Problem, "description": _CODES[status]}
         if status == 503:
             entry["headers"] = _RETRY_AFTER
+        if status == 429:
+            entry["headers"] = _RATE_LIMITED
         documented[status] = entry
     return documented
 

@@ -38,6 +38,7 @@ _STATUS: dict[str, int] = {
     "game_over": 409,
     "seat_taken": 409,
     "conflict": 409,
+    "rate_limited": 429,
     "unavailable": 503,
 }
 """API.md's table. Every code not named here (the rest of FORMAT.md, ``invalid_rules``,
@@ -72,8 +73,9 @@ class ProblemError(HTTPException):
         self.detail: str = detail
 
 
-def problem_response(code: str, detail: str) -> JSONResponse:
-    """The problem document for ``code``, with ``Retry-After`` when it asks for a retry."""
+def problem_response(code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The problem document for ``code``, with ``Retry-After`` when it asks for a retry (and
+    any other ``headers`` given)."""
     status = status_of(code)
     body: dict[str, Any] = {
         "type": f"urn:spades:problem:{code}",
@@ -82,7 +84,8 @@ def problem_response(code: str, detail: str) -> JSONResponse:
         "detail": detail,
         "code": code,
     }
-    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    if status == 503:
+        headers = {"Retry-After": str(RETRY_AFTER_S), **(headers or {})}
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 

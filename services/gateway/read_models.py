@@ -56,6 +56,10 @@ class GameQuery(msgspec.Struct, frozen=True, kw_only=True):
     cursor: str | None = None
     """The last game id of the previous page."""
     limit: int = 50
+    platform: str | None = None
+    """Only this platform's games."""
+    visibility: str | None = None
+    """Only games of this visibility."""
 
 
 class GamePage(msgspec.Struct, frozen=True):
@@ -129,7 +133,14 @@ class ProjectionReadModels:
     async def list_games(self, query: GameQuery) -> GamePage:
         try:
             rows, cursor = await queries.list_games(
-                self._engine, query.status, query.player, query.league, query.cursor, query.limit
+                self._engine,
+                query.status,
+                query.player,
+                query.league,
+                query.cursor,
+                query.limit,
+                platform=query.platform,
+                visibility=query.visibility,
             )
         except queries.InvalidCursor:
             raise InvalidCursor("not a cursor this list gave") from None

@@ -46,6 +46,11 @@ class Metrics:
         self.streams = Gauge(
             "spades_event_streams", "Server-sent event streams open now.", registry=self.registry
         )
+        self.audits = Counter(
+            "spades_audits_computed",
+            "Audit reports computed (a report kept or being computed is not computed again).",
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             "spades_commands_in_flight",
             "Actions sent to an engine and not answered yet.",

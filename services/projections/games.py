@@ -15,7 +15,14 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
-from domain.events import GameCreated, GameEnded, HandDealt, HandScored, SeatTaken
+from domain.events import (
+    GameCreated,
+    GameEnded,
+    HandDealt,
+    HandScored,
+    SeatTaken,
+    SeatTokenReissued,
+)
 from domain.table import table_for
 from services.projections.model import PerGameModel
 from services.projections.schema import game_players, games
@@ -36,6 +43,8 @@ class GameSummary:
     version: int
     created_at: str
     updated_at: str
+    platform: str | None = None
+    visibility: str = "public"
     seated: list[int] = field(default_factory=list)
     """Seats taken since the summary was loaded (rows of ``game_players`` to write)."""
 
@@ -56,6 +65,8 @@ class GameSummary:
             version=0,
             created_at=time,
             updated_at=time,
+            platform=event.platform,
+            visibility=event.visibility,
         )
 
 
@@ -81,6 +92,9 @@ class GamesModel(PerGameModel[GameSummary]):
                 state.seated.append(event.seat)
                 if all(player is not None for player in state.players):
                     state.status = "playing"
+            elif isinstance(event, SeatTokenReissued):  # a substitute sits there now
+                state.players[event.seat] = event.player
+                state.seated.append(event.seat)
             elif isinstance(event, HandDealt):
                 state.status = "playing"
             elif isinstance(event, HandScored):

@@ -179,12 +179,32 @@ def _stream_identity_v3(connection: sa.Connection) -> None:
         connection.execute(sa.text(f"ALTER TABLE projection_positions ADD COLUMN {column} TEXT"))
 
 
+def _game_owners_v4(connection: sa.Connection) -> None:
+    # SQLAlchemy's core has no ADD COLUMN; this spelling is the same on SQLite and PostgreSQL.
+    # A game listed before platforms existed has none, and was listed to everyone: public.
+    connection.execute(sa.text("ALTER TABLE games ADD COLUMN platform TEXT"))
+    connection.execute(
+        sa.text("ALTER TABLE games ADD COLUMN visibility VARCHAR(16) NOT NULL DEFAULT 'public'")
+    )
+    games = sa.Table(
+        "games",
+        sa.MetaData(),
+        sa.Column("game_id", sa.Text),
+        sa.Column("created_at", sa.Text),
+        sa.Column("platform", sa.Text),
+        sa.Column("visibility", sa.String(16)),
+    )
+    for name, column in (("games_by_platform", "platform"), ("games_by_visibility", "visibility")):
+        sa.Index(name, games.c[column], games.c.created_at, games.c.game_id).create(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
     ),
     Migration(2, "read model: league standings", _league_standings_v2),
     Migration(3, "positions: the stream they belong to, the message at each", _stream_identity_v3),
+    Migration(4, "game list: each game's platform and visibility", _game_owners_v4),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

@@ -45,16 +45,25 @@ async def list_games(
     league: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
+    *,
+    platform: str | None = None,
+    visibility: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Game summaries, newest first, and the cursor of the next page (None on the last).
 
-    Filters combine (and); ``player`` matches a name at any seat. A summary's ``players`` holds
-    the name at each seat (null while the seat is free).
+    Filters combine (and); ``player`` matches a name at any seat; ``platform`` and
+    ``visibility`` keep the games of that platform, or of that visibility (what the gateway
+    shows a platform, and an anonymous caller). A summary's ``players`` holds the name at each
+    seat (null while the seat is free).
     """
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be 1 to {MAX_LIMIT}, not {limit}")
     games, seats = tables.games, tables.game_players
     query = sa.select(games).order_by(games.c.created_at.desc(), games.c.game_id.desc())
+    if platform is not None:
+        query = query.where(games.c.platform == platform)
+    if visibility is not None:
+        query = query.where(games.c.visibility == visibility)
     if status is not None:
         query = query.where(games.c.status == status)
     if league is not None:

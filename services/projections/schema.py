@@ -90,9 +90,14 @@ games = sa.Table(
     sa.Column("updated_at", sa.Text, nullable=False),
     sa.Index("games_by_created", "created_at", "game_id"),
     sa.Index("games_by_status", "status", "created_at", "game_id"),
+    sa.Column("platform", sa.Text),
+    sa.Column("visibility", sa.String(16), nullable=False, server_default="public"),
     sa.Index("games_by_league", "league", "created_at", "game_id"),
+    sa.Index("games_by_platform", "platform", "created_at", "game_id"),
+    sa.Index("games_by_visibility", "visibility", "created_at", "game_id"),
 )
-"""One summary per game, for the game list. ``players`` is the name at each seat (or null)."""
+"""One summary per game, for the game list. ``players`` is the name at each seat (or null);
+``platform`` and ``visibility`` say to whom the list shows it (:mod:`domain.platforms`)."""
 
 game_players = sa.Table(
     "game_players",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Literal
@@ -40,7 +42,20 @@ class Settings(BaseSettings):
     """Read-model database; None means SQLite under `data_dir`."""
     # repr=False: secrets must not reach logs or tracebacks through a printed Settings.
     api_keys: str = Field(default="", repr=False)
-    """Comma-separated API keys accepted by the gateway."""
+    """Comma-separated platform keys: ``platform:key`` entries (several keys may name one
+    platform), or bare keys; unset, the gateway runs for local development (no platforms)."""
+    seat_token_ttl: int = Field(default=86_400, ge=1, le=366 * 86_400)
+    """Seconds a seat token is valid for after it is issued."""
+    rate_limit: str = ""
+    """Token buckets per caller, e.g. ``platform=200/s,anonymous=20/s,audit=2/s`` (names left
+    out keep their defaults; ``off`` turns limiting off): see the gateway's ``limits``."""
+    max_league_players: int = Field(default=256, ge=2)
+    """The most players a league may have."""
+    max_round_tables: int = Field(default=64, ge=1)
+    """The most tables one round of a league may seat."""
+    trusted_proxies: str = ""
+    """Comma-separated addresses of proxies whose ``X-Forwarded-For`` names the client (the
+    rate limit's per-address buckets); unset, the connection's own address counts."""
     secret_key: str | None = Field(default=None, repr=False)
     """Key that signs seat tokens; None keeps a generated one in `data_dir/secret.key`."""
     log_format: LogFormat = "auto"
@@ -54,8 +69,13 @@ class Settings(BaseSettings):
     engine_queue: str = "engine"
 
     @property
+    def platform_keys(self) -> dict[str, str]:
+        """Every configured key, and the platform it names (see ``api_keys``)."""
+        return parse_api_keys(self.api_keys)
+
+    @property
     def api_key_set(self) -> frozenset[str]:
-        return frozenset(key.strip() for key in self.api_keys.split(",") if key.strip())
+        return frozenset(self.platform_keys)
 
     @property
     def nats_store_dir(self) -> Path:
@@ -91,6 +111,38 @@ class Settings(BaseSettings):
         if self.secret_key is not None:
             return self.secret_key.encode()
         return _read_or_create_key_file(self.data_dir / SIGNING_KEY_FILENAME)
+
+
+PLATFORM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""What a platform may be called in ``SPADES_API_KEYS``."""
+
+
+def bare_key_platform(key: str) -> str:
+    """The platform a bare key names: after a hash of itself, which does not reveal it."""
+    return f"key-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def parse_api_keys(text: str) -> dict[str, str]:
+    """``SPADES_API_KEYS`` as key -> platform. Entries are comma-separated ``platform:key``
+    (split at the first colon) or a bare ``key``; raises ValueError for a bad platform name.
+    Nothing of a key is ever put in an error."""
+    keys: dict[str, str] = {}
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        platform, colon, key = entry.partition(":")
+        if not colon:
+            platform, key = bare_key_platform(entry), entry
+        platform, key = platform.strip(), key.strip()
+        if not PLATFORM_NAME.match(platform):
+            raise ValueError(
+                "SPADES_API_KEYS: a platform's name is 1 to 64 of A-Z a-z 0-9 _ . - "
+                "(entries are platform:key or a bare key)"
+            )
+        if not key:
+            raise ValueError(f"SPADES_API_KEYS: platform {platform} is given no key")
+        keys[key] = platform
+    return keys
 
 
 def get_settings() -> Settings:

@@ -63,13 +63,17 @@ class Sightings:
     """Everything shown to whom; seat tokens tell which seat a request came from."""
 
     seat_of_token: dict[str, int] = field(default_factory=dict)
+    platform_keys: set[str] = field(default_factory=set)
+    """Keys of the game's platform, which reads what the public reads."""
     seen: list[Sighting] = field(default_factory=list)
 
     def reader(self, authorization: str | None) -> int | None:
         if not authorization:
             return PUBLIC
-        token = authorization.removeprefix("Bearer ").strip()
-        return self.seat_of_token[token]
+        credential = authorization.removeprefix("Bearer ").strip()
+        if credential in self.platform_keys:
+            return PUBLIC
+        return self.seat_of_token[credential]
 
     def add_state(self, reader: int | None, where: str, state: Any) -> None:
         assert isinstance(state, dict), f"{where}: {state!r}"

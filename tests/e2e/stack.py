@@ -18,6 +18,9 @@ import httpx
 
 from services.runtime.nats_server import free_port
 
+UNLIMITED = "platform=100000/s,seat=100000/s,anonymous=100000/s,audit=100000/s"
+"""Rate limits the suites that play whole games from one address never reach; None keeps the
+server's defaults (tests/security tries those)."""
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 40.0
 _POLL_S = 0.1
@@ -74,13 +77,19 @@ class Stack:
     """``spades up --port <free> --data-dir <dir>`` with JSON logs in ``<dir>/stack.log``."""
 
     def __init__(
-        self, data_dir: Path, *, api_keys: str = "", env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        *,
+        api_keys: str = "",
+        rate_limit: str | None = UNLIMITED,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.api_keys = api_keys
         self.env = env or {}
         """``SPADES_*`` settings of this stack (the machine's own never leak in)."""
+        self.rate_limit = rate_limit
         self.log_path = data_dir / "stack.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -101,6 +110,8 @@ class Stack:
         env["SPADES_LOG_FORMAT"] = "json"
         if self.api_keys:
             env["SPADES_API_KEYS"] = self.api_keys
+        if self.rate_limit is not None:
+            env["SPADES_RATE_LIMIT"] = self.rate_limit
         env.update(self.env)
         argv = [sys.executable, "-m", "services.cli.main", "up"]
         argv += ["--port", str(self.port), "--data-dir", str(self.data_dir)]

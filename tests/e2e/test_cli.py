@@ -41,25 +41,33 @@ def random_player(seed: str) -> Chooser:
 def test_new_game_and_sit_print_what_a_script_needs(stack: Stack) -> None:
     runner = CliRunner()
     url = ["--url", stack.base_url]
+    platform = {"SPADES_API_KEY": stack.api_key or ""}
     created = runner.invoke(
         app,
         ["new-game", "--preset", "two-player", "--rules", '{"target": 200}', *url],
-        env={"SPADES_API_KEY": stack.api_key or ""},
+        env=platform,
     )
     assert created.exit_code == 0, created.output
     game_id = created.stdout.strip()
+    # the platform seats its users: without its key the game is not even there
+    stranger = runner.invoke(app, ["sit", game_id, "--player", "eve", *url], env={})
+    assert stranger.exit_code == 1
+    assert "404 game_not_found" in stranger.stderr
     seats = [
-        runner.invoke(app, ["sit", game_id, "--player", name, *url]).stdout.split()
+        runner.invoke(app, ["sit", game_id, "--player", name, *url], env=platform).stdout.split()
         for name in ("ann", "bob")
     ]
-    taken = runner.invoke(app, ["sit", game_id, "--player", "cy", "--seat", "0", *url])
+    taken = runner.invoke(
+        app, ["sit", game_id, "--player", "cy", "--seat", "0", *url], env=platform
+    )
 
     assert [seat[0] for seat in seats] == ["0", "1"]
     assert all(len(seat) == 2 for seat in seats)
     assert taken.exit_code == 1
     assert "409 seat_taken" in taken.stderr
     with httpx.Client(base_url=stack.base_url) as http:
-        state = http.get(f"/v1/games/{game_id}").json()
+        key = {"Authorization": f"Bearer {stack.api_key}"}
+        state = http.get(f"/v1/games/{game_id}", headers=key).json()
         view = http.get(
             f"/v1/games/{game_id}/view", headers={"Authorization": f"Bearer {seats[1][1]}"}
         )

@@ -113,7 +113,9 @@ async def test_a_body_that_is_not_json_is_malformed(stack: Stack, client: Spades
         answers = [
             await http.post(f"/v1/games/{table.game_id}/actions", content=b"{bid", headers=headers),
             await http.post(f"/v1/games/{table.game_id}/seats", content=b"[]", headers=headers),
-            await http.get(f"/v1/games/{table.game_id}/events", params={"after": "soon"}),
+            await http.get(
+                f"/v1/games/{table.game_id}/events", params={"after": "soon"}, headers=headers
+            ),
         ]
     for answer in answers:
         assert answer.status_code == 400, answer.text

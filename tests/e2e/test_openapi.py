@@ -70,8 +70,8 @@ def start_a_game(stack: Stack) -> RealGame:
         created = http.post("/v1/games", json={"rules": {"preset": "cutthroat"}}, headers=headers)
         assert created.status_code == 201, created.text
         game_id = created.json()["game_id"]
-        seats = [
-            http.post(f"/v1/games/{game_id}/seats", json={"player": name}).json()
+        seats = [  # the platform seats its users
+            http.post(f"/v1/games/{game_id}/seats", json={"player": name}, headers=headers).json()
             for name in ("ann", "bob", "cy")
         ]
     return RealGame(game_id, seats[0]["token"])

@@ -79,7 +79,7 @@ async def every_event(client: SpadesClient, game_id: str, token: str | None) -> 
 async def test_no_reader_is_shown_a_card_it_could_not_see(stack: Stack, name: str) -> None:
     rules, style = GAMES[name]
     rng = random.Random(f"secrecy {name}")
-    seen = Sightings()
+    seen = Sightings(platform_keys={stack.api_key} if stack.api_key else set())
     transport = RecordingTransport(seen)
     async with SpadesClient(stack.base_url, api_key=stack.api_key, transport=transport) as client:
         table = await seat_players(client, rules, rng, style=style)

@@ -17,8 +17,10 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +88,18 @@ class ServedGateway:
         self.thread.join(timeout=10)
 
 
+UNLIMITED = "platform=100000/s,seat=100000/s,anonymous=100000/s,audit=100000/s"
+"""Rate limits no test of the API's behaviour reaches (tests/security has its own)."""
+
+
 def gateway_settings(nats_url: str, data_dir: Path, **changes: Any) -> Settings:
+    options: dict[str, Any] = {"rate_limit": UNLIMITED, **changes}
     return Settings(
         nats_url=nats_url,
         data_dir=data_dir,
         secret_key=SIGNING_KEY,
         nats_creds=credentials_of("gateway"),
-        **changes,
+        **options,
     )
 
 
@@ -129,6 +136,10 @@ async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
 
 
 # --------------------------------------------------------------------------- a table
+
+
+def uuid4_hex() -> str:
+    return uuid.uuid4().hex
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -258,11 +269,15 @@ async def test_a_hand_played_through_the_api(client: httpx.AsyncClient) -> None:
     for seat in range(4):
         taken = await client.post(f"{table.url}/seats", json={"player": f"p{seat}"})
         assert taken.status_code == 201
-        assert {k: v for k, v in taken.json().items() if k != "token"} == {
+        answer = taken.json()
+        assert {k: v for k, v in answer.items() if k not in ("token", "expires_at")} == {
             "seat": seat,
             "player": f"p{seat}",
         }
-        table.tokens[seat] = taken.json()["token"]
+        expires = datetime.fromisoformat(answer["expires_at"].replace("Z", "+00:00"))
+        # the default lifetime, a day, counted from when it was issued
+        assert abs((expires - datetime.now(UTC)).total_seconds() - 86_400) < 120
+        table.tokens[seat] = answer["token"]
     dealt = await table.public()
     assert (dealt["status"], dealt["phase"], dealt["hand_number"], dealt["turn"]) == (
         "playing",
@@ -346,41 +361,53 @@ async def test_the_two_player_draw(client: httpx.AsyncClient) -> None:
 
 
 async def test_the_game_list(client: httpx.AsyncClient) -> None:
-    league = f"league-{secrets.token_hex(4)}"
-    solo = f"solo-{secrets.token_hex(4)}"
-    waiting = await client.post(
-        "/v1/games", json={"rules": {"preset": "cutthroat"}, "league": league}
+    tag = secrets.token_hex(4)
+    solo = f"solo-{tag}"
+    names = [solo, *(f"{name}-{tag}" for name in "bcdef")]
+    league = await client.post(
+        "/v1/leagues",
+        json={"name": "Listed", "rules": {"preset": "cutthroat"}, "players": names, "rounds": 1},
     )
+    assert league.status_code == 201, league.text
+    league_id = league.json()["league_id"]
+    started = await client.post(f"/v1/leagues/{league_id}/rounds")
+    assert started.status_code == 201, started.text
+    tables = started.json()["tables"]
+    assert len(tables) == 2
+    waiting = await client.post("/v1/games", json={"rules": {"preset": "cutthroat"}})
     assert waiting.status_code == 201
-    tables = [
-        await open_table(client, {"preset": "cutthroat"}, league=league, players=[solo, "b", "c"]),
-        await open_table(client, {"preset": "cutthroat"}, league=league),
-    ]
+    waiting_id = waiting.json()["game_id"]
     # the list is a read model: wait until it has every game as it stands
-    for game_id in [waiting.json()["game_id"], *(t.game_id for t in tables)]:
+    for game_id in [waiting_id, *(t["game_id"] for t in tables)]:
         version = (await client.get(f"/v1/games/{game_id}")).json()["version"]
         seen = await client.get(f"/v1/games/{game_id}/scoreboard", params={"min_version": version})
         assert seen.status_code == 200
-    listed = (await client.get("/v1/games", params={"league": league})).json()
+    listed = (await client.get("/v1/games", params={"league": league_id})).json()
     ids = [summary["game_id"] for summary in listed["games"]]
-    assert sorted(ids) == sorted([waiting.json()["game_id"], *(t.game_id for t in tables)])
+    assert sorted(ids) == sorted(t["game_id"] for t in tables)
     assert listed["next_cursor"] is None
-    assert {s["league"] for s in listed["games"]} == {league}
+    assert {s["league"] for s in listed["games"]} == {league_id}
 
-    first = (await client.get("/v1/games", params={"league": league, "limit": 2})).json()
-    assert len(first["games"]) == 2
+    first = (await client.get("/v1/games", params={"league": league_id, "limit": 1})).json()
+    assert len(first["games"]) == 1
     assert first["next_cursor"]
     rest = await client.get(
-        "/v1/games", params={"league": league, "limit": 2, "cursor": first["next_cursor"]}
+        "/v1/games", params={"league": league_id, "limit": 1, "cursor": first["next_cursor"]}
     )
+    assert rest.json()["next_cursor"] is None
     assert [s["game_id"] for s in first["games"] + rest.json()["games"]] == ids
 
+    (sat,) = [t for t in tables if solo in [seat["player"] for seat in t["seats"]]]
     mine = (await client.get("/v1/games", params={"player": solo})).json()["games"]
-    assert [s["game_id"] for s in mine] == [tables[0].game_id]
-    assert mine[0]["players"] == [solo, "b", "c"]
+    assert [s["game_id"] for s in mine] == [sat["game_id"]]
+    assert mine[0]["players"] == [seat["player"] for seat in sat["seats"]]
     assert mine[0]["status"] == "playing"
-    still = (await client.get("/v1/games", params={"league": league, "status": "waiting"})).json()
-    assert [s["game_id"] for s in still["games"]] == [waiting.json()["game_id"]]
+    still = await client.get("/v1/games", params={"league": league_id, "status": "waiting"})
+    assert still.json()["games"] == []
+    waiting_now = await client.get("/v1/games", params={"status": "waiting", "limit": 200})
+    waiting_ids = {s["game_id"] for s in waiting_now.json()["games"]}
+    assert waiting_id in waiting_ids
+    assert waiting_ids.isdisjoint(t["game_id"] for t in tables)
 
 
 async def test_reads_wait_for_min_version(client: httpx.AsyncClient) -> None:
@@ -450,9 +477,13 @@ async def test_platform_keys_guard_game_creation(
             created = await http.post("/v1/games", json=body, headers=bearer("second-key"))
             assert created.status_code == 201
             game_id = created.json()["game_id"]
-            # seats stay open to anyone
-            seat = await http.post(f"/v1/games/{game_id}/seats", json={"player": "ada"})
-            assert seat.status_code == 201
+            # the game is the platform's (private by default): no one else sits, or sees it
+            seats = f"/v1/games/{game_id}/seats"
+            for stranger in ({}, bearer("first-key")):
+                refused = await http.post(seats, json={"player": "ada"}, headers=stranger)
+                assert_problem(refused, 404, "game_not_found")
+            seat = await http.post(seats, json={"player": "ada"}, headers=bearer("second-key"))
+            assert seat.status_code == 201, seat.text
             # one Idempotency-Key, two platforms: two games, each safe to retry
             games: dict[str, set[str]] = {}
             for platform in ("first-key", "second-key", "first-key"):
@@ -598,7 +629,7 @@ async def test_an_idempotency_key_gets_the_first_answer(
     assert again.json() == first.json()
     reused = await table.act(seat, {"type": "bid", "bid": 4}, key="bid-1")
     assert_problem(reused, 422, "idempotency_key_reused")
-    command_id = command_id_for(table.game_id, seat, "bid-1")
+    command_id = command_id_for(SIGNING_KEY.encode(), table.game_id, seat, 1, "bid-1")
     commits = await history(house, table.game_id)
     assert [c.commit.command_id for c in commits].count(command_id) == 1
     # a refusal is a first answer too
@@ -645,16 +676,16 @@ async def test_creating_a_game_and_taking_a_seat_are_safe_to_retry(
 
     seats = f"/v1/games/{game_id}/seats"
     sit = {"player": "ann", "entropy": "0a"}
-    taken = [await client.post(seats, json=sit, headers={"Idempotency-Key": "ann"}) for _ in "ab"]
+    # without a platform key, a seat's key is all that ties a retry to its caller: a secret
+    ann_key, bob_key = {"Idempotency-Key": str(uuid.uuid4())}, {"Idempotency-Key": uuid4_hex()}
+    taken = [await client.post(seats, json=sit, headers=ann_key) for _ in "ab"]
     assert [t.status_code for t in taken] == [201, 201], taken[1].text
     assert taken[0].json()["seat"] == taken[1].json()["seat"]
     # each answer carries a token of its own for that one seat, and both act for it
     assert taken[0].json()["token"] != taken[1].json()["token"]
-    reused = await client.post(
-        seats, json={**sit, "player": "bob"}, headers={"Idempotency-Key": "ann"}
-    )
+    reused = await client.post(seats, json={**sit, "player": "bob"}, headers=ann_key)
     assert_problem(reused, 422, "idempotency_key_reused")
-    bob = await client.post(seats, json={"player": "bob"}, headers={"Idempotency-Key": "bob"})
+    bob = await client.post(seats, json={"player": "bob"}, headers=bob_key)
     assert bob.json()["seat"] != taken[0].json()["seat"]
     players = [s["player"] for s in (await client.get(f"/v1/games/{game_id}")).json()["seats"]]
     assert sorted(p for p in players if p) == ["ann", "bob"]

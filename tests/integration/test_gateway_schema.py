@@ -43,6 +43,7 @@ from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import Settings
 from tests.integration import stack
 from tests.integration.support import EngineProcess, connected, credentials_of, ready_client
+from tests.integration.test_gateway import UNLIMITED
 
 SIGNING_KEY = "gateway-schema-tests-key"
 
@@ -63,8 +64,21 @@ def test_the_openapi_document_is_valid_and_its_errors_are_problems() -> None:
                         status,
                     )
     act = document["paths"]["/v1/games/{game_id}/actions"]["post"]
-    assert set(act["responses"]) == {"200", "400", "401", "403", "404", "409", "422", "503"}
+    assert set(act["responses"]) == {
+        "200",
+        "400",
+        "401",
+        "403",
+        "404",
+        "409",
+        "422",
+        "429",
+        "503",
+    }
     assert "Retry-After" in act["responses"]["503"]["headers"]
+    assert {"Retry-After", "RateLimit-Policy", "RateLimit"} <= set(
+        act["responses"]["429"]["headers"]
+    )
 
 
 def _names(model: type[BaseModel]) -> set[str]:
@@ -106,6 +120,7 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.TrickWonEvent, events.TrickWon),
     (models.HandScoredEvent, events.HandScored),
     (models.GameEndedEvent, events.GameEnded),
+    (models.SeatTokenReissuedEvent, events.SeatTokenReissued),
 ]
 
 
@@ -167,6 +182,7 @@ def api(
             data_dir=data_dir,
             secret_key=SIGNING_KEY,
             nats_creds=credentials_of("gateway"),
+            rate_limit=UNLIMITED,
         ),
         min_version_wait_s=0.05,
     )
@@ -201,7 +217,7 @@ def test_no_request_gets_a_server_error_or_breaks_the_schema(
 ) -> None:
     """Every operation, its game id pinned to a dealt game and its token to one of its seats,
     so requests reach the engine and get real answers."""
-    token = SeatTokens(SIGNING_KEY.encode()).issue(seated_game, 1)
+    token = SeatTokens(SIGNING_KEY.encode(), ttl_s=3600).issue(seated_game, 1, 1).token
     headers = {"Authorization": f"Bearer {token}"}
     cases = api.as_strategy(mode, path_parameters={"game_id": seated_game})
 

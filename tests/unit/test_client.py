@@ -278,3 +278,49 @@ async def test_readiness_is_asked_once_and_a_503_says_not_ready() -> None:
     ready = answering(lambda _: httpx.Response(200, json={"status": "ok"}), [])
     assert await ready.readyz() == {"status": "ok"}
     assert await ready.healthz() == {"status": "ok"}
+
+
+async def test_the_platform_key_goes_with_every_request_without_a_seat_token() -> None:
+    seen: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return problem(404, "game_not_found")
+
+    client = SpadesClient(
+        "http://spades.test",
+        api_key="platform-key",
+        transport=httpx.MockTransport(refuse),
+        retries=0,
+    )
+    for call in (client.state(GAME), client.take_seat(GAME, "ann"), client.act(GAME, "tok", {})):
+        with pytest.raises(ApiError):
+            await call
+    assert [r.headers["Authorization"] for r in seen] == [
+        "Bearer platform-key",
+        "Bearer platform-key",
+        "Bearer tok",  # a seat's own request carries the seat's token, not the platform's key
+    ]
+
+
+async def test_reissuing_a_token_posts_the_substitute_and_reads_the_new_token() -> None:
+    seen: list[httpx.Request] = []
+    issued = {"seat": 2, "player": "sub", "token": "st2.new", "expires_at": "2026-01-02T00:00:00Z"}
+    client = answering(lambda _: httpx.Response(200, json=issued), seen)
+    seat = await client.reissue_token(GAME, 2, player="sub", idempotency_key="k")
+    assert (seat.seat, seat.player, seat.token, seat.expires_at) == tuple(issued.values())
+    assert seen[0].url.path == f"/v1/games/{GAME}/seats/2/token"
+    assert msgspec.json.decode(seen[0].content) == {"player": "sub"}
+    assert seen[0].headers["Idempotency-Key"] == "k"
+
+
+async def test_a_429_is_retried_after_retry_after_even_without_a_key() -> None:
+    """Nothing was done: the limit refuses a request before anything else."""
+    seen: list[httpx.Request] = []
+    answers = iter(
+        [problem(429, "rate_limited", **{"Retry-After": "0"}), httpx.Response(200, json=ACCEPTED)]
+    )
+    client = answering(lambda _: next(answers), seen)
+    result = await client.act(GAME, "tok", BidAction(3))
+    assert result.version == 7
+    assert len(seen) == 2

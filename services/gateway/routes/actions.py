@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Header
 
 from contracts.wire import ActRequest
 from services.gateway.commands import MAX_IDEMPOTENCY_KEY, command_id_for
-from services.gateway.deps import GameId, SeatOf, Services
+from services.gateway.deps import GameCaller, GameId, Services
 from services.gateway.models import Action, Events
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
@@ -22,30 +22,40 @@ IdempotencyKey = Annotated[
     Header(
         min_length=1,
         max_length=MAX_IDEMPOTENCY_KEY,
-        description="The same key and body get the first answer; another body gets 422.",
+        pattern=r"^[\x20-\x7e]+$",
+        description="Printable ASCII, at most 255 characters. The same caller with the same key "
+        "and body gets the first answer; another body gets 422. Another caller's key is "
+        "another request.",
     ),
 ]
 
 
-@router.post("", response_model=Events, responses=problems(401, 403, 404, 409, 422, 503))
+@router.post("", response_model=Events, responses=problems(401, 403, 404, 409, 422, 429, 503))
 async def act(
     game_id: GameId,
-    grant: SeatOf,
+    asking: GameCaller,
     action: Annotated[Action, Body(discriminator="type")],
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Act for the token's seat; the answer is the events it caused, as this seat sees them."""
-    if action.seat is not None and action.seat != grant.seat:
-        raise ProblemError("forbidden", f"this seat token acts for seat {grant.seat} only")
-    command_id = command_id_for(game_id, grant.seat, idempotency_key)
+    """Act for the token's seat; the answer is the events it caused, as this seat sees them.
+    A token whose seat has been issued a new one since is revoked: 401, and nothing changes
+    (the engine checks the token's issue against the game's history as it decides)."""
+    grant = asking.grant
+    if grant is None:
+        raise ProblemError("unauthorized", "this needs a seat token: Authorization: Bearer ...")
+    seat = grant.seat
+    if action.seat is not None and action.seat != seat:
+        raise ProblemError("forbidden", f"this seat token acts for seat {seat} only")
+    command_id = command_id_for(services.secret, game_id, seat, grant.issue, idempotency_key)
     structlog.contextvars.bind_contextvars(command_id=command_id)
     request = ActRequest(
-        seat=grant.seat,
+        seat=seat,
         action=action.model_dump(exclude={"expected_version", "seat"}),
         expected_version=action.expected_version,
+        issue=grant.issue,
     )
     with services.in_flight.hold(command_id):
         reply = await services.commands.send(game_id, request, command_id)
     events = ((record.version, record.event) for record in reply.events)
-    return {"version": reply.version, "events": event_records(events, grant.seat)}
+    return {"version": reply.version, "events": event_records(events, seat)}

@@ -8,11 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 
 from domain.events import AnyEvent
-from services.gateway.deps import GameId, ReaderOf, Services, StreamReaderOf
+from services.gateway.deps import GameReadOf, Services, StreamReadOf
 from services.gateway.feed import EventStream, FeedStart, frames, resume_point
 from services.gateway.models import Events
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
-from services.gateway.problems import ProblemError
 from services.gateway.views import event_records, versioned
 
 router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
@@ -21,12 +20,11 @@ router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
 @router.get(
     "",
     response_model=Events,
-    responses=problems(401, 403, 404, 503),
+    responses=problems(401, 403, 404, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def events(
-    game_id: GameId,
-    reader: ReaderOf,
+    read: GameReadOf,
     services: Services,
     after: Annotated[int, Query(ge=0, description="The version to start after.")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
@@ -35,9 +33,7 @@ async def events(
 
     Only the commits of the page are read: the game's cached history says where in the stream
     the commit that holds version ``after + 1`` starts."""
-    loaded = await services.games.latest(game_id)
-    if loaded.state is None:
-        raise ProblemError("game_not_found", f"no game {game_id}")
+    loaded, game_id, reader = read.loaded, read.game.game_id, read.seat
     version, through = loaded.version, loaded.sequence  # one snapshot, however the cache moves
     start = loaded.sequence_through(after)
     page: list[tuple[int, AnyEvent]] = []
@@ -56,24 +52,22 @@ async def events(
     response_class=EventStream,
     responses={
         200: {"description": "A `state` event, then every event, each with `id:` its version."},
-        **problems(401, 403, 404, 503),
+        **problems(401, 403, 404, 429, 503),
     },
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def event_stream(
-    game_id: GameId,
-    reader: StreamReaderOf,
+    read: StreamReadOf,
     services: Services,
     last_event_id: Annotated[
         str | None, Header(max_length=32, description="Resume after this version.")
     ] = None,
 ) -> EventStream:
-    """The game as server-sent events, resumable with ``Last-Event-ID``."""
-    loaded = await services.games.latest(game_id)
-    game, sequence = loaded.state, loaded.sequence
-    if game is None:
-        raise ProblemError("game_not_found", f"no game {game_id}")
-    start = FeedStart(game, sequence, resume_point(last_event_id, game.version))
+    """The game as server-sent events, resumable with ``Last-Event-ID``. A seat's stream
+    ends when its token expires, or is revoked by a new one."""
+    game, sequence, reader = read.game, read.loaded.sequence, read.seat
+    grant = read.caller.grant if reader is not None else None
+    start = FeedStart(game, sequence, resume_point(last_event_id, game.version), grant)
 
     async def body() -> AsyncIterator[bytes]:
         services.metrics.streams.inc()

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Query, Response
 
 from contracts.wire import CreateGameRequest
 from domain.game import fold
+from domain.platforms import Visibility
 from domain.state import Status
 from services.gateway.commands import created_id, keyed_command_id
-from services.gateway.deps import CurrentGame, Platform, SeatOf, Services
+from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Services
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
@@ -31,7 +32,7 @@ _LOCATION = {"description": "The game's URL.", "schema": {"type": "string"}}
     "",
     status_code=201,
     response_model=PublicState,
-    responses={**problems(401, 409, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
+    responses={**problems(401, 409, 422, 429, 503), 201: {"headers": {"Location": _LOCATION}}},
     openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
 )
 async def create_game(
@@ -41,48 +42,84 @@ async def create_game(
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Create a game; the response is its public state (as created: a retry with the same
-    ``Idempotency-Key`` gets the same game)."""
+    """Create a game of the caller's platform; the response is its public state (as created: a
+    retry with the same ``Idempotency-Key`` gets the same game). ``visibility`` defaults to
+    `private` when the server has platform keys (`public` without); ``seating`` to `platform`:
+    only the platform seats players, unless it is `open`. A game joins a league only through
+    the league's rounds: naming one here is 422 `invalid_rules`."""
+    if body.league is not None:
+        raise ProblemError(
+            "invalid_rules", "a game joins a league only when the league's round creates it"
+        )
     game_id = created_id("game", services.secret, platform, idempotency_key)
-    command_id = keyed_command_id(idempotency_key, "create", game_id)
+    command_id = keyed_command_id(services.secret, idempotency_key, "create", game_id)
     structlog.contextvars.bind_contextvars(game_id=game_id, command_id=command_id)
+    default_visibility: Visibility = "private" if services.platform_keys.required else "public"
     request = CreateGameRequest(
-        rules=body.rules, dealer=body.dealer, entropy=body.entropy, league=body.league
+        rules=body.rules,
+        dealer=body.dealer,
+        entropy=body.entropy,
+        platform=platform,
+        visibility=body.visibility or default_visibility,
+        seating=body.seating,
     )
     with services.in_flight.hold(command_id):
         reply = await services.commands.send(game_id, request, command_id)
     game = fold(record.event for record in reply.events)
     if game is None:
         raise ProblemError("unavailable", "the engine created nothing; retry")
-    log.info("game created", preset=game.rules.preset)
+    log.info("game created", preset=game.rules.preset, visibility=game.visibility)
     response.headers["Location"] = f"{router.prefix}/{game_id}"
     return as_json(state_for(game, None))
 
 
-@router.get("", response_model=GameList, responses=problems(503))
+@router.get(
+    "",
+    response_model=GameList,
+    responses=problems(401, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
 async def list_games(
     services: Services,
+    asking: CallerOf,
     status: Status | None = None,
     player: Annotated[str | None, Query(max_length=64)] = None,
     league: Annotated[str | None, Query(max_length=64)] = None,
     cursor: Annotated[str | None, Query(description="`next_cursor` of the page before.")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Any:
-    """Games, a page at a time, filtered by status, a player's name or a league."""
-    query = GameQuery(status=status, player=player, league=league, cursor=cursor, limit=limit)
+    """Games, a page at a time, filtered by status, a player's name or a league: a platform's
+    own games to the platform, public games to anyone else."""
+    mine = asking.platform if not asking.local else None
+    public = "public" if not asking.local and asking.platform is None else None
+    query = GameQuery(
+        status=status,
+        player=player,
+        league=league,
+        cursor=cursor,
+        limit=limit,
+        platform=mine,
+        visibility=public,
+    )
     try:
         return as_json(await services.read_models.list_games(query))
     except InvalidCursor as error:
         raise ProblemError("malformed", str(error)) from None
 
 
-@router.get("/{game_id}", response_model=PublicState, responses=problems(404, 503))
-async def public_state(game: CurrentGame) -> Any:
-    """The game as anyone watching the table sees it."""
-    return as_json(state_for(game, None))
+@router.get(
+    "/{game_id}",
+    response_model=PublicState,
+    responses=problems(401, 403, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def public_state(read: GameReadOf) -> Any:
+    """The game as anyone watching the table sees it (a private game: its platform and its
+    seats)."""
+    return as_json(state_for(read.game, None))
 
 
-@router.get("/{game_id}/view", response_model=SeatView, responses=problems(401, 403, 404, 503))
-async def seat_view(grant: SeatOf, game: CurrentGame) -> Any:
+@router.get("/{game_id}/view", response_model=SeatView, responses=problems(401, 403, 404, 429, 503))
+async def seat_view(read: SeatReadOf) -> Any:
     """The game as the token's seat sees it: its cards once looked at, and every legal action."""
-    return as_json(state_for(game, grant.seat))
+    return as_json(state_for(read.game, read.seat))

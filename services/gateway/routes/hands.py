@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from services.gateway.deps import GameId, MinVersion, Services
+from services.gateway.deps import GameReadOf, MinVersion, Services
 from services.gateway.models import HandRecord, HandRecords, Scoreboard
-from services.gateway.openapi import problems
+from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.views import as_json
 
@@ -18,18 +18,29 @@ MAX_HAND = 1_000_000
 """No game has more hands than this; a larger number is malformed, not a database overflow."""
 
 
-@router.get("/hands", response_model=HandRecords, responses=problems(404, 503))
-async def hands(game_id: GameId, _visible: MinVersion, services: Services) -> Any:
+_PROBLEMS = problems(401, 403, 404, 429, 503)
+
+
+@router.get(
+    "/hands", response_model=HandRecords, responses=_PROBLEMS, openapi_extra=OPTIONAL_CREDENTIAL
+)
+async def hands(read: GameReadOf, _visible: MinVersion, services: Services) -> Any:
     """Every finished hand's record: deal, draws, bids, passes, tricks and score."""
+    game_id = read.game.game_id
     records = await services.read_models.hand_records(game_id)
     if records is None:
         raise ProblemError("game_not_found", f"no game {game_id}")
     return {"hands": as_json(records)}
 
 
-@router.get("/hands/{hand}", response_model=HandRecord, responses=problems(404, 503))
+@router.get(
+    "/hands/{hand}",
+    response_model=HandRecord,
+    responses=_PROBLEMS,
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
 async def hand(
-    game_id: GameId,
+    read: GameReadOf,
     hand: Annotated[
         int, Path(ge=0, le=MAX_HAND, description="The hand's number, 1 for the first.")
     ],
@@ -37,6 +48,7 @@ async def hand(
     services: Services,
 ) -> Any:
     """One finished hand's record; a hand still being played has none."""
+    game_id = read.game.game_id
     record = await services.read_models.hand_record(game_id, hand)
     if record is None:
         if await services.read_models.hand_records(game_id) is None:
@@ -45,9 +57,12 @@ async def hand(
     return as_json(record)
 
 
-@router.get("/scoreboard", response_model=Scoreboard, responses=problems(404, 503))
-async def scoreboard(game_id: GameId, _visible: MinVersion, services: Services) -> Any:
+@router.get(
+    "/scoreboard", response_model=Scoreboard, responses=_PROBLEMS, openapi_extra=OPTIONAL_CREDENTIAL
+)
+async def scoreboard(read: GameReadOf, _visible: MinVersion, services: Services) -> Any:
     """Each hand's points and the running totals per unit."""
+    game_id = read.game.game_id
     board = await services.read_models.scoreboard(game_id)
     if board is None:
         raise ProblemError("game_not_found", f"no game {game_id}")

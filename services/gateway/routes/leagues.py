@@ -22,7 +22,10 @@ from contracts.wire import (
     ScheduleRoundRequest,
     TakeSeatRequest,
 )
+from domain.errors import RuleViolation
 from domain.league import League, LeagueTable, RoundScheduled, fold
+from domain.platforms import FIRST_ISSUE, Visibility
+from domain.rules import resolve_rules
 from services.gateway.commands import created_id, keyed_command_id, league_command_id
 from services.gateway.deps import (
     CurrentLeague,
@@ -30,6 +33,7 @@ from services.gateway.deps import (
     LeagueMinVersion,
     Platform,
     Services,
+    unknown_league,
 )
 from services.gateway.league_views import league_json, round_json, standings_json
 from services.gateway.models import CreateLeague, LeagueRound, RoundStarted, ScheduleRound
@@ -55,7 +59,7 @@ _LOCATION = {"description": "The URL of what was created.", "schema": {"type": "
     "",
     status_code=201,
     response_model=LeagueModel,
-    responses={**problems(401, 409, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
+    responses={**problems(401, 409, 422, 429, 503), 201: {"headers": {"Location": _LOCATION}}},
     openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
 )
 async def create_league(
@@ -65,17 +69,24 @@ async def create_league(
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Create a league of these players, whose games are all played by these rules (a retry
-    with the same ``Idempotency-Key`` gets the same league)."""
+    """Create a league of the caller's platform, of these players, whose games are all played
+    by these rules (a retry with the same ``Idempotency-Key`` gets the same league). Its
+    ``visibility`` (`private` by default when the server has platform keys) is its games' too.
+    A league may have at most so many players, and a round seat so many tables (422 naming
+    the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`)."""
+    _check_caps(services, body.rules, len(body.players))
     league_id = created_id("league", services.secret, platform, idempotency_key)
-    command_id = keyed_command_id(idempotency_key, "create", league_id)
+    command_id = keyed_command_id(services.secret, idempotency_key, "create", league_id)
     structlog.contextvars.bind_contextvars(league_id=league_id, command_id=command_id)
+    default_visibility: Visibility = "private" if services.platform_keys.required else "public"
     request = CreateLeagueRequest(
         name=body.name,
         rules=body.rules,
         players=body.players,
         rounds=body.rounds,
         pairing=body.pairing,
+        platform=platform,
+        visibility=body.visibility or default_visibility,
     )
     with services.in_flight.hold(command_id):
         reply = await services.commands.send_league(league_id, request, command_id)
@@ -87,7 +98,12 @@ async def create_league(
     return league_json(league)
 
 
-@router.get("/{league_id}", response_model=LeagueModel, responses=problems(404, 503))
+@router.get(
+    "/{league_id}",
+    response_model=LeagueModel,
+    responses=problems(401, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
 async def league(league: CurrentLeague) -> Any:
     """The league: its rules, players, pairing and how many rounds are scheduled."""
     return league_json(league)
@@ -97,22 +113,31 @@ async def league(league: CurrentLeague) -> Any:
     "/{league_id}/rounds",
     status_code=201,
     response_model=RoundStarted,
-    responses={**problems(401, 404, 409, 422, 503), 201: {"headers": {"Location": _LOCATION}}},
+    responses={
+        **problems(401, 404, 409, 422, 429, 503),
+        201: {"headers": {"Location": _LOCATION}},
+    },
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def start_round(
     league_id: LeagueId,
     services: Services,
-    _platform: Platform,
+    platform: Platform,
     response: Response,
     body: Annotated[ScheduleRound | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
     """Schedule the next round and start its games: every table's game is created and every
-    player seated; the answer holds each seat's token (only the organiser ever sees them all).
-    Refused with 409 `wrong_phase` while a game of the round before is still being played, and
-    once every round of the league is scheduled."""
-    command_id = league_command_id(league_id, idempotency_key)
+    player seated; the answer holds each seat's token (only the league's platform ever sees
+    them: anyone else gets 404 `league_not_found`, whatever key it replays). Refused with 409
+    `wrong_phase` while a game of the round before is still being played, and once every
+    round of the league is scheduled."""
+    owned = (await services.leagues.latest(league_id)).state
+    # ``platform`` is None only without platform keys, where anyone speaks for the platform.
+    if owned is None or (platform is not None and owned.platform != platform):
+        raise unknown_league(league_id)
+    _check_caps(services, owned.rules.to_json(), len(owned.players))
+    command_id = league_command_id(services.secret, league_id, platform, idempotency_key)
     structlog.contextvars.bind_contextvars(command_id=command_id)
     request = ScheduleRoundRequest(round=body.round if body is not None else None)
     with services.in_flight.hold(command_id):
@@ -133,6 +158,27 @@ async def start_round(
     }
 
 
+def _check_caps(services: Services, rules: dict[str, Any], players: int) -> None:
+    """422 for a league over the server's caps: its size, and the tables of one round."""
+    caps = services.caps
+    if players > caps.league_players:
+        raise ProblemError(
+            "invalid_rules",
+            f"a league has at most {caps.league_players} players here "
+            f"(SPADES_MAX_LEAGUE_PLAYERS), not {players}",
+        )
+    try:
+        table_size = resolve_rules(rules).players
+    except RuleViolation:
+        return  # the engine refuses the rules themselves, with their own reason
+    if players // table_size > caps.round_tables:
+        raise ProblemError(
+            "invalid_rules",
+            f"a round seats at most {caps.round_tables} tables here (SPADES_MAX_ROUND_TABLES); "
+            f"{players} players at tables of {table_size} need {players // table_size}",
+        )
+
+
 async def _start_tables(
     services: Services, league: League, tables: tuple[LeagueTable, ...]
 ) -> list[dict[str, Any]]:
@@ -150,19 +196,30 @@ async def _start_table(
 ) -> dict[str, Any]:
     """Create the table's game in the league and seat its players, each seat's command id fixed
     so that starting the table again changes nothing."""
-    create = CreateGameRequest(rules=league.rules.to_json(), league=league.league_id)
+    create = CreateGameRequest(
+        rules=league.rules.to_json(),
+        league=league.league_id,
+        platform=league.platform,
+        visibility=league.visibility,
+        seating="platform",
+    )
     await services.commands.send(table.game_id, create, CREATE_COMMAND)
     seats = []
     for seat, player in enumerate(table.players):
         sit = TakeSeatRequest(player=player, seat=seat)
         await services.commands.send(table.game_id, sit, f"league-seat-{seat}")
-        token = services.seat_tokens.issue(table.game_id, seat)
-        seats.append({"seat": seat, "player": player, "token": token})
+        issued = services.seat_tokens.issue(table.game_id, seat, FIRST_ISSUE)
+        seats.append(
+            {"seat": seat, "player": player, "token": issued.token, "expires_at": issued.expires_at}
+        )
     return {"table": number, "game_id": table.game_id, "seats": seats}
 
 
 @router.get(
-    "/{league_id}/rounds/{round_number}", response_model=LeagueRound, responses=problems(404, 503)
+    "/{league_id}/rounds/{round_number}",
+    response_model=LeagueRound,
+    responses=problems(401, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def league_round(
     league: CurrentLeague,
@@ -178,7 +235,12 @@ async def league_round(
     return round_json(league, round_number, await services.read_models.game_summaries(game_ids))
 
 
-@router.get("/{league_id}/standings", response_model=StandingsModel, responses=problems(404, 503))
+@router.get(
+    "/{league_id}/standings",
+    response_model=StandingsModel,
+    responses=problems(401, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
 async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services: Services) -> Any:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""

@@ -1,4 +1,10 @@
-"""Seats: taking one returns the token that acts for it.
+"""Seats: taking one returns the token that acts for it; its platform may issue it again.
+
+With platform keys, a game's platform seats its own users, unless the game was created with
+``"seating": "open"`` (anyone may sit); without keys, anyone may. A token expires
+(``SPADES_SEAT_TOKEN_TTL``) and is revoked when its seat's token is issued again: the re-issue
+is a command the engine records in the game's history, so every gateway, now or after a
+restart, refuses the earlier tokens.
 
 The seats of a league's tables are not taken here: starting the round seats every player
 (:mod:`services.gateway.routes.leagues`), and no one else may sit in their place, even in the
@@ -7,17 +13,20 @@ moment between the game's creation and its seating.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import structlog
-from fastapi import APIRouter
+from fastapi import APIRouter, Body, Path
 
-from contracts.wire import TakeSeatRequest
+from contracts.wire import ReissueTokenRequest, TakeSeatRequest
+from domain.events import SeatTokenReissued
 from domain.league import table_of
-from services.gateway.commands import keyed_command_id
-from services.gateway.deps import GameId, Services
-from services.gateway.models import SeatTaken, TakeSeat
-from services.gateway.openapi import problems
+from domain.platforms import FIRST_ISSUE
+from domain.state import Game
+from services.gateway.commands import anonymous_seat_key, keyed_command_id
+from services.gateway.deps import Caller, GameCaller, GameReadOf, Services
+from services.gateway.models import ReissueToken, SeatTaken, TakeSeat
+from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.routes.actions import IdempotencyKey
 from services.runtime.logging import get_logger
@@ -28,24 +37,92 @@ log = get_logger("spades.gateway")
 
 
 @router.post(
-    "", status_code=201, response_model=SeatTaken, responses=problems(403, 404, 409, 422, 503)
+    "",
+    status_code=201,
+    response_model=SeatTaken,
+    responses=problems(401, 403, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def take_seat(
-    game_id: GameId, body: TakeSeat, services: Services, idempotency_key: IdempotencyKey = None
+    read: GameReadOf,
+    asking: GameCaller,
+    body: TakeSeat,
+    services: Services,
+    idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Sit at the table; when the last seat fills, the first hand is dealt. A retry with the
-    same ``Idempotency-Key`` gets the same seat (and a token for it)."""
-    await _refuse_league_tables(services, game_id)
-    command_id = keyed_command_id(idempotency_key, "seat", game_id)
+    """Sit at the table (the platform seats its user; anyone, at an `open` table); when the
+    last seat fills, the first hand is dealt. A retry with the same ``Idempotency-Key`` from
+    the same caller gets the same seat (and a token for it); without a platform key the key
+    must be at least 32 characters (a UUID), since it is all that makes the retry yours."""
+    game = read.game
+    _may_sit(asking, game)
+    await _refuse_league_tables(services, game.game_id)
+    if asking.platform is None:
+        anonymous_seat_key(idempotency_key)
+    command_id = keyed_command_id(
+        services.secret, idempotency_key, "seat", game.game_id, asking.platform
+    )
     structlog.contextvars.bind_contextvars(command_id=command_id)
     request = TakeSeatRequest(player=body.player, seat=body.seat, entropy=body.entropy)
     with services.in_flight.hold(command_id):
-        reply = await services.commands.send(game_id, request, command_id)
+        reply = await services.commands.send(game.game_id, request, command_id)
     if reply.seat is None:
         raise ProblemError("unavailable", "the engine named no seat; retry")
     log.info("seat taken", seat=reply.seat)
-    token = services.seat_tokens.issue(game_id, reply.seat)
-    return {"seat": reply.seat, "player": body.player, "token": token}
+    issued = services.seat_tokens.issue(game.game_id, reply.seat, FIRST_ISSUE)
+    return {
+        "seat": reply.seat,
+        "player": body.player,
+        "token": issued.token,
+        "expires_at": issued.expires_at,
+    }
+
+
+@router.post(
+    "/{seat}/token",
+    response_model=SeatTaken,
+    responses=problems(401, 403, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def reissue_token(
+    read: GameReadOf,
+    asking: GameCaller,
+    seat: Annotated[int, Path(ge=0, le=9, description="The seat, 0 for the first.")],
+    services: Services,
+    body: Annotated[ReissueToken | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
+    """Issue the seat's token again, for its platform only: every earlier token of the seat is
+    revoked at once (401 from then on). ``player`` seats a substitute in its place. A retry
+    with the same ``Idempotency-Key`` gets the same issue (and a token of it)."""
+    game = read.game
+    if not asking.owns(game.platform):
+        raise ProblemError("forbidden", "only the game's platform issues its seats' tokens")
+    command_id = keyed_command_id(
+        services.secret, idempotency_key, "token", game.game_id, seat, asking.platform
+    )
+    structlog.contextvars.bind_contextvars(command_id=command_id, seat=seat)
+    request = ReissueTokenRequest(seat=seat, player=body.player if body is not None else None)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send(game.game_id, request, command_id)
+    reissued = next((r.event for r in reply.events if isinstance(r.event, SeatTokenReissued)), None)
+    if reissued is None:
+        raise ProblemError("unavailable", "the engine issued nothing; retry")
+    log.info("seat token issued again", issue=reissued.issue)
+    issued = services.seat_tokens.issue(game.game_id, reissued.seat, reissued.issue)
+    return {
+        "seat": reissued.seat,
+        "player": reissued.player,
+        "token": issued.token,
+        "expires_at": issued.expires_at,
+    }
+
+
+def _may_sit(asking: Caller, game: Game) -> None:
+    """403 for a caller who may read the game but not sit at it."""
+    if game.seating == "open" or game.platform is None or asking.owns(game.platform):
+        return
+    raise ProblemError("forbidden", "the game's platform seats its players (seating: platform)")
 
 
 async def _refuse_league_tables(services: Services, game_id: str) -> None:

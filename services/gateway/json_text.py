@@ -1,0 +1,99 @@
+"""Refuse a JSON body that holds text UTF-8 cannot carry: a lone surrogate.
+
+JSON may spell a UTF-16 surrogate as an escape (``"\\ud800"``); alone, it is no character at
+all. Python's parser accepts it, and nothing downstream can encode it (the engine's messages,
+the event store, the logs), so the request would fail far from its cause. Here, at the edge, a
+body with one anywhere (a value, a key, however deep) is answered 400 ``malformed`` before
+anything reaches NATS. Bytes that are not UTF-8 never get this far: the parser refuses them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from services.gateway.problems import ProblemError, problem_response
+
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether any string in a parsed JSON value (keys included) holds a lone surrogate."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _escapes_surrogate(body: bytes) -> bool:
+    """Whether the body could hold a surrogate escape at all (a cheap look before parsing)."""
+    lowered = body.lower()
+    return (
+        b"\\ud8" in lowered
+        or b"\\ud9" in lowered
+        or any(f"\\ud{digit}".encode() in lowered for digit in "abcdef")
+    )
+
+
+class JsonText:
+    """Pure ASGI middleware: read a request's body, refuse it for a lone surrogate, else hand
+    it on unchanged."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _WITH_BODY:
+            await self.app(scope, receive, send)
+            return
+        try:
+            body, last = await _read_body(receive)
+        except ProblemError as refused:  # the body limit, raised while reading
+            await problem_response(refused.code, refused.detail)(scope, receive, send)
+            return
+        if _escapes_surrogate(body) and _parsed_with_lone_surrogate(body):
+            detail = "the body holds a lone surrogate (\\ud800-\\udfff): not text UTF-8 can carry"
+            await problem_response("malformed", detail)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return last if last is not None else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
+    """The whole body, and a disconnect met while reading it (to hand on as it came)."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts), message
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(parts), None
+
+
+def _parsed_with_lone_surrogate(body: bytes) -> bool:
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return False  # not JSON: the route's own parsing refuses it as it always has
+    return has_lone_surrogate(value)

@@ -1,0 +1,229 @@
+"""Rate limits: a token bucket per caller, refused with 429 ``rate_limited``.
+
+Who a caller is decides its bucket: a platform (by its key; all of one platform's keys share
+one bucket), a seat (by its seat token: a platform's users each have their own), or, for a
+request with neither, the client's address. ``/audit``, the one costly read, also draws on an
+``audit`` bucket of the same caller. ``SPADES_RATE_LIMIT`` sets them::
+
+    platform=200/s,seat=20/s,anonymous=20/s,audit=2/s
+
+``COUNT/UNIT`` (``s``, ``m`` or ``h``): a bucket holds ``COUNT`` requests and refills at that
+rate, so a caller may burst ``COUNT`` at once and then keeps to the rate. A name left out keeps
+its default; ``off`` turns limiting off. Every limited answer carries the IETF
+``RateLimit-Policy`` and ``RateLimit`` fields (draft-ietf-httpapi-ratelimit-headers, structured
+fields: ``"platform";q=200;w=1`` and ``"platform";r=150;t=1``); a refusal carries
+``Retry-After`` too.
+
+The buckets live in the gateway's memory: each gateway limits on its own (README, "Limits").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from services.gateway.auth import PlatformKeys, SeatTokens
+from services.gateway.problems import problem_response
+
+KINDS = ("platform", "seat", "anonymous", "audit")
+DEFAULT_LIMITS = "platform=200/s,seat=20/s,anonymous=20/s,audit=2/s"
+"""Enough for people and well-behaved programs; a flood from one caller gets 429s, and a
+``make run`` server stays answering everyone else."""
+MAX_BUCKETS = 100_000
+"""Buckets kept at most; full ones (as good as new) go first when there are more."""
+
+_ENTRY = re.compile(r"^(?P<name>[a-z]+)=(?P<count>[0-9]{1,9})/(?P<unit>s|m|h)$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600}
+_AUDIT_PATH = re.compile(r"^/v1/games/[^/]+/audit$")
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """``count`` requests per ``window_s`` seconds, bursting up to ``count``."""
+
+    count: int
+    window_s: int
+
+    @property
+    def per_s(self) -> float:
+        return self.count / self.window_s
+
+
+def parse_rate_limits(text: str) -> dict[str, Rate] | None:
+    """``SPADES_RATE_LIMIT`` as a rate per kind of caller, or None for ``off``; raises
+    ValueError naming what is wrong."""
+    text = text.strip()
+    if text.lower() == "off":
+        return None
+    rates = _entries(DEFAULT_LIMITS)
+    if text:
+        rates.update(_entries(text))
+    return rates
+
+
+def _entries(text: str) -> dict[str, Rate]:
+    rates: dict[str, Rate] = {}
+    for entry in (part.strip() for part in text.split(",") if part.strip()):
+        match = _ENTRY.match(entry)
+        if match is None or match["name"] not in KINDS or int(match["count"]) < 1:
+            raise ValueError(
+                f"SPADES_RATE_LIMIT: {entry!r} is not NAME=COUNT/UNIT with NAME one of "
+                f"{', '.join(KINDS)}, COUNT at least 1 and UNIT s, m or h (or the whole: off)"
+            )
+        rates[match["name"]] = Rate(int(match["count"]), _UNIT_S[match["unit"]])
+    return rates
+
+
+@dataclass(slots=True)
+class Bucket:
+    tokens: float
+    stamp: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One draw on a bucket: allowed or not, and what the headers say."""
+
+    allowed: bool
+    remaining: int
+    reset_s: int
+    """Seconds until the bucket is full again."""
+    retry_after_s: int
+    """Seconds until one request is allowed (0 when allowed now)."""
+
+
+@dataclass
+class Buckets:
+    """Token buckets of one kind, by caller."""
+
+    rate: Rate
+    held: OrderedDict[str, Bucket] = field(default_factory=OrderedDict)
+
+    def draw(self, caller: str, now: float) -> Verdict:
+        capacity, per_s = self.rate.count, self.rate.per_s
+        bucket = self.held.pop(caller, None)
+        if bucket is None:
+            bucket = Bucket(float(capacity), now)
+        else:
+            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.stamp) * per_s)
+            bucket.stamp = now
+        allowed = bucket.tokens >= 1
+        if allowed:
+            bucket.tokens -= 1
+        self.held[caller] = bucket  # most recently used last
+        self._prune(now)
+        short = max(0.0, 1 - bucket.tokens)
+        return Verdict(
+            allowed=allowed,
+            remaining=int(bucket.tokens),
+            reset_s=math.ceil((capacity - bucket.tokens) / per_s),
+            retry_after_s=0 if allowed else max(1, math.ceil(short / per_s)),
+        )
+
+    def _prune(self, now: float) -> None:
+        if len(self.held) <= MAX_BUCKETS:
+            return
+        capacity, per_s = self.rate.count, self.rate.per_s
+        for caller, bucket in list(self.held.items()):
+            if bucket.tokens + (now - bucket.stamp) * per_s >= capacity:
+                del self.held[caller]
+        while len(self.held) > MAX_BUCKETS:
+            self.held.popitem(last=False)
+
+
+Identify = Callable[[Scope], tuple[str, str]]
+"""A request's caller: its kind (platform, seat, anonymous) and who it is within the kind."""
+
+
+class RateLimit:
+    """Pure ASGI middleware: draw on the caller's bucket (and the audit bucket for ``/audit``)
+    before anything else is done; over the limit, answer 429 ``rate_limited``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        rates: dict[str, Rate] | None,
+        identify: Identify,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.buckets = {kind: Buckets(rate) for kind, rate in (rates or {}).items()}
+        self.identify = identify
+        self.clock = clock
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.buckets or scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        kind, caller = self.identify(scope)
+        now = self.clock()
+        drawn = [(kind, self.buckets[kind].draw(caller, now))]
+        if drawn[0][1].allowed and _AUDIT_PATH.match(scope["path"]):
+            drawn.append(("audit", self.buckets["audit"].draw(f"{kind}:{caller}", now)))
+        headers = self._headers(drawn)
+        refused = next((verdict for _, verdict in drawn if not verdict.allowed), None)
+        if refused is not None:
+            headers["Retry-After"] = str(refused.retry_after_s)
+            detail = f"too many requests: retry in {refused.retry_after_s} s"
+            await problem_response("rate_limited", detail, headers)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *((name.lower().encode(), value.encode()) for name, value in headers.items()),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _headers(self, drawn: list[tuple[str, Verdict]]) -> dict[str, str]:
+        policies, states = [], []
+        for kind, verdict in drawn:
+            rate = self.buckets[kind].rate
+            policies.append(f'"{kind}";q={rate.count};w={rate.window_s}')
+            states.append(f'"{kind}";r={verdict.remaining};t={verdict.reset_s}')
+        return {"RateLimit-Policy": ", ".join(policies), "RateLimit": ", ".join(states)}
+
+
+def caller_of(
+    keys: Callable[[], PlatformKeys | None], tokens: Callable[[], SeatTokens | None]
+) -> Identify:
+    """Who a request comes from, by its bearer credential (or ``access_token``): a platform's
+    key, a seat's well-signed token, else the client's address."""
+
+    def identify(scope: Scope) -> tuple[str, str]:
+        credential = _credential(scope)
+        if credential:
+            platform_keys, seat_tokens = keys(), tokens()
+            platform = platform_keys.platform_of(credential) if platform_keys else None
+            if platform is not None:
+                return "platform", platform
+            grant = seat_tokens.read(credential) if seat_tokens else None
+            if grant is not None:
+                return "seat", f"{grant.game_id}:{grant.seat}"
+        client = scope.get("client")
+        return "anonymous", client[0] if client else "unknown"
+
+    return identify
+
+
+def _credential(scope: Scope) -> str | None:
+    header: str | None = Headers(scope=scope).get("authorization")
+    if header is not None:
+        scheme, _, credential = header.strip().partition(" ")
+        return credential.strip() if scheme.lower() == "bearer" else None
+    query = bytes(scope.get("query_string", b"")).decode("latin-1")
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if name == "access_token":
+            return str(value)
+    return None
