@@ -46,7 +46,10 @@ async def test_processes_starting_at_once_migrate_once(database_url: str) -> Non
     stores = [open_store(database_url) for _ in range(3)]
     try:
         before = await asyncio.gather(*(migrate(store) for store in stores))
-        assert set(before) <= {0, LATEST}
+        # Each step is its own transaction: a process may start between two steps of another,
+        # and then finds the first steps done. Someone started from nothing; nobody went back.
+        assert 0 in before
+        assert set(before) <= set(range(LATEST + 1))
         assert await migrate(stores[0]) == LATEST
         async with stores[0].reading() as conn:
             applied = (await conn.execute(sa.select(schema_version.c.version))).scalars().all()
