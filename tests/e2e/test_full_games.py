@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -104,7 +105,9 @@ def check_record_against_play(table: Table, final: PublicState, record: HandReco
             assert kept == set(record.deal.hands[seat])
 
 
-def check_scoreboard(scoreboard: Scoreboard, records: list[HandRecord], final: PublicState) -> None:
+def check_scoreboard(
+    scoreboard: Scoreboard, records: Sequence[HandRecord], final: PublicState
+) -> None:
     assert scoreboard.units == final.units
     assert [(line.hand, line.points, line.scores, line.bags) for line in scoreboard.hands] == [
         (record.hand, record.points, record.scores, record.bags) for record in records
