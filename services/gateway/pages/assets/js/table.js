@@ -143,6 +143,7 @@ async function send(action) {
     showRefusal(error);
   } finally {
     page.sending = false;
+    render();
   }
   await refresh();
 }
@@ -195,7 +196,7 @@ function renderTurn() {
   } else if (state.status === "finished") {
     const winners = state.winners.map(unitName).join(" and ");
     replaceChildren(box, h("strong", {}, `Game over. ${winners || "Nobody"} won.`));
-  } else if (playing && state.turn === state.seat) {
+  } else if (playing && (state.turn === state.seat || (state.phase === "pass" && state.passes_due.includes(state.seat)))) {
     replaceChildren(box, h("strong", { class: "yours" }, `Your turn: ${turnVerb(state.phase)}.`));
   } else if (state.phase === "pass" && state.passes_due.length) {
     replaceChildren(box, `Waiting for ${state.passes_due.map(name).join(" and ")} to pass.`);
@@ -312,7 +313,7 @@ function renderLastTrick() {
   const button = byId("last-trick-button");
   const box = byId("last-trick");
   const last = page.lastTrick;
-  button.disabled = !last;
+  button.parentElement.hidden = !last;
   button.textContent = page.showLastTrick && last ? "Hide last trick" : "Show last trick";
   button.setAttribute("aria-expanded", String(Boolean(page.showLastTrick && last)));
   box.hidden = !(page.showLastTrick && last);
