@@ -17,6 +17,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Locator,
+    Page,
+    Playwright,
+    Route,
+    ViewportSize,
+    sync_playwright,
+)
 
 from tests.e2e.stack import Stack
 
@@ -34,23 +45,15 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
-PHONE = {"width": 375, "height": 740}
-DESK = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 375, "height": 740}
+DESK: ViewportSize = {"width": 1280, "height": 900}
 WAIT_MS = 20_000
 """The longest a page may take to show what a test waits for (the machine is shared)."""
 
 if os.environ.get("CI") != "true" and not shutil.which(CHROMIUM):
-    pytest.skip(f"no {CHROMIUM}: `apt-get install chromium` (.ci/run does)", allow_module_level=True)
-
-from playwright.sync_api import (  # noqa: E402 (after the skip: nothing to import without it)
-    Browser,
-    BrowserContext,
-    ConsoleMessage,
-    Page,
-    Playwright,
-    Route,
-    sync_playwright,
-)
+    pytest.skip(
+        f"no {CHROMIUM}: `apt-get install chromium` (.ci/run does)", allow_module_level=True
+    )
 
 
 @dataclass
@@ -92,7 +95,7 @@ class Browse:
     contexts: list[tuple[BrowserContext, Guard]] = field(default_factory=list)
     allowed: Callable[[str], bool] = lambda _: False
 
-    def page(self, path: str, viewport: dict[str, int] | None = None) -> Page:
+    def page(self, path: str, viewport: ViewportSize | None = None) -> Page:
         context = self.browser.new_context(
             viewport=viewport or DESK, base_url=self.base_url, service_workers="block"
         )
@@ -158,3 +161,9 @@ def screenshot(page: Page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def data_of(elements: Locator, name: str) -> list[str]:
+    """The ``data-NAME`` value of each element, in page order (``data_of(cards, "card")``)."""
+    values: list[str] = elements.evaluate_all(f"es => es.map(e => e.dataset.{name})")
+    return values

@@ -7,7 +7,7 @@ import httpx
 import pytest
 from playwright.sync_api import Request, expect
 
-from tests.browser.conftest import Browse, screenshot
+from tests.browser.conftest import Browse, data_of, screenshot
 from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.browser
@@ -35,7 +35,7 @@ def test_the_docs_render_every_operation_offline(browse: Browse, stack: Stack) -
     page.reload()
     shown = page.locator("[data-operation]")
     expect(shown).to_have_count(len(operations))
-    found = set(shown.evaluate_all("ops => ops.map(o => o.dataset.operation)"))
+    found = set(data_of(shown, "operation"))
     assert found == operations
     assert hosts == {stack.base_url.split("/")[2]}
 

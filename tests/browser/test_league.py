@@ -24,7 +24,9 @@ def simulate_a_round(stack: Stack) -> str:
     argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
     argv += ["--players", str(PLAYERS), "--rounds", "1", "--bots", "--url", stack.base_url]
     argv += ["--preset", "partnership", "--rules", '{"max_hands": 1}']
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=SIMULATE_TIMEOUT_S)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=SIMULATE_TIMEOUT_S, check=False
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     found = re.search(r"league ([0-9a-f]{16}):", done.stderr)
     assert found, done.stderr[-2000:]

@@ -18,7 +18,7 @@ from domain.events import HandScored
 from services.runtime.broker_users import ADMIN
 from services.runtime.nats import connect
 from services.runtime.nats_server import embedded_url
-from tests.browser.conftest import PHONE, Browse, screenshot
+from tests.browser.conftest import PHONE, Browse, data_of, screenshot
 from tests.browser.games import new_game, play_out
 from tests.e2e.stack import Stack
 from tests.unit.test_audit_games import HonestTable, rechained
@@ -34,9 +34,7 @@ def record_of(http: httpx.Client, game_id: str, version: int) -> dict[str, Any]:
 
 
 def on_the_table(page: Page) -> list[str]:
-    return page.locator("#situation .played [data-card]").evaluate_all(
-        "cards => cards.map(c => c.dataset.card)"
-    )
+    return data_of(page.locator("#situation .played [data-card]"), "card")
 
 
 def held(page: Page) -> int:
@@ -47,7 +45,9 @@ def test_the_replay_steps_through_a_hand_trick_by_trick_with_the_audit_verdict(
     browse: Browse, stack: Stack
 ) -> None:
     with httpx.Client(base_url=stack.base_url) as http:
-        game = new_game(http, {"preset": "partnership", "max_hands": 1}, ["ann", "bob", "cy", "dee"])
+        game = new_game(
+            http, {"preset": "partnership", "max_hands": 1}, ["ann", "bob", "cy", "dee"]
+        )
         record = record_of(http, game.game_id, play_out(http, game))
 
     page = browse.page(f"/replay/{game.game_id}?hand=1")
@@ -89,7 +89,7 @@ def test_the_replay_steps_through_a_hand_trick_by_trick_with_the_audit_verdict(
     score = page.locator("#score")
     for unit, total in enumerate(record["scores"]):
         expect(score.locator(f'[data-unit="{unit}"] .arithmetic')).to_contain_text(f"= {total}")
-    rules = set(score.locator("[data-rule]").evaluate_all("rows => rows.map(r => r.dataset.rule)"))
+    rules = set(data_of(score.locator("[data-rule]"), "rule"))
     assert rules == {line["rule"] for line in record["score_lines"]}
     assert rules, "no score line"
     screenshot(page, "replay-score")
@@ -145,7 +145,8 @@ def test_a_tampered_hand_fails_the_audit_and_the_replay_names_the_first_failing_
     chained = rechained(forged)
     with ThreadPoolExecutor(1) as pool:
         pool.submit(
-            asyncio.run, _append_as_operator(stack, game_id, [encode_commit(c.commit) for c in chained])
+            asyncio.run,
+            _append_as_operator(stack, game_id, [encode_commit(c.commit) for c in chained]),
         ).result()
 
     with httpx.Client(base_url=stack.base_url) as http:

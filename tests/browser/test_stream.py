@@ -43,13 +43,13 @@ def wait_for_version(page: Page, version: int) -> None:
     page.locator(f'body[data-version="{version}"]').wait_for(state="attached")
 
 
-def test_a_dropped_event_stream_is_resumed_with_last_event_id(
-    browse: Browse, stack: Stack
-) -> None:
+def test_a_dropped_event_stream_is_resumed_with_last_event_id(browse: Browse, stack: Stack) -> None:
     # While the gateway is down the page's attempts to reconnect fail, as they must.
     browse.allowed = lambda error: "net::ERR_" in error or "Failed to load resource" in error
     with httpx.Client(base_url=stack.base_url) as http:
-        game = new_game(http, {"preset": "partnership", "max_hands": 1}, ["ann", "bob", "cy", "dee"])
+        game = new_game(
+            http, {"preset": "partnership", "max_hands": 1}, ["ann", "bob", "cy", "dee"]
+        )
         public = state(http, game.game_id)
         dealer, before = public["dealer"], public["version"]  # the dealer bids last
         page = browse.page(f"/play/{game.game_id}#token={game.tokens[dealer]}")
@@ -73,7 +73,8 @@ def test_a_dropped_event_stream_is_resumed_with_last_event_id(
         wait_for_version(page, after)
         expect(connection).to_have_attribute("data-status", "live")
         expect(connection).to_contain_text(f"resumed after event {before}")
-        assert resumed_from and set(resumed_from) == {str(before)}
+        assert resumed_from, "the page never connected again"
+        assert set(resumed_from) == {str(before)}
         log = page.locator("#log")
         bids = state(http, game.game_id)["bids"]
         for seat, bid in enumerate(bids):
@@ -87,7 +88,9 @@ def test_a_move_the_server_refuses_is_shown_in_words(browse: Browse, stack: Stac
     made: pressing it gets the server's refusal, shown in words, and the page catches up."""
     browse.allowed = lambda error: "status of 409" in error
     with httpx.Client(base_url=stack.base_url) as http:
-        game = new_game(http, {"preset": "partnership", "max_hands": 1}, ["ann", "bob", "cy", "dee"])
+        game = new_game(
+            http, {"preset": "partnership", "max_hands": 1}, ["ann", "bob", "cy", "dee"]
+        )
         public = state(http, game.game_id)
         seat = public["turn"]
         page = browse.page(f"/play/{game.game_id}#token={game.tokens[seat]}")

@@ -7,7 +7,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PHONE, Browse, screenshot
+from tests.browser.conftest import PHONE, Browse, data_of, screenshot
 from tests.browser.games import Game, new_game, play_out, state, view
 from tests.e2e.stack import Stack
 
@@ -32,9 +32,7 @@ def pass_by_clicking(page: Page, http: httpx.Client, game: Game, seat: int) -> l
     (due,) = [a for a in seen["legal"] if a["type"] == "pass"]
     button = page.locator('#controls [data-action="pass"]')
     expect(button).to_have_attribute("aria-disabled", "true")  # nothing chosen yet
-    chosen = page.locator("#hand [data-card]").evaluate_all(
-        "cards => cards.map(c => c.dataset.card)"
-    )[: due["count"]]
+    chosen = data_of(page.locator("#hand [data-card]"), "card")[: due["count"]]
     for card in chosen:
         page.locator(f'#hand [data-card="{card}"]').first.click()
         expect(page.locator(f'#hand [data-card="{card}"]').first).to_have_attribute(
@@ -71,7 +69,9 @@ def test_blind_nil_is_bid_without_looking_and_its_pass_is_made_by_clicking(
             seat = public["turn"]
             if seat == partner:
                 wait_for_version(pages[partner], public["version"])
-                click_and_wait(pages[partner], '#controls [data-bid="3"][data-legal]', public["version"])
+                click_and_wait(
+                    pages[partner], '#controls [data-bid="3"][data-legal]', public["version"]
+                )
             else:
                 http.post(
                     f"/v1/games/{game.game_id}/actions",
@@ -108,7 +108,9 @@ def test_the_two_player_draw_is_played_by_clicking(browse: Browse, stack: Stack)
             drawn = page.locator(f'#controls .draw [data-card="{seen["drawn_card"]}"]')
             expect(drawn).to_be_visible()
             choice = "keep" if turns % 3 else "discard"
-            click_and_wait(page, f'#controls [data-action="{choice}"][data-legal]', public["version"])
+            click_and_wait(
+                page, f'#controls [data-action="{choice}"][data-legal]', public["version"]
+            )
             turns += 1
             if turns == 6:
                 screenshot(pages[1], "table-draw-phone")
@@ -118,9 +120,7 @@ def test_the_two_player_draw_is_played_by_clicking(browse: Browse, stack: Stack)
         for page in pages:
             wait_for_version(page, public["version"])
             expect(page.locator("#hand [data-card]")).to_have_count(13)
-            shown = page.locator("#table-cards [data-card]").evaluate_all(
-                "cards => cards.map(c => c.dataset.card)"
-            )
+            shown = data_of(page.locator("#table-cards [data-card]"), "card")
             assert sorted(shown) == sorted(public["discards"])
 
 

@@ -61,7 +61,7 @@ def _game_id(game_id: str) -> str:
     return game_id
 
 
-GamePath = Annotated[str, PathParam(max_length=64)]
+GamePath = Annotated[str, PathParam(description="The game's id.")]
 
 
 @router.api_route("/", methods=["GET", "HEAD"])
@@ -92,7 +92,9 @@ async def replay(game_id: GamePath) -> FileResponse:
 
 
 @router.api_route("/leagues/{league_id}", methods=["GET", "HEAD"])
-async def league(league_id: Annotated[str, PathParam(max_length=64)]) -> FileResponse:
+async def league(
+    league_id: Annotated[str, PathParam(description="The league's id.")],
+) -> FileResponse:
     """A league's rounds, tables and standings."""
     if not LEAGUE_ID.match(league_id):
         raise ProblemError("league_not_found", "no league has that id")
