@@ -40,6 +40,7 @@ export function replaceChildren(element, ...children) {
   if (key) {
     const again = element.querySelector(key);
     if (again) again.focus();
+    else if (element.hasAttribute("tabindex")) element.focus(); // not lost to the page's start
   }
 }
 

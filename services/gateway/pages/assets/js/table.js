@@ -73,13 +73,16 @@ function setState(state) {
   render();
 }
 
-async function loadLastTrick(version) {
+/** What happened just before the page opened: the log's first lines, and the last trick. */
+async function loadRecent(version) {
   const after = Math.max(0, version - LAST_TRICK_WINDOW);
-  const page_ = await get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${after}&limit=${LAST_TRICK_WINDOW}`);
+  const recent = await get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${after}&limit=${LAST_TRICK_WINDOW}`);
   const played = [];
-  for (const record of page_.events) {
+  for (const record of recent.events) {
     if (record.version > version) break;
     trackTrick(record.event, played);
+    const line = eventWords(record.event, name);
+    if (line) log(line, record.version);
   }
   renderLastTrick();
 }
@@ -108,9 +111,13 @@ function onEvent({ version, event }) {
   refresh();
 }
 
+/** Add a line to the log, newest first, each event once whichever way it came. */
 function log(text, version) {
   const list = byId("log");
-  list.prepend(h("li", { dataset: { version } }, text));
+  const lines = [...list.children];
+  if (lines.some((line) => Number(line.dataset.version) === version)) return;
+  const older = lines.find((line) => Number(line.dataset.version) < version);
+  list.insertBefore(h("li", { dataset: { version } }, text), older || null);
   while (list.children.length > LOG_LINES) list.lastElementChild.remove();
 }
 
@@ -573,7 +580,7 @@ function start() {
       setState(state);
       if (first) {
         first = false;
-        loadLastTrick(state.version).catch(() => {});
+        loadRecent(state.version).catch(() => {});
         if (state.status === "finished" && state.hand_number > 0) {
           get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${Math.max(0, state.version - 3)}`)
             .then((events) => {
