@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, Request, expect
+from playwright.sync_api import Page, Request, Route, expect
 
 from tests.browser.conftest import DESK, PHONE, WAIT_MS, Browse, data_of, screenshot
-from tests.browser.games import Game, new_game, state, view
+from tests.browser.games import Game, act, new_game, state, view
 from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.browser
@@ -135,6 +136,8 @@ def test_a_whole_hand_is_played_by_clicking_for_every_seat_in_four_browsers(
             check_the_summary(page, final)
         screenshot(pages[0], "table-summary")
         screenshot(watcher, "watch-finished")
+        pages[3].locator("#summary [data-replay]").click()  # from the hand to its replay
+        expect(pages[3].locator("[data-audit]")).to_have_attribute("data-audit", "ok")
         assert checked_illegal, "no seat ever held a card it could not play"
         assert checked_last_trick
 
@@ -186,5 +189,42 @@ def check_the_summary(page: Page, final: dict[str, Any]) -> None:
     for unit, score in enumerate(final["scores"]):
         expect(summary.locator(f'[data-unit="{unit}"] .arithmetic')).to_contain_text(f"= {score}")
     link = summary.locator("[data-replay]")
-    expect(link).to_have_attribute("href", f"/replay/{final['game_id']}?hand=1")
+    replay = re.escape(f"/replay/{final['game_id']}?hand=1")
+    expect(link).to_have_attribute("href", re.compile(rf"^{replay}(#token=st1\..+)?$"))
     expect(page.locator("#turn")).to_contain_text("Game over")
+
+
+def test_the_table_draws_a_clock_only_when_the_state_has_one(browse: Browse, stack: Stack) -> None:
+    """This server has no clocks yet: the table shows none. A state with one (API.md: each
+    seat's bank, `away`, the deadline of the seat on turn) is drawn with no change to the page;
+    here the view the page reads is given one on its way, in the shape API.md describes."""
+    with httpx.Client(base_url=stack.base_url) as http:
+        game = new_game(http, {"preset": "partnership"}, ["ann", "bob", "cy", "dee"])
+        public = state(http, game.game_id)
+        watching = (public["turn"] + 2) % 4
+        page = browse.page(f"/play/{game.game_id}#token={game.tokens[watching]}")
+        wait_for_version(page, public["version"])
+        expect(page.locator("[data-clock]")).to_have_count(0)
+
+        deadline = "2099-01-01T00:00:00Z"
+
+        def with_a_clock(route: Route) -> None:
+            answer = route.fetch()
+            body = answer.json()
+            seats = len(body["seats"])
+            body["clock"] = {
+                "banks": [60 - 10 * seat for seat in range(seats)],
+                "away": [seat == 3 for seat in range(seats)],
+                "deadline": deadline,
+            }
+            route.fulfill(response=answer, json=body)
+
+        page.route("**/view", with_a_clock)
+        version = act(http, game, public["turn"], {"type": "bid", "bid": 3})["version"]
+        wait_for_version(page, version)
+        turn = state(http, game.game_id)["turn"]
+        expect(page.locator("[data-clock]")).to_have_count(4)
+        expect(page.locator('[data-clock="1"]')).to_contain_text("bank 50 s")
+        expect(page.locator('[data-clock="3"]')).to_contain_text("away")
+        expect(page.locator(f'[data-clock="{turn}"] [data-deadline]')).to_contain_text("s left")
+        expect(page.locator("[data-deadline]")).to_have_count(1)

@@ -1,13 +1,14 @@
 // A finished hand, step by step: /replay/{game_id}?hand=N. Everything comes from the hand's
 // record (GET /v1/games/{id}/hands/{n}, every card revealed once the hand is over), the game's
 // public state (names, units) and the replay audit (GET /v1/games/{id}/audit).
-import { get, pathId, Refusal } from "./api.js";
+import { fragmentValue, get, pathId, Refusal } from "./api.js";
 import { bidWords, cardFace, cardWords, sortHand } from "./cards.js";
 import { byId, h, replaceChildren } from "./dom.js";
 import { refusalWords } from "./words.js";
 
 const gameId = pathId();
 const handNumber = Number(new URLSearchParams(location.search).get("hand") || "1");
+const token = fragmentValue("token"); // a seat's, when the game is readable by its seats only
 
 const page = { game: null, record: null, steps: [], at: 0 };
 
@@ -197,7 +198,9 @@ function showProblem(error) {
 
 async function start() {
   const base = `/v1/games/${encodeURIComponent(gameId)}`;
-  byId("watch-link").href = `/watch/${encodeURIComponent(gameId)}`;
+  byId("watch-link").href = token
+    ? `/play/${encodeURIComponent(gameId)}#token=${encodeURIComponent(token)}`
+    : `/watch/${encodeURIComponent(gameId)}`;
   replaceChildren(byId("title"), `Replay · hand ${handNumber}`);
   document.title = `Spades replay ${gameId} hand ${handNumber}`;
   byId("first").addEventListener("click", () => go(0));
@@ -213,7 +216,7 @@ async function start() {
     else if (event.key === "ArrowLeft") go(page.at - 1);
   });
   try {
-    const [game, record] = await Promise.all([get(base), get(`${base}/hands/${handNumber}`)]);
+    const [game, record] = await Promise.all([get(base, token), get(`${base}/hands/${handNumber}`, token)]);
     page.game = game;
     page.record = record;
   } catch (error) {
@@ -230,11 +233,11 @@ async function start() {
   for (let hand = 1; hand <= finished; hand += 1) {
     links.push(hand === handNumber
       ? h("strong", { "aria-current": "page" }, `hand ${hand}`)
-      : h("a", { href: `/replay/${encodeURIComponent(gameId)}?hand=${hand}` }, `hand ${hand}`));
+      : h("a", { href: `/replay/${encodeURIComponent(gameId)}?hand=${hand}${location.hash}` }, `hand ${hand}`));
   }
   replaceChildren(byId("hands"), links.flatMap((link, i) => (i ? [" · ", link] : [link])));
   try {
-    const audit = await get(`${base}/audit`);
+    const audit = await get(`${base}/audit`, token);
     renderAudit(audit);
     renderScore(audit);
   } catch (error) {

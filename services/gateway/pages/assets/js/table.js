@@ -36,6 +36,13 @@ function unitName(unit) {
   return page.state.units[unit].map((seat) => name(seat)).join(" & ");
 }
 
+/** The replay of a finished hand; a seat's token goes along in the fragment (never sent), so
+ * that a game only its seats may read can be replayed by them too. */
+function replayHref(hand) {
+  const fragment = token ? `#token=${encodeURIComponent(token)}` : "";
+  return `/replay/${encodeURIComponent(gameId)}?hand=${hand}${fragment}`;
+}
+
 function unitOf(seat) {
   return page.state.units.findIndex((seats) => seats.includes(seat));
 }
@@ -76,7 +83,7 @@ function setState(state) {
 /** What happened just before the page opened: the log's first lines, and the last trick. */
 async function loadRecent(version) {
   const after = Math.max(0, version - LAST_TRICK_WINDOW);
-  const recent = await get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${after}&limit=${LAST_TRICK_WINDOW}`);
+  const recent = await get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${after}&limit=${LAST_TRICK_WINDOW}`, token);
   const played = [];
   for (const record of recent.events) {
     if (record.version > version) break;
@@ -127,6 +134,7 @@ async function loadSummary(event, version) {
   try {
     const record = await get(
       `/v1/games/${encodeURIComponent(gameId)}/hands/${event.hand}?min_version=${version}`,
+      token,
     );
     page.summary = { event, lines: record.score_lines || [], record };
   } catch (error) {
@@ -229,7 +237,7 @@ function renderScores() {
   const finished = state.status === "finished" ? state.hand_number : state.hand_number - 1;
   const replays = [];
   for (let hand = 1; hand <= finished; hand += 1) {
-    replays.push(h("a", { href: `/replay/${encodeURIComponent(gameId)}?hand=${hand}` }, `hand ${hand}`));
+    replays.push(h("a", { href: replayHref(hand) }, `hand ${hand}`));
   }
   replaceChildren(
     byId("scores"),
@@ -492,7 +500,7 @@ function renderSummary() {
     summary.lines === null ? h("p", { class: "quiet" }, "Reading the score lines…") : null,
     summary.failed ? h("p", {}, summary.failed) : null,
     units,
-    h("p", {}, h("a", { href: `/replay/${encodeURIComponent(gameId)}?hand=${event.hand}`, dataset: { replay: event.hand } }, `Replay hand ${event.hand} step by step`)),
+    h("p", {}, h("a", { href: replayHref(event.hand), dataset: { replay: event.hand } }, `Replay hand ${event.hand} step by step`)),
     h("button", { type: "button", onclick: () => { page.summary = null; renderSummary(); } }, "Close the summary"));
 }
 
@@ -582,7 +590,7 @@ function start() {
         first = false;
         loadRecent(state.version).catch(() => {});
         if (state.status === "finished" && state.hand_number > 0) {
-          get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${Math.max(0, state.version - 3)}`)
+          get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${Math.max(0, state.version - 3)}`, token)
             .then((events) => {
               const scored = events.events.filter((r) => r.event.type === "hand_scored").pop();
               if (scored) loadSummary(scored.event, scored.version);
