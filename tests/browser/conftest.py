@@ -117,6 +117,19 @@ class Browse:
             context.close()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the browser tests after every other: Playwright's sync API marks the thread's event
+    loop as running for as long as its one browser lives (the session), and the async tests
+    cannot start their own loops under it."""
+    browser = [item for item in items if _is_browser_test(item)]
+    if browser:
+        items[:] = [item for item in items if not _is_browser_test(item)] + browser
+
+
+def _is_browser_test(item: pytest.Item) -> bool:
+    return Path(__file__).parent in Path(item.path).parents
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The whole stack for the browser tests (no platform keys: the pages read as anyone)."""

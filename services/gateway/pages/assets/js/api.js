@@ -36,22 +36,35 @@ export async function get(path, token = null) {
   return answer(response);
 }
 
-/** POST one action for the seat; the answer is `{version, events}`. */
+/** A new idempotency key (crypto.randomUUID exists only on HTTPS or localhost pages). */
+function freshKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const ACT_TRIES = 3;
+const MOST_RETRY_AFTER_S = 5;
+
+/** POST one action for the seat; the answer is `{version, events}`. A 503 (the engine did not
+ * answer in time) or a 429 is tried again after its Retry-After with the same Idempotency-Key,
+ * so the move is made once however many tries it takes. */
 export async function act(gameId, token, action) {
-  let response;
-  try {
-    response = await fetch(`/v1/games/${encodeURIComponent(gameId)}/actions`, {
-      method: "POST",
-      headers: headersFor(token, {
-        "Content-Type": "application/json",
-        "Idempotency-Key": crypto.randomUUID(),
-      }),
-      body: JSON.stringify(action),
-    });
-  } catch (error) {
-    throw new Refusal(0, "unreachable", "the server cannot be reached");
+  const key = freshKey();
+  for (let attempt = 1; ; attempt += 1) {
+    let response;
+    try {
+      response = await fetch(`/v1/games/${encodeURIComponent(gameId)}/actions`, {
+        method: "POST",
+        headers: headersFor(token, { "Content-Type": "application/json", "Idempotency-Key": key }),
+        body: JSON.stringify(action),
+      });
+    } catch (error) {
+      throw new Refusal(0, "unreachable", "the server cannot be reached");
+    }
+    if (![429, 503].includes(response.status) || attempt === ACT_TRIES) return answer(response);
+    const after = Number(response.headers.get("retry-after")) || 1;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(after, MOST_RETRY_AFTER_S) * 1000));
   }
-  return answer(response);
 }
 
 const RETRY_FIRST_MS = 250;
