@@ -92,6 +92,7 @@ def test_the_replay_steps_through_a_hand_trick_by_trick_with_the_audit_verdict(
     rules = set(data_of(score.locator("[data-rule]"), "rule"))
     assert rules == {line["rule"] for line in record["score_lines"]}
     assert rules, "no score line"
+    expect(score.locator("[data-mismatch]")).to_have_count(0)  # the lines add up
     screenshot(page, "replay-score")
 
 
@@ -159,4 +160,6 @@ def test_a_tampered_hand_fails_the_audit_and_the_replay_names_the_first_failing_
     expect(first).to_contain_text(f"First failing event: version {scored_version}")
     expect(first).to_contain_text("score")
     expect(page.locator("#audit")).to_contain_text("the score against the rules' own: fails")
+    expect(page.locator('#score [data-unit="0"] [data-mismatch]')).to_be_visible()
+    expect(page.locator('#score [data-unit="1"] [data-mismatch]')).to_have_count(0)
     screenshot(page, "replay-tampered")

@@ -134,7 +134,7 @@ function dealFacts(record) {
 function renderTricks() {
   const record = page.record;
   replaceChildren(byId("tricks"), record.tricks.map((trick, index) =>
-    h("li", { dataset: { trick: index + 1 }, "aria-label": `trick ${index + 1}` },
+    h("li", { dataset: { trick: index + 1 } },
       h("p", {}, h("strong", {}, `Trick ${index + 1}`), `: ${name(trick.leader)} led, ${name(trick.winner)} won. `,
         h("button", { type: "button", dataset: { step: `trick-${index}` }, onclick: () => go(stepOfTrick(index)) }, `Show trick ${index + 1}`)),
       h("ul", { class: "played" }, trick.cards.map((played) =>
@@ -156,12 +156,21 @@ function renderScore(audit) {
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Rule"), h("th", { scope: "col" }, "Points"), h("th", { scope: "col" }, "Why"))),
         h("tbody", {}, lines.filter((line) => line.unit === unit).map((line) =>
           h("tr", { dataset: { rule: line.rule } }, h("td", {}, h("code", {}, line.rule)), h("td", {}, `${line.points > 0 ? "+" : ""}${line.points}`), h("td", {}, line.text))))),
-      h("p", { class: "arithmetic" }, `${before} ${record.points[unit] >= 0 ? "+" : "−"} ${Math.abs(record.points[unit])} = `, h("strong", {}, String(record.scores[unit])), `; bags ${record.bags[unit]}`));
+      h("p", { class: "arithmetic" }, `${before} ${record.points[unit] >= 0 ? "+" : "−"} ${Math.abs(record.points[unit])} = `, h("strong", {}, String(record.scores[unit])), `; bags ${record.bags[unit]}`),
+      disagreement(lines.filter((line) => line.unit === unit), record.points[unit]));
   });
   const replayed = handAudit && handAudit.arithmetic && handAudit.arithmetic.length
     ? h("details", {}, h("summary", {}, "The audit's own arithmetic, by replay"), h("pre", {}, handAudit.arithmetic.join("\n")))
     : null;
   replaceChildren(byId("score"), units, replayed);
+}
+
+/** When the rules' lines do not add up to the points recorded, say so: that is the dispute. */
+function disagreement(lines, recorded) {
+  const reckoned = lines.reduce((sum, line) => sum + line.points, 0);
+  if (!lines.length || reckoned === recorded) return null;
+  return h("p", { class: "mismatch", dataset: { mismatch: "" } },
+    `The rules' lines add up to ${reckoned}; the record says ${recorded}.`);
 }
 
 function renderAudit(audit) {
