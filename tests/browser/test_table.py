@@ -228,3 +228,25 @@ def test_the_table_draws_a_clock_only_when_the_state_has_one(browse: Browse, sta
         expect(page.locator('[data-clock="3"]')).to_contain_text("away")
         expect(page.locator(f'[data-clock="{turn}"] [data-deadline]')).to_contain_text("s left")
         expect(page.locator("[data-deadline]")).to_have_count(1)
+
+
+def test_a_watcher_sees_the_table_fill_up_and_the_first_hand_dealt(
+    browse: Browse, stack: Stack
+) -> None:
+    with httpx.Client(base_url=stack.base_url) as http:
+        created = http.post("/v1/games", json={"rules": {"preset": "partnership"}}).json()
+        game_id = created["game_id"]
+        watcher = browse.page(f"/watch/{game_id}", PHONE)
+        turn = watcher.locator("#turn")
+        expect(turn).to_contain_text("Waiting for players: 0 of 4 seated")
+        for seat, player in enumerate(["ann", "bob", "cy"]):
+            http.post(f"/v1/games/{game_id}/seats", json={"player": player, "seat": seat})
+        expect(turn).to_contain_text("3 of 4 seated")
+        expect(watcher.locator('#seats [data-seat="1"]')).to_contain_text("bob")
+        http.post(f"/v1/games/{game_id}/seats", json={"player": "dee", "seat": 3})
+        public = state(http, game_id)
+        wait_for_version(watcher, public["version"])
+        expect(watcher.locator("#title")).to_contain_text("hand 1")
+        expect(turn).to_contain_text(f"{public['seats'][public['turn']]['player']} to bid")
+        expect(watcher.locator("#log")).to_contain_text("dee sat down at seat 3")
+        expect(watcher.locator("#hand-panel")).to_be_hidden()  # a watcher holds no hand

@@ -33,6 +33,8 @@ async def test_a_whole_game_of_every_preset(client: SpadesClient, preset: str) -
     for record in records:
         check_record_against_play(table, final, record)
         assert await client.hand(table.game_id, record.hand, min_version=final.version) == record
+        for unit, points in enumerate(record.points):  # the score's lines add up to it
+            assert sum(line.points for line in record.score_lines if line.unit == unit) == points
     check_scoreboard(scoreboard, records, final)
     audit = await client.audit(table.game_id)
     assert audit.ok, audit
