@@ -25,15 +25,28 @@ async function answer(response) {
   throw new Refusal(response.status, "unavailable", `the server answered ${response.status}`);
 }
 
-/** GET a JSON resource; with `token`, as that seat. */
+const TRIES = 3;
+const MOST_RETRY_AFTER_S = 5;
+const RETRIED = [429, 503];
+
+function retryAfterMs(response) {
+  const seconds = Number(response.headers.get("retry-after")) || 1;
+  return Math.min(seconds, MOST_RETRY_AFTER_S) * 1000;
+}
+
+/** GET a JSON resource; with `token`, as that seat. A 429 or 503 is asked again (a read
+ * changes nothing) after its Retry-After, a few times. */
 export async function get(path, token = null) {
-  let response;
-  try {
-    response = await fetch(path, { headers: headersFor(token), cache: "no-store" });
-  } catch (error) {
-    throw new Refusal(0, "unreachable", "the server cannot be reached");
+  for (let attempt = 1; ; attempt += 1) {
+    let response;
+    try {
+      response = await fetch(path, { headers: headersFor(token), cache: "no-store" });
+    } catch (error) {
+      throw new Refusal(0, "unreachable", "the server cannot be reached");
+    }
+    if (!RETRIED.includes(response.status) || attempt === TRIES) return answer(response);
+    await new Promise((resolve) => setTimeout(resolve, retryAfterMs(response)));
   }
-  return answer(response);
 }
 
 /** A new idempotency key (crypto.randomUUID exists only on HTTPS or localhost pages). */
@@ -41,9 +54,6 @@ function freshKey() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
-
-const ACT_TRIES = 3;
-const MOST_RETRY_AFTER_S = 5;
 
 /** POST one action for the seat; the answer is `{version, events}`. A 503 (the engine did not
  * answer in time) or a 429 is tried again after its Retry-After with the same Idempotency-Key,
@@ -61,9 +71,8 @@ export async function act(gameId, token, action) {
     } catch (error) {
       throw new Refusal(0, "unreachable", "the server cannot be reached");
     }
-    if (![429, 503].includes(response.status) || attempt === ACT_TRIES) return answer(response);
-    const after = Number(response.headers.get("retry-after")) || 1;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(after, MOST_RETRY_AFTER_S) * 1000));
+    if (!RETRIED.includes(response.status) || attempt === TRIES) return answer(response);
+    await new Promise((resolve) => setTimeout(resolve, retryAfterMs(response)));
   }
 }
 
