@@ -32,7 +32,6 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from domain.records import HandRecord
 from services.client.models import (
     Action,
     ActionResult,
@@ -43,6 +42,7 @@ from services.client.models import (
     HandList,
     PublicState,
     Scoreboard,
+    ScoredHandRecord,
     Seat,
     SeatView,
 )
@@ -347,7 +347,7 @@ class SpadesClient:
 
     # ----------------------------------------------------------------------- read models
 
-    async def hands(self, game_id: str, min_version: int | None = None) -> list[HandRecord]:
+    async def hands(self, game_id: str, min_version: int | None = None) -> list[ScoredHandRecord]:
         """The records of every completed hand. The read models follow the game a moment
         behind; ``min_version`` waits (briefly) until they have reached that game version."""
         response = await self.request(
@@ -355,12 +355,14 @@ class SpadesClient:
         )
         return self.decode(response, HandList).hands
 
-    async def hand(self, game_id: str, number: int, min_version: int | None = None) -> HandRecord:
-        """The record of completed hand ``number`` (1-based)."""
+    async def hand(
+        self, game_id: str, number: int, min_version: int | None = None
+    ) -> ScoredHandRecord:
+        """The record of completed hand ``number`` (1-based), with its score's lines."""
         response = await self.request(
             "GET", _game_path(game_id, "hands", str(number)), params=_min_version(min_version)
         )
-        return self.decode(response, HandRecord)
+        return self.decode(response, ScoredHandRecord)
 
     async def scoreboard(self, game_id: str, min_version: int | None = None) -> Scoreboard:
         """Scores hand by hand, totals and winners (see :meth:`hands` for ``min_version``)."""

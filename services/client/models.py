@@ -123,8 +123,23 @@ class EventPage(msgspec.Struct, frozen=True):
 # The hand record is the domain's own (domain.records): the same struct the server writes.
 
 
+class HandScoreLine(msgspec.Struct, frozen=True):
+    """One step of a unit's score in a hand, naming the rule option that decided it."""
+
+    unit: int
+    rule: str
+    points: int
+    text: str
+
+
+class ScoredHandRecord(HandRecord, frozen=True, kw_only=True):
+    """A hand's record as the API serves it: with the score's lines."""
+
+    score_lines: list[HandScoreLine] = msgspec.field(default_factory=list)
+
+
 class HandList(msgspec.Struct, frozen=True):
-    hands: list[HandRecord]
+    hands: list[ScoredHandRecord]
 
 
 # --------------------------------------------------------------------------- scores and audit

@@ -36,6 +36,7 @@ from services.gateway.routes import (
     seats,
     service,
 )
+from services.gateway.routes.pages import install_pages
 from services.gateway.telemetry import Metrics, RequestTelemetry
 from services.projections.migrations import migrate
 from services.projections.store import open_store
@@ -135,10 +136,13 @@ def create_app(
         title="Spades",
         version="1",
         description=DESCRIPTION,
+        docs_url=None,  # /docs is a page of our own (services/gateway/routes/pages.py), offline
+        redoc_url=None,
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
     )
     for router in (games, seats, actions, events, hands, audit, leagues, service):
         app.include_router(router.router)
+    install_pages(app)
     install_problem_handlers(app)
     install_openapi(app)
     app.add_middleware(JsonText)  # innermost: reads the body the limit lets through

@@ -434,6 +434,15 @@ class Trick(BaseModel):
     winner: int
 
 
+class ScoreLine(BaseModel):
+    """One step of a unit's score in a hand."""
+
+    unit: int
+    rule: str = Field(description="The rule option that decided it: `contract`, `nil_value`, ...")
+    points: int
+    text: str = Field(description="The step in words, e.g. `bid 5, took 8: 10 x 5`.")
+
+
 class HandRecord(BaseModel):
     """One finished hand, as dealt and played and scored."""
 
@@ -449,6 +458,9 @@ class HandRecord(BaseModel):
     scores: list[int]
     bags: list[int]
     reneged: list[int]
+    score_lines: list[ScoreLine] = Field(
+        description="The hand's score as the rules reckon it, line by line, unit by unit."
+    )
 
 
 class HandRecords(BaseModel):

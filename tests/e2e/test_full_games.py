@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -32,6 +33,8 @@ async def test_a_whole_game_of_every_preset(client: SpadesClient, preset: str) -
     for record in records:
         check_record_against_play(table, final, record)
         assert await client.hand(table.game_id, record.hand, min_version=final.version) == record
+        for unit, points in enumerate(record.points):  # the score's lines add up to it
+            assert sum(line.points for line in record.score_lines if line.unit == unit) == points
     check_scoreboard(scoreboard, records, final)
     audit = await client.audit(table.game_id)
     assert audit.ok, audit
@@ -104,7 +107,9 @@ def check_record_against_play(table: Table, final: PublicState, record: HandReco
             assert kept == set(record.deal.hands[seat])
 
 
-def check_scoreboard(scoreboard: Scoreboard, records: list[HandRecord], final: PublicState) -> None:
+def check_scoreboard(
+    scoreboard: Scoreboard, records: Sequence[HandRecord], final: PublicState
+) -> None:
     assert scoreboard.units == final.units
     assert [(line.hand, line.points, line.scores, line.bags) for line in scoreboard.hands] == [
         (record.hand, record.points, record.scores, record.bags) for record in records

@@ -36,6 +36,7 @@ from domain.game import decide, fold
 from domain.rules import Rules
 from services.audit import report
 from services.audit.history import Problem
+from services.client.models import HandScoreLine, ScoredHandRecord
 from services.gateway import models, read_models
 from services.gateway.app import create_app
 from services.gateway.auth import SeatTokens
@@ -95,7 +96,9 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.SeatInfo, views.SeatInfo),
     (models.TrickCard, views.TrickCard),
     (models.RuleSet, Rules),
-    (models.HandRecord, records.HandRecord),
+    # A hand's record as served: the domain's, with its score's lines (the client's shape).
+    (models.HandRecord, ScoredHandRecord),
+    (models.ScoreLine, HandScoreLine),
     (models.Deal, records.Deal),
     (models.Drawn, records.Drawn),
     (models.Pass, records.Pass),

@@ -6,10 +6,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from services.gateway.deps import GameReadOf, MinVersion, Services
+from domain.events import GameCreated
+from domain.records import HandRecord as Record
+from services.gateway.deps import GameReadOf, Gateway, MinVersion, Services
 from services.gateway.models import HandRecord, HandRecords, Scoreboard
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.score_lines import score_lines
 from services.gateway.views import as_json
 
 router = APIRouter(prefix="/v1/games/{game_id}", tags=["hands"])
@@ -25,12 +28,13 @@ _PROBLEMS = problems(401, 403, 404, 429, 503)
     "/hands", response_model=HandRecords, responses=_PROBLEMS, openapi_extra=OPTIONAL_CREDENTIAL
 )
 async def hands(read: GameReadOf, _visible: MinVersion, services: Services) -> Any:
-    """Every finished hand's record: deal, draws, bids, passes, tricks and score."""
+    """Every finished hand's record: deal, draws, bids, passes, tricks and score, with the
+    score's lines, each naming the rule that decided it."""
     game_id = read.game.game_id
     records = await services.read_models.hand_records(game_id)
     if records is None:
         raise ProblemError("game_not_found", f"no game {game_id}")
-    return {"hands": as_json(records)}
+    return {"hands": await _with_score_lines(services, game_id, records)}
 
 
 @router.get(
@@ -47,14 +51,34 @@ async def hand(
     _visible: MinVersion,
     services: Services,
 ) -> Any:
-    """One finished hand's record; a hand still being played has none."""
+    """One finished hand's record, with its score's lines; a hand still being played has
+    none."""
     game_id = read.game.game_id
     record = await services.read_models.hand_record(game_id, hand)
     if record is None:
         if await services.read_models.hand_records(game_id) is None:
             raise ProblemError("game_not_found", f"no game {game_id}")
         raise ProblemError("hand_not_found", f"game {game_id} has no finished hand {hand}")
-    return as_json(record)
+    # The lines of a hand need the bags before it: the hand before's, or the game's start.
+    before = await services.read_models.hand_record(game_id, hand - 1) if hand > 1 else None
+    shown = await _with_score_lines(services, game_id, [r for r in (before, record) if r])
+    return shown[-1]
+
+
+async def _with_score_lines(
+    services: Gateway, game_id: str, records: list[Record]
+) -> list[dict[str, Any]]:
+    """The records as JSON, each with ``score_lines`` (the game's rules and its starting bags
+    come from its first event)."""
+    first = await services.stream.read(game_id, limit=1)
+    created = next(iter(first[0].commit.events), None) if first else None
+    if not isinstance(created, GameCreated):
+        raise ProblemError("game_not_found", f"no game {game_id}")
+    lines = score_lines(created, records)
+    return [
+        {**as_json(record), "score_lines": score}
+        for record, score in zip(records, lines, strict=True)
+    ]
 
 
 @router.get(

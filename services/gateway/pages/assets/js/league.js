@@ -1,0 +1,75 @@
+// A league: /leagues/{league_id}. Its rules and players, every round's tables with links to
+// their games, and the standings with ratings, from the league endpoints of the API.
+import { get, pathId, Refusal } from "./api.js";
+import { byId, h, replaceChildren } from "./dom.js";
+import { refusalWords } from "./words.js";
+
+const leagueId = pathId();
+const base = `/v1/leagues/${encodeURIComponent(leagueId)}`;
+
+function about(league) {
+  const rules = league.rules;
+  return [
+    h("p", {}, `${league.players.length} players, ${rules.preset} rules to ${rules.target}${rules.max_hands ? ` or ${rules.max_hands} hand(s)` : ""}, `,
+      `${league.pairing === "swiss" ? "Swiss pairing" : "round robin"}, `,
+      `${league.rounds_scheduled} of ${league.rounds === null ? "no fixed number of" : league.rounds} round(s) scheduled.`),
+    h("p", { class: "quiet" }, `Players: ${league.players.join(", ")}.`),
+  ];
+}
+
+function standings(table) {
+  if (!table.players.length) return h("p", { class: "quiet" }, "No player yet.");
+  return h("table", { class: "standings" },
+    h("caption", {}, `Counting ${table.version} finished game(s). Ranked by wins, then points, then rating.`),
+    h("thead", {}, h("tr", {}, ["Rank", "Player", "Wins", "Points", "Games", "Byes", "Rating"].map((title) => h("th", { scope: "col" }, title)))),
+    h("tbody", {}, table.players.map((row) =>
+      h("tr", { dataset: { player: row.player } },
+        h("td", {}, String(row.rank)),
+        h("th", { scope: "row" }, row.player),
+        h("td", {}, String(row.wins)),
+        h("td", {}, String(row.points)),
+        h("td", {}, String(row.games)),
+        h("td", {}, String(row.byes)),
+        h("td", { title: `mu ${row.rating.mu.toFixed(2)}, sigma ${row.rating.sigma.toFixed(2)}` },
+          `${row.rating.ordinal.toFixed(1)} (μ ${row.rating.mu.toFixed(1)} ± ${row.rating.sigma.toFixed(1)})`)))));
+}
+
+function round(played) {
+  return h("section", { class: "round", dataset: { round: played.round } },
+    h("h3", {}, `Round ${played.round}`),
+    h("ul", { class: "list" }, played.tables.map((table) => {
+      const game = encodeURIComponent(table.game_id);
+      const status = table.status || "starting";
+      const scores = table.scores ? `scores ${table.scores.join(" : ")}` : "";
+      return h("li", { dataset: { game: table.game_id, status } },
+        h("strong", {}, `Table ${table.table}`),
+        h("span", {}, table.players.join(", ")),
+        h("span", {}, status, scores ? `, ${scores}` : ""),
+        h("a", { href: `/watch/${game}` }, status === "finished" ? "the table" : "watch"),
+        status === "finished" ? h("a", { href: `/replay/${game}?hand=1` }, "replay") : null);
+    })),
+    played.byes.length ? h("p", { class: "quiet" }, `Sitting out: ${played.byes.join(", ")}.`) : null);
+}
+
+async function load() {
+  const problem = byId("problem");
+  problem.hidden = true;
+  try {
+    const league = await get(base);
+    document.title = `Spades league ${league.name}`;
+    replaceChildren(byId("title"), `League · ${league.name}`);
+    replaceChildren(byId("about"), about(league));
+    const [table, ...rounds] = await Promise.all([
+      get(`${base}/standings`),
+      ...Array.from({ length: league.rounds_scheduled }, (_, k) => get(`${base}/rounds/${k + 1}`)),
+    ]);
+    replaceChildren(byId("standings"), standings(table));
+    replaceChildren(byId("rounds"), rounds.length ? rounds.reverse().map(round) : h("p", { class: "quiet" }, "No round yet."));
+  } catch (error) {
+    replaceChildren(problem, h("p", {}, error instanceof Refusal ? refusalWords(error) : String(error)));
+    problem.hidden = false;
+  }
+}
+
+byId("refresh").addEventListener("click", load);
+load();

@@ -1,0 +1,129 @@
+"""Pages for people: the table, a watcher's view, a hand's replay, a league, and the API docs.
+
+Each page is a plain HTML file of ``services/gateway/pages/`` whose ES modules read the public
+API from the browser, like any other client: there is no page-only endpoint and no build step.
+Every page and asset comes from this server under a Content-Security-Policy that allows this
+origin only (no inline script or style, no other host), so a page works offline and an
+injected string can never run. A seat's token stays in the URL fragment, which no browser
+sends; the scripts send it as ``Authorization: Bearer``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, FastAPI
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse
+from starlette.staticfiles import StaticFiles
+from starlette.types import Message, Receive, Scope, Send
+
+from contracts.wire import GAME_ID
+from domain.league import LEAGUE_ID
+from services.gateway.problems import ProblemError
+
+PAGES = Path(__file__).resolve().parent.parent / "pages"
+"""The HTML, CSS and JavaScript of the pages, served as they are."""
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    # The fragment (a seat's token) is never part of a referrer; nothing else needs to be.
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+router = APIRouter(include_in_schema=False)
+
+
+def _page(name: str) -> FileResponse:
+    return FileResponse(PAGES / name, media_type="text/html", headers=PAGE_HEADERS)
+
+
+def _game_id(game_id: str) -> str:
+    if not GAME_ID.match(game_id):
+        raise ProblemError("game_not_found", "no game has that id")
+    return game_id
+
+
+GamePath = Annotated[str, PathParam(description="The game's id.")]
+
+
+@router.api_route("/", methods=["GET", "HEAD"])
+async def home() -> FileResponse:
+    """Games being played and finished, and their leagues."""
+    return _page("index.html")
+
+
+@router.api_route("/play/{game_id}", methods=["GET", "HEAD"])
+async def play(game_id: GamePath) -> FileResponse:
+    """A seat's table; the seat's token comes in the fragment (``#token=...``)."""
+    _game_id(game_id)
+    return _page("table.html")
+
+
+@router.api_route("/watch/{game_id}", methods=["GET", "HEAD"])
+async def watch(game_id: GamePath) -> FileResponse:
+    """The table without a hand."""
+    _game_id(game_id)
+    return _page("table.html")
+
+
+@router.api_route("/replay/{game_id}", methods=["GET", "HEAD"])
+async def replay(game_id: GamePath) -> FileResponse:
+    """A finished hand (``?hand=N``), step by step, with its score and the audit's verdict."""
+    _game_id(game_id)
+    return _page("replay.html")
+
+
+@router.api_route("/leagues/{league_id}", methods=["GET", "HEAD"])
+async def league(
+    league_id: Annotated[str, PathParam(description="The league's id.")],
+) -> FileResponse:
+    """A league's rounds, tables and standings."""
+    if not LEAGUE_ID.match(league_id):
+        raise ProblemError("league_not_found", "no league has that id")
+    return _page("league.html")
+
+
+@router.api_route("/docs", methods=["GET", "HEAD"])
+async def docs() -> FileResponse:
+    """The API's operations, rendered in the browser from ``/openapi.json``."""
+    return _page("docs.html")
+
+
+class Assets(StaticFiles):
+    """The pages' scripts, styles and images, with the pages' headers."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.extend(
+                    (name.lower().encode(), value.encode()) for name, value in PAGE_HEADERS.items()
+                )
+                message["headers"] = headers
+            await send(message)
+
+        await super().__call__(scope, receive, send_with_headers)
+
+
+def install_pages(app: FastAPI) -> None:
+    """Serve the pages and their assets (``/assets/...``) on ``app``."""
+    app.include_router(router)
+    app.mount("/assets", Assets(directory=PAGES / "assets"), name="assets")
