@@ -254,7 +254,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "read model: league standings", _league_standings_v2),
     Migration(3, "positions: the stream they belong to, the message at each", _stream_identity_v3),
     Migration(4, "game list: each game's platform and visibility", _game_owners_v4),
-    Migration(5, "webhooks: endpoints, the deliveries outbox, the worker's positions", _webhooks_v5),
+    Migration(5, "webhooks: endpoints, the outbox of deliveries, positions", _webhooks_v5),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

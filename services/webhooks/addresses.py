@@ -32,6 +32,10 @@ class AddressRefused(Exception):
     """The host resolves to an address webhooks may not reach (or to none)."""
 
 
+class Unresolvable(AddressRefused):
+    """The host resolves to no address at all."""
+
+
 def checked_url(text: str) -> httpx.URL:
     """``text`` as a webhook URL; raise :class:`InvalidUrl` saying what is wrong with it."""
     if len(text) > MAX_URL_LENGTH:
@@ -100,16 +104,16 @@ class AddressPolicy:
             async with asyncio.timeout(self.resolve_timeout_s):
                 answers = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except TimeoutError:
-            raise AddressRefused(
+            raise Unresolvable(
                 f"{host} did not resolve within {self.resolve_timeout_s} s"
             ) from None
         except (socket.gaierror, UnicodeError, OSError) as error:
-            raise AddressRefused(f"{host} does not resolve ({error})") from None
+            raise Unresolvable(f"{host} does not resolve ({error})") from None
         unique: list[IPAddress] = []
         for *_, sockaddr in answers:
             address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
             if address not in unique:
                 unique.append(address)
         if not unique:
-            raise AddressRefused(f"{host} resolves to no address")
+            raise Unresolvable(f"{host} resolves to no address")
         return unique

@@ -9,6 +9,9 @@ deployment: its consumers are durable, and its positions and outbox are in the d
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import signal
 
 import structlog
 
@@ -31,6 +34,10 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
     if url is None:
         raise ValueError("the webhooks worker needs a NATS server: set SPADES_NATS_URL")
     schedule = Schedule.parse(settings.webhook_schedule)
+    # httpx logs every request with its URL, which is the platform's (and may hold a secret):
+    # the delivery loop logs tries by endpoint id instead.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     client = await connect(
         url, "spades-webhooks", user="webhooks", credentials=settings.nats_credentials("webhooks")
     )
@@ -73,3 +80,22 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
         await http.aclose()
         await store.close()
         await client.close()
+
+
+async def serve_webhooks(settings: Settings, *, nats_url: str | None = None) -> None:
+    """:func:`run_webhooks` until SIGTERM or Ctrl-C. A try in flight then is not recorded: it
+    is sent again, with the same ``webhook-id``, when the worker starts again."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    worker = asyncio.create_task(run_webhooks(settings, nats_url=nats_url))
+    stop = asyncio.create_task(stopping.wait())
+    await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if worker.done():
+        worker.result()  # it ended on its own: an error, raised here
+        return
+    worker.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await worker
