@@ -58,13 +58,13 @@ def refusal(address: IPAddress) -> str | None:
     checked: IPAddress = address
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         checked = address.ipv4_mapped
-    kinds = (
+    kinds = (  # the most telling first: 0.0.0.0 is "private" too, but above all unspecified
+        ("unspecified", checked.is_unspecified),
         ("loopback", checked.is_loopback),
         ("link-local", checked.is_link_local),
-        ("private", checked.is_private),
         ("multicast", checked.is_multicast),
-        ("unspecified", checked.is_unspecified),
         ("reserved", checked.is_reserved),
+        ("private", checked.is_private),
     )
     for kind, matches in kinds:
         if matches:
