@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.webhooks import WebhookType
 from services.webhooks.addresses import MAX_URL_LENGTH
@@ -31,10 +32,20 @@ class CreateWebhook(BaseModel):
 class Replay(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    since: AwareDatetime = Field(
-        description="RFC 3339 with a time zone: what was sent since then is sent again.",
+    since: str = Field(
+        max_length=40,
+        description="RFC 3339, with its offset: what was sent since then is sent again.",
         examples=["2026-01-31T12:00:00Z"],
+        json_schema_extra={"format": "date-time"},
     )
+
+    def moment(self) -> datetime | None:
+        """``since`` as an aware datetime; None when it is not RFC 3339 with an offset."""
+        try:
+            moment = datetime.fromisoformat(self.since)
+        except ValueError:
+            return None
+        return moment if moment.tzinfo is not None and "T" in self.since.upper() else None
 
 
 class Webhook(BaseModel):

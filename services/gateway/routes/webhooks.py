@@ -232,8 +232,11 @@ async def replay(
     """Send again what was sent to the endpoint since `since` (delivered, failed, or skipped
     while it was disabled; as long as the log keeps it), each event once, with its first
     `webhook-id`, after whatever is still queued. A disabled endpoint is enabled again."""
+    since = body.moment()
+    if since is None:
+        raise ProblemError("malformed", "since: not an RFC 3339 time with its offset")
     endpoint = await _owned(services, platform, endpoint_id)
     async with services.store.writing() as conn:
-        count = await endpoints.replay(conn, endpoint, body.since.timestamp(), time.time())
+        count = await endpoints.replay(conn, endpoint, since.timestamp(), time.time())
     log.info("webhook deliveries replayed", webhook=endpoint.id, deliveries=count)
     return {"replayed": count}
