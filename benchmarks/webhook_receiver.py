@@ -8,6 +8,8 @@ the same port (a receiver down for a while).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -38,8 +40,9 @@ class Received:
     def id(self) -> str:
         return self.headers["webhook-id"]
 
-    @property
+    @functools.cached_property
     def json(self) -> dict[str, Any]:
+        """The body, decoded once (waiting predicates look at every request many times)."""
         decoded: dict[str, Any] = msgspec.json.decode(self.body)
         return decoded
 
@@ -87,7 +90,7 @@ class Receiver:
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 request = Received(headers, body, time.time(), 0)
                 status = receiver.answer(request)
-                request = Received(headers, body, request.at, status)
+                request = dataclasses.replace(request, answered=status)
                 receiver._record(request)
                 if status == HANG:
                     receiver._released.wait()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import time
 from collections import Counter
@@ -43,6 +44,8 @@ ANSWER_LIMIT_BYTES = 4096
 IDLE_WAIT_S = 1.0
 """The longest the loop sleeps without being woken: new deliveries, finished tries wake it."""
 PRUNE_EVERY_S = 600.0
+CHAIN_BATCH = 100
+"""The most deliveries of one chain a task sends before the chain's turn comes again."""
 STORE_RETRY_S = (0.2, 1.0, 5.0)
 
 
@@ -104,8 +107,20 @@ async def _read_some(answer: httpx.Response, limit: int) -> None:
             return
 
 
+Chain = tuple[str, str]
+"""An endpoint and a game or league: what is delivered in order."""
+
+
 class Deliveries:
-    """Sends the outbox's deliveries until cancelled."""
+    """Sends the outbox's deliveries until cancelled.
+
+    Each round finds the chains whose first pending delivery is due and starts a task per
+    chain (up to ``concurrency`` chains, ``per_endpoint`` of one endpoint). A chain's task sends
+    its deliveries one after the other, as long as each is acknowledged (up to
+    :data:`CHAIN_BATCH`), and hands each outcome to a recorder that writes what many chains did
+    in one transaction; it ends at the first failure (retried at its time) and once its
+    outcomes are written, so that no round finds the chain again before they are.
+    """
 
     def __init__(
         self,
@@ -128,17 +143,22 @@ class Deliveries:
         self.clock = clock
         self.draw = draw or random.Random()
         self._wake = asyncio.Event()
-        self._in_flight: dict[int, str] = {}
-        """Delivery id -> its endpoint, for every try under way."""
+        self._in_flight: set[Chain] = set()
+        self._ended: set[Chain] = set()
+        """Chains whose task ended since the last look for due chains began."""
         self._per_endpoint: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._pruned_at = 0.0
+        self._outcomes: list[tuple[outbox.Due, Outcome, float, asyncio.Future[None]]] = []
+        self._written = asyncio.Event()
+        """Set when outcomes are waiting for the recorder."""
 
     def wake(self) -> None:
         """New deliveries may be due (the ingest recorded some)."""
         self._wake.set()
 
     async def run(self) -> None:
+        recorder = asyncio.create_task(self._record_outcomes(), name="webhook outcomes")
         try:
             while True:
                 self._wake.clear()
@@ -153,90 +173,135 @@ class Deliveries:
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
         finally:
-            for task in self._tasks:
+            for task in (*self._tasks, recorder):
                 task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.gather(*self._tasks, recorder, return_exceptions=True)
 
     async def _round(self) -> float:
-        """Start every try that may start now; how long to sleep unless woken."""
+        """Start every chain that may start now; how long to sleep unless woken."""
         now = self.clock()
         if now - self._pruned_at >= PRUNE_EVERY_S:
             await self._prune(now)
         while await self._start_due(now):
             pass
         if len(self._in_flight) >= self.concurrency:
-            return IDLE_WAIT_S  # a finished try wakes the loop
+            return IDLE_WAIT_S  # a chain that ends wakes the loop
         async with self.store.reading() as conn:
             earliest = await outbox.next_due(conn)
         if earliest is None or earliest <= now:
-            return IDLE_WAIT_S  # nothing, or only what waits for a try in flight
+            return IDLE_WAIT_S  # nothing, or only chains under way
         return min(IDLE_WAIT_S, earliest - now)
 
     async def _start_due(self, now: float) -> bool:
-        """Start tries of due deliveries; True if a chain was left out only because its
-        endpoint was full when the round began (look again, without it)."""
+        """Start the chains whose turn it is; True if one was left out only because its
+        endpoint filled up during this round (look again without it)."""
         free = self.concurrency - len(self._in_flight)
         if free <= 0:
             return False
         busy = [e for e, count in self._per_endpoint.items() if count >= self.per_endpoint]
+        self._ended.clear()
         async with self.store.reading() as conn:
-            found = await outbox.due(
-                conn, now, free, busy_endpoints=busy, in_flight=list(self._in_flight)
-            )
+            found = await outbox.due(conn, now, free + len(self._in_flight), busy_endpoints=busy)
+        # A chain that ended while the query ran may have been read as it was before its last
+        # outcomes were written: it is looked at again in the next round, which its end wakes.
+        passed = self._in_flight | self._ended
         left_out = False
-        for due in found:
-            if self._per_endpoint[due.endpoint_id] >= self.per_endpoint:
+        started = 0
+        for head in found:
+            if (head.endpoint_id, head.chain) in passed or started >= free:
+                continue
+            if self._per_endpoint[head.endpoint_id] >= self.per_endpoint:
                 left_out = True
                 continue
-            self._start(due)
+            self._start(head)
+            started += 1
         return left_out and len(self._in_flight) < self.concurrency
 
-    def _start(self, due: outbox.Due) -> None:
-        self._in_flight[due.id] = due.endpoint_id
-        self._per_endpoint[due.endpoint_id] += 1
-        task = asyncio.create_task(self._deliver(due), name=f"webhook {due.message_id}")
+    def _start(self, head: outbox.Due) -> None:
+        chain = (head.endpoint_id, head.chain)
+        self._in_flight.add(chain)
+        self._per_endpoint[head.endpoint_id] += 1
+        task = asyncio.create_task(self._deliver(head), name=f"webhooks {head.chain}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _deliver(self, due: outbox.Due) -> None:
+    async def _deliver(self, head: outbox.Due) -> None:
+        """Send the chain's deliveries in order, from ``head``, while they are acknowledged."""
+        recorded: list[asyncio.Future[None]] = []
         try:
-            outcome = await self.sender.send(due)
-            await self._despite_store_trouble(lambda: self._record(due, outcome))
-        except Exception as error:  # a try must never take the loop down
-            log.error("webhook try failed to run", message_id=due.message_id, error=repr(error))
+            async with self.store.reading() as conn:
+                rest = await outbox.chain_after(conn, head, self.clock(), CHAIN_BATCH - 1)
+            for due in (head, *rest):
+                outcome = await self.sender.send(due)
+                recorded.append(self._outcome(due, outcome))
+                if not outcome.acknowledged:
+                    break
+            await asyncio.gather(*recorded)
+        except Exception as error:  # a chain must never take the loop down
+            log.error("webhook chain failed to run", chain=head.chain, error=repr(error))
         finally:
-            del self._in_flight[due.id]
-            self._per_endpoint[due.endpoint_id] -= 1
-            if not self._per_endpoint[due.endpoint_id]:
-                del self._per_endpoint[due.endpoint_id]
+            self._in_flight.discard((head.endpoint_id, head.chain))
+            self._ended.add((head.endpoint_id, head.chain))
+            self._per_endpoint[head.endpoint_id] -= 1
+            if not self._per_endpoint[head.endpoint_id]:
+                del self._per_endpoint[head.endpoint_id]
             self._wake.set()
 
-    async def _record(self, due: outbox.Due, outcome: Outcome) -> None:
-        now = self.clock()
+    def _outcome(self, due: outbox.Due, outcome: Outcome) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._outcomes.append((due, outcome, self.clock(), done))
+        self._written.set()
+        return done
+
+    async def _record_outcomes(self) -> None:
+        """Write the outcomes handed over, many in one transaction, until cancelled."""
+        while True:
+            await self._written.wait()
+            self._written.clear()
+            batch, self._outcomes = self._outcomes, []
+            try:
+                await self._despite_store_trouble(functools.partial(self._write, batch))
+            except Exception as error:
+                log.error("webhook outcomes not recorded", error=repr(error))
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(error)
+                continue
+            for *_, done in batch:
+                if not done.done():
+                    done.set_result(None)
+
+    async def _write(
+        self, batch: list[tuple[outbox.Due, Outcome, float, asyncio.Future[None]]]
+    ) -> None:
+        failures: list[tuple[outbox.Due, Outcome, int, float | None]] = []
         async with self.store.writing() as conn:
-            if outcome.acknowledged:
-                assert outcome.status is not None
-                await outbox.delivered(conn, due.id, outcome.status, now)
-                return
-            failures = due.attempts + 1
-            error = outcome.error or "failed"
-            wait = self.schedule.wait_after(failures, self.draw)
-            next_try = now + wait if wait is not None else None
-            await outbox.failed_try(conn, due.id, outcome.status, error, now, next_try)
-            if next_try is None:
-                reason = (
-                    f"every one of {failures} tries of {due.message_id} failed, from "
-                    f"{rfc3339(due.created_at)} to {rfc3339(now)}; the last: {error}"
-                )
-                await outbox.disable(conn, due.endpoint_id, reason, now)
-        log.info(
-            "webhook try failed" if next_try is not None else "webhook endpoint disabled",
-            endpoint=due.endpoint_id,
-            message_id=due.message_id,
-            status=outcome.status,
-            error=error,
-            tries=failures,
-        )
+            for due, outcome, at, _ in batch:
+                if outcome.acknowledged:
+                    assert outcome.status is not None
+                    await outbox.delivered(conn, due.id, outcome.status, at)
+                    continue
+                tries = due.attempts + 1
+                error = outcome.error or "failed"
+                wait = self.schedule.wait_after(tries, self.draw)
+                next_try = at + wait if wait is not None else None
+                await outbox.failed_try(conn, due.id, outcome.status, error, at, next_try)
+                if next_try is None:
+                    reason = (
+                        f"every one of {tries} tries of {due.message_id} failed, from "
+                        f"{rfc3339(due.created_at)} to {rfc3339(at)}; the last: {error}"
+                    )
+                    await outbox.disable(conn, due.endpoint_id, reason, at)
+                failures.append((due, outcome, tries, next_try))
+        for due, outcome, tries, next_try in failures:
+            log.info(
+                "webhook try failed" if next_try is not None else "webhook endpoint disabled",
+                endpoint=due.endpoint_id,
+                message_id=due.message_id,
+                status=outcome.status,
+                error=outcome.error,
+                tries=tries,
+            )
 
     async def _prune(self, now: float) -> None:
         async with self.store.writing() as conn:

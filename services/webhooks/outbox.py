@@ -189,6 +189,48 @@ async def due(
     ]
 
 
+async def chain_after(conn: AsyncConnection, head: Due, now: float, limit: int) -> list[Due]:
+    """The pending deliveries of ``head``'s chain that come after it, in order, up to the first
+    one not due by ``now`` (at most ``limit``)."""
+    table = webhook_deliveries
+    rows = await conn.execute(
+        sa.select(
+            table.c.id,
+            table.c.message_id,
+            table.c.body,
+            table.c.attempts,
+            table.c.created_at,
+            table.c.next_try,
+        )
+        .where(
+            table.c.status == PENDING,
+            table.c.endpoint_id == head.endpoint_id,
+            table.c.chain == head.chain,
+            table.c.id > head.id,
+        )
+        .order_by(table.c.id)
+        .limit(limit)
+    )
+    found: list[Due] = []
+    for row in rows:
+        if row.next_try is None or row.next_try > now:
+            break
+        found.append(
+            Due(
+                id=row.id,
+                endpoint_id=head.endpoint_id,
+                message_id=row.message_id,
+                chain=head.chain,
+                body=row.body.encode(),
+                attempts=row.attempts,
+                created_at=row.created_at,
+                url=head.url,
+                secret=head.secret,
+            )
+        )
+    return found
+
+
 async def next_due(conn: AsyncConnection) -> float | None:
     """When the earliest pending delivery of an enabled endpoint is due (None: none is)."""
     table, endpoints = webhook_deliveries, webhook_endpoints
