@@ -61,7 +61,7 @@ def list_webhooks(url: Url = DEFAULT_URL, api_key: ApiKey = None, json: Json = F
         return
     table = Table(title=f"{len(found)} webhook endpoint(s)")
     for column in ("id", "url", "events", "created", "state"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for endpoint in found:
         state = f"disabled: {endpoint.disabled_reason}" if endpoint.disabled else "enabled"
         table.add_row(
@@ -87,7 +87,7 @@ def deliveries(
     state = f"disabled: {endpoint.disabled_reason}" if endpoint.disabled else "enabled"
     table = Table(title=f"{endpoint.id} -> {endpoint.url} ({state})")
     for column in ("webhook-id", "event", "subject", "status", "tries", "last", "next try"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for delivery in page.deliveries:
         last = str(delivery.last_status) if delivery.last_status is not None else "-"
         if delivery.last_error:
