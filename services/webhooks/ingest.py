@@ -306,7 +306,7 @@ class Ingest:
                 failures = 0
 
     async def _follow(self) -> None:
-        self.position = await self._start()
+        self.position = await self.start_position()
         feed = await open_feed(
             self.client, self.source, self.position, max_ack_pending=4 * self.batch_size
         )
@@ -332,7 +332,7 @@ class Ingest:
     def _reconnections(self) -> int:
         return int(self.client.stats["reconnects"])
 
-    async def _start(self) -> int:
+    async def start_position(self) -> int:
         """Where to follow the stream from, recorded: the stored position if it belongs to the
         stream found, else where the endpoints' interest begins (see the module's docstring)."""
         info = await self.client.jetstream().stream_info(self.source.stream)
