@@ -164,9 +164,7 @@ async def test_every_event_of_a_game_arrives_once_signed_in_the_order_it_happene
         received = await until(receiver, finished([game.game_id for game in games]))
 
     for game in games:
-        assert [r.body for r in of_game(received, game.game_id)] == await truth(
-            house, game.game_id
-        )
+        assert [r.body for r in of_game(received, game.game_id)] == await truth(house, game.game_id)
     for request in received:
         event = verify_webhook(endpoint.secret, request.headers, request.body)
         assert event["type"] in EVENT_TYPES
