@@ -20,11 +20,13 @@ import httpx
 import msgspec
 import pytest
 from nats.aio.client import Client
+from typer.testing import CliRunner, Result
 
 from benchmarks.webhook_receiver import ACKNOWLEDGE, HANG, Received, Receiver, always
 from contracts.webhooks import EVENT_TYPES, encode_webhook
 from services.bots.runner import GameOutcome, play_games
 from services.bots.strategy import Bot
+from services.cli.main import app as cli
 from services.client import SpadesClient, verify_webhook
 from services.client.webhooks import CreatedWebhook, WebhookClient, WebhookVerificationError
 from services.runtime.nats_server import EmbeddedNats, free_port
@@ -458,3 +460,41 @@ async def test_a_deleted_endpoint_is_sent_nothing_more(deployment: Deployment) -
         # after a game.created that would have gone to both.
         await until(kept, finished([second.game_id]))
     assert [r.json["data"]["game_id"] for r in deleted.received] == [first.game_id]
+
+
+async def test_the_cli_lists_a_platforms_endpoints_and_an_endpoints_deliveries(
+    deployment: Deployment,
+) -> None:
+    deployment.start_worker()
+    with Receiver() as receiver:
+        endpoint = await register(deployment, receiver.url, events=("game.created",))
+        await play(deployment)
+        await until(receiver, lambda got: len(got) == 1)
+
+    def spades(*args: str) -> Result:
+        options = ["--url", deployment.gateway, "--api-key", ACME]
+        return CliRunner().invoke(cli, ["webhooks", *args, *options])
+
+    def answer(result: Result) -> Any:
+        # The last line: the gateway of this test runs in this process, and logs to stdout.
+        return msgspec.json.decode(result.stdout.strip().splitlines()[-1])
+
+    listed = await asyncio.to_thread(spades, "list", "--json")
+    assert listed.exit_code == 0, listed.output
+    [shown] = answer(listed)["webhooks"]
+    assert (shown["id"], shown["url"], shown["disabled"]) == (endpoint.id, receiver.url, False)
+    assert "secret" not in shown
+
+    log = await asyncio.to_thread(spades, "deliveries", endpoint.id, "--json")
+    assert log.exit_code == 0, log.output
+    [delivery] = answer(log)["deliveries"]
+    assert (delivery["id"], delivery["status"]) == (receiver.received[0].id, "delivered")
+
+    table = await asyncio.to_thread(spades, "deliveries", endpoint.id)
+    assert table.exit_code == 0, table.output
+    assert endpoint.id in table.stdout
+    assert "delivered" in table.stdout
+
+    unknown = await asyncio.to_thread(spades, "deliveries", "ep_000000000000000000000000")
+    assert unknown.exit_code == 1
+    assert "webhook_not_found" in unknown.stderr
