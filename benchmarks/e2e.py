@@ -189,8 +189,9 @@ async def play(
 
 
 @contextlib.contextmanager
-def spades_up() -> Iterator[str]:
-    """``spades up`` on a free port with its data in a temporary directory; its URL."""
+def spades_up(settings: dict[str, str] | None = None) -> Iterator[str]:
+    """``spades up`` on a free port with its data in a temporary directory (and these
+    ``SPADES_*`` ``settings``); its URL."""
     with tempfile.TemporaryDirectory(prefix="spades-bench-e2e-") as data_dir:
         port = free_port()
         # Only the benchmark's own settings: none of the machine's SPADES_* leaks in.
@@ -199,6 +200,7 @@ def spades_up() -> Iterator[str]:
         # The figures are of the engine and the API, not of the limits a server keeps to
         # protect itself from one caller (the bots all play from one address).
         env["SPADES_RATE_LIMIT"] = "off"
+        env.update(settings or {})
         log_path = Path(data_dir) / "stack.log"
         argv = [sys.executable, "-m", "services.cli.main", "up"]
         argv += ["--port", str(port), "--data-dir", data_dir]

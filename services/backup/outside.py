@@ -2,9 +2,9 @@
 each feature that keeps such a thing.
 
 Each :class:`Kept` saves itself into the backup folder, checks before a restore changes anything
-that it can be put back without overwriting something else, and is put back. Today that is the
-signing key of seat tokens; things kept in the database that no stream holds (webhook endpoints,
-platform settings) are added here as they come.
+that it can be put back without overwriting something else, and is put back: the signing key of
+seat tokens, and the platforms' webhook endpoints (:mod:`.webhook_endpoints`). Other things kept
+in the database that no stream holds are added here as they come.
 
 What a backup leaves out on purpose is :data:`NOT_KEPT`, with how the restored deployment gets
 it back; the manifest repeats it for whoever reads a backup.
@@ -62,7 +62,7 @@ class SigningKey:
                     "SPADES_DATA_DIR (or SPADES_SECRET_KEY) at the deployment's key"
                 )
             key, source = path.read_bytes(), f"{SIGNING_KEY_FILENAME} in the data directory"
-        _write_private(folder / self.file, key)
+        write_private(folder / self.file, key)
         return KeptCopy(
             name=self.name, file=self.file, sha256=hashlib.sha256(key).hexdigest(), source=source
         )
@@ -95,17 +95,25 @@ class SigningKey:
         if path.exists():
             return f"signing key: {path} holds it already"
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_private(path, (folder / copy.file).read_bytes())
+        write_private(path, (folder / copy.file).read_bytes())
         return f"signing key: written to {path}"
 
 
-OUTSIDE_THE_STREAM: tuple[Kept, ...] = (SigningKey(),)
+def _outside() -> tuple[Kept, ...]:
+    from services.backup.webhook_endpoints import WebhookEndpoints
+
+    return (SigningKey(), WebhookEndpoints())
+
+
+OUTSIDE_THE_STREAM: tuple[Kept, ...] = _outside()
 """Everything a backup carries beside the streams, in the order it is restored."""
 
 NOT_KEPT: dict[str, str] = {
     "read models": "rebuilt from the restored streams by the projection workers; a database "
     "kept from before refuses the new streams until `spades projections rebuild --all`",
     "durable consumers": "made again by the projection workers at their positions",
+    "webhook deliveries": "the log of what was sent is history: the restored endpoints hear of "
+    "what is committed after the restored streams",
     "broker credentials": "issued anew where the restored deployment runs: they are the "
     "broker's configuration, and a backup carrying them would spread live secrets",
     "platform keys (SPADES_API_KEYS)": "configuration, set where the deployment runs",
@@ -113,7 +121,7 @@ NOT_KEPT: dict[str, str] = {
 """What a backup leaves out on purpose, and how the restored deployment gets it back."""
 
 
-def _write_private(path: Path, content: bytes) -> None:
+def write_private(path: Path, content: bytes) -> None:
     """Write ``path`` readable by its owner only, whole or not at all (never over a file)."""
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

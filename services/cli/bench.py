@@ -120,3 +120,53 @@ def e2e(
     )
     table.add_row("ratio actions / commands", f"{figures.ratio:.3f}")
     Console().print(table)
+
+
+@app.command("webhooks")
+def webhooks(
+    games: Annotated[int, typer.Option(min=1, help="Bot games to play.")] = 16,
+    concurrency: Annotated[int, typer.Option(min=1, help="Games played at once.")] = 8,
+    preset: Annotated[str, typer.Option(help="Rules preset.")] = "partnership",
+    hands: Annotated[int, typer.Option(min=1, help="Hands per game (max_hands).")] = 1,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="SPADES_URL",
+            help="A running stack with SPADES_WEBHOOK_ALLOW_PRIVATE=1 (default: start one).",
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
+    ] = None,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """Webhooks to a local receiver: the lag from commit to delivery while bot games are
+    played (with their action latency), and deliveries/s draining a replay, against raw POSTs
+    of the same bodies to the same receiver."""
+    from benchmarks.webhooks import run
+
+    figures = run(games, concurrency, preset, hands, url=url, api_key=api_key)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(
+        title=f"webhooks: {figures.games} {preset} games, {concurrency} at once, "
+        f"{figures.deliveries} deliveries"
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row(
+        "lag commit -> delivery p50 / p99",
+        f"{figures.lag_p50_ms:.1f} / {figures.lag_p99_ms:.1f} ms",
+    )
+    table.add_row(
+        "action latency p50 / p99", f"{figures.action_p50_ms:.1f} / {figures.action_p99_ms:.1f} ms"
+    )
+    table.add_row("deliveries/s (a replay of them all)", f"{figures.deliveries_per_s:,.0f}")
+    table.add_row(
+        "raw POSTs/s to the receiver (same concurrency)", f"{figures.raw_posts_per_s:,.0f}"
+    )
+    table.add_row("ratio deliveries / raw POSTs", f"{figures.ratio:.3f}")
+    Console().print(table)

@@ -5,8 +5,8 @@
   subscriber and completed with the payload schemas FastStream cannot see (the engine reads raw
   bytes so that an unreadable command still gets a reply) and with the game stream's subject
   and headers.
-- ``contracts/schemas/*.json``: JSON Schemas of the command request and reply, the commit and
-  the events, from their msgspec definitions.
+- ``contracts/schemas/*.json``: JSON Schemas of the command request and reply, the commit, the
+  events and the body of a webhook delivery, from their msgspec definitions.
 
 A test regenerates them and fails when the committed files differ.
 """
@@ -21,6 +21,7 @@ from urllib.parse import unquote
 import msgspec
 import typer
 
+from contracts.webhooks import AnyWebhook
 from contracts.wire import (
     GAME_SUBJECTS,
     GAMES_STREAM,
@@ -49,6 +50,7 @@ def json_schemas() -> dict[str, Any]:
         "commit.json": msgspec.json.schema(Commit),
         "event.json": msgspec.json.schema(AnyEvent),
         "rules.json": msgspec.json.schema(Rules),
+        "webhook.json": msgspec.json.schema(AnyWebhook),
     }
 
 

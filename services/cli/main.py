@@ -19,6 +19,7 @@ from services.cli import (
     projections,
     scenario,
     serve,
+    webhooks,
 )
 
 app = typer.Typer(
@@ -33,6 +34,7 @@ app.add_typer(contracts.app, name="contracts")
 app.add_typer(projections.app, name="projections")
 app.add_typer(league.app, name="league")
 app.add_typer(broker.app, name="broker")
+app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
 app.command("backup")(backup.backup)

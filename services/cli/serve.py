@@ -87,3 +87,13 @@ def gateway(
 
 
 app.command("projections")(serve_projections)
+
+
+@app.command("webhooks")
+def webhooks(nats_url: NatsUrl = None) -> None:
+    """The webhooks worker: follows the streams and delivers to the platforms' endpoints."""
+    from services.webhooks.service import serve_webhooks
+
+    settings = get_settings()
+    configure_logging(settings)
+    asyncio.run(serve_webhooks(settings, nats_url=nats_url_or_exit(nats_url)))

@@ -27,6 +27,7 @@ from services.client.models import (
     TrickCard,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
+from services.client.webhooks import WebhookClient, WebhookVerificationError, verify_webhook
 
 __all__ = [
     "Action",
@@ -62,5 +63,8 @@ __all__ = [
     "Trick",
     "TrickCard",
     "UnexpectedResponse",
+    "WebhookClient",
+    "WebhookVerificationError",
     "parse_server_sent_events",
+    "verify_webhook",
 ]

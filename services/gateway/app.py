@@ -35,6 +35,7 @@ from services.gateway.routes import (
     leagues,
     seats,
     service,
+    webhooks,
 )
 from services.gateway.routes.pages import install_pages
 from services.gateway.telemetry import Metrics, RequestTelemetry
@@ -45,6 +46,7 @@ from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
 from services.runtime.nats import connect
 from services.runtime.settings import Settings, get_settings
+from services.webhooks.addresses import AddressPolicy
 
 log = get_logger("spades.gateway")
 
@@ -57,7 +59,8 @@ MIN_VERSION_WAIT_S = 5.0
 
 DESCRIPTION = """\
 Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
-played, and audit them afterwards; run leagues of many tables, with standings and ratings.
+played, and audit them afterwards; run leagues of many tables, with standings and ratings; hear
+of a platform's games and leagues through signed webhooks (Standard Webhooks 1.0).
 Errors are RFC 9457 problems whose `code` is a FORMAT.md code.
 """
 
@@ -107,6 +110,7 @@ def _lifespan(
             caps=Caps(settings.max_league_players, settings.max_round_tables),
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
+            webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
         )
         log.info("gateway ready")
         try:
@@ -140,7 +144,7 @@ def create_app(
         redoc_url=None,
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
     )
-    for router in (games, seats, actions, events, hands, audit, leagues, service):
+    for router in (games, seats, actions, events, hands, audit, leagues, webhooks, service):
         app.include_router(router.router)
     install_pages(app)
     install_problem_handlers(app)

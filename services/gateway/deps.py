@@ -10,7 +10,7 @@ if there were no such game or league.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import structlog
@@ -32,6 +32,7 @@ from services.gateway.telemetry import Metrics
 from services.projections.store import Store
 from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import GameStream
+from services.webhooks.addresses import AddressPolicy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +57,8 @@ class Gateway:
     caps: Caps
     keep_alive_s: float
     min_version_wait_s: float
+    webhook_policy: AddressPolicy = field(default_factory=AddressPolicy)
+    """Which addresses a webhook endpoint may have."""
 
 
 @dataclass(frozen=True, slots=True)

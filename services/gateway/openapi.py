@@ -20,9 +20,10 @@ _CODES: dict[int, str] = {
     401: "`unauthorized`: no valid platform key or seat token (expired and revoked tokens "
     "included).",
     403: "`forbidden`: the seat token is for another game or seat, or the caller may read the "
-    "game but not do this (sit at a platform's table, issue its tokens).",
+    "game but not do this (sit at a platform's table, issue its tokens), or a webhook URL's "
+    "address is one webhooks may not reach.",
     404: "`game_not_found`, `hand_not_found`, `league_not_found`, `round_not_found`, "
-    "or `not_found`.",
+    "`webhook_not_found`, or `not_found`.",
     409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict`.",
     422: "Every other FORMAT.md code, `invalid_rules` (a league's cap included), "
     "`idempotency_key_reused`.",

@@ -31,6 +31,7 @@ _STATUS: dict[str, int] = {
     "hand_not_found": 404,
     "league_not_found": 404,
     "round_not_found": 404,
+    "webhook_not_found": 404,
     "not_found": 404,
     "method_not_allowed": 405,
     "not_your_turn": 409,

@@ -198,6 +198,55 @@ def _game_owners_v4(connection: sa.Connection) -> None:
         sa.Index(name, games.c[column], games.c.created_at, games.c.game_id).create(connection)
 
 
+def _webhooks_v5(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    serial = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    sa.Table(
+        "webhook_endpoints",
+        tables,
+        sa.Column("id", sa.String(40), primary_key=True),
+        sa.Column("platform", sa.Text, nullable=False),
+        sa.Column("url", sa.Text, nullable=False),
+        sa.Column("events", Json, nullable=False),
+        sa.Column("secret", sa.Text, nullable=False),
+        sa.Column("created_at", sa.Double, nullable=False),
+        sa.Column("games_after", sa.BigInteger, nullable=False),
+        sa.Column("leagues_after", sa.BigInteger, nullable=False),
+        sa.Column("disabled_at", sa.Double),
+        sa.Column("disabled_reason", sa.Text),
+        sa.Index("webhook_endpoints_by_platform", "platform", "created_at"),
+    )
+    sa.Table(
+        "webhook_deliveries",
+        tables,
+        sa.Column("id", serial, primary_key=True, autoincrement=True),
+        sa.Column("endpoint_id", sa.String(40), nullable=False),
+        sa.Column("message_id", sa.String(40), nullable=False),
+        sa.Column("event_type", sa.String(32), nullable=False),
+        sa.Column("chain", sa.Text, nullable=False),
+        sa.Column("body", sa.Text, nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("last_status", sa.Integer),
+        sa.Column("last_error", sa.Text),
+        sa.Column("created_at", sa.Double, nullable=False),
+        sa.Column("next_try", sa.Double),
+        sa.Column("last_attempt_at", sa.Double),
+        sa.Index("webhook_deliveries_by_chain", "status", "endpoint_id", "chain", "id"),
+        sa.Index("webhook_deliveries_by_endpoint", "endpoint_id", "id"),
+        sa.Index("webhook_deliveries_by_created", "created_at"),
+    )
+    sa.Table(
+        "webhook_positions",
+        tables,
+        sa.Column("stream", sa.String(32), primary_key=True),
+        sa.Column("position", sa.BigInteger, nullable=False),
+        sa.Column("stream_created", sa.Text),
+        sa.Column("updated_at", sa.Text, nullable=False),
+    )
+    tables.create_all(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -205,6 +254,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "read model: league standings", _league_standings_v2),
     Migration(3, "positions: the stream they belong to, the message at each", _stream_identity_v3),
     Migration(4, "game list: each game's platform and visibility", _game_owners_v4),
+    Migration(5, "webhooks: endpoints, the outbox of deliveries, positions", _webhooks_v5),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

@@ -204,3 +204,64 @@ league_standings = sa.Table(
 )
 """Per league and player: points, wins, games and the openskill rating (``mu``, ``sigma``, and
 ``ordinal`` = ``mu - 3 sigma``), as :mod:`services.projections.ratings` defines them."""
+
+# --------------------------------------------------------------------------- webhooks
+
+Serial = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+"""An auto-incremented key: 64 bits, except where SQLite's rowid alias must be ``INTEGER``."""
+
+webhook_endpoints = sa.Table(
+    "webhook_endpoints",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("platform", sa.Text, nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("events", Json, nullable=False),
+    sa.Column("secret", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("games_after", sa.BigInteger, nullable=False),
+    sa.Column("leagues_after", sa.BigInteger, nullable=False),
+    sa.Column("disabled_at", sa.Double),
+    sa.Column("disabled_reason", sa.Text),
+    sa.Index("webhook_endpoints_by_platform", "platform", "created_at"),
+)
+"""The platforms' webhook endpoints (``platform`` is empty for the one platform of a server
+without keys). ``secret`` signs every delivery; ``games_after`` and ``leagues_after`` are the
+streams' last sequences when the endpoint was registered: it hears of what came after. Times
+are Unix seconds. Not a read model: nothing rebuilds it, and backups carry it."""
+
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    sa.Column("id", Serial, primary_key=True, autoincrement=True),
+    sa.Column("endpoint_id", sa.String(40), nullable=False),
+    sa.Column("message_id", sa.String(40), nullable=False),
+    sa.Column("event_type", sa.String(32), nullable=False),
+    sa.Column("chain", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("last_status", sa.Integer),
+    sa.Column("last_error", sa.Text),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("next_try", sa.Double),
+    sa.Column("last_attempt_at", sa.Double),
+    sa.Index("webhook_deliveries_by_chain", "status", "endpoint_id", "chain", "id"),
+    sa.Index("webhook_deliveries_by_endpoint", "endpoint_id", "id"),
+    sa.Index("webhook_deliveries_by_created", "created_at"),
+)
+"""The outbox: one row per event and endpoint, written with the stream position that produced
+it. ``chain`` (``game:<id>``, ``league:<id>``) is what deliveries keep in order per endpoint;
+``body`` is sent as it is on every try; ``status`` is ``pending``, ``delivered``, ``failed``
+(every try of the schedule failed) or ``skipped`` (the endpoint was disabled)."""
+
+webhook_positions = sa.Table(
+    "webhook_positions",
+    metadata,
+    sa.Column("stream", sa.String(32), primary_key=True),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("stream_created", sa.Text),
+    sa.Column("updated_at", sa.Text, nullable=False),
+)
+"""Per stream, the last sequence the webhooks worker turned into deliveries, and the stream it
+belongs to (its creation time, as :mod:`services.projections.stream_identity` reads it)."""

@@ -129,7 +129,7 @@ BROKER_USERS: dict[str, BrokerUser] = {
         subscribe=(_inbox("timers"),),
     ),
     "webhooks": BrokerUser(
-        role="(to come) delivers what happens in games and leagues, from durable consumers",
+        role="delivers what happens in games and leagues, from durable consumers; no command",
         publish=(*_consumes(GAMES_STREAM), *_consumes(LEAGUES_STREAM)),
         subscribe=(_inbox("webhooks"),),
     ),

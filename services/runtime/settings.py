@@ -67,6 +67,21 @@ class Settings(BaseSettings):
     another stream, or the stream was rewound) rebuild its read model, rather than wait for
     `spades projections rebuild --all`."""
     engine_queue: str = "engine"
+    webhook_allow_private: bool = False
+    """Let webhook endpoints be on loopback, link-local and private addresses (tests, a
+    receiver on the same machine); off, such a URL is refused at registration and at every
+    delivery."""
+    webhook_schedule: str = "5s,5m,30m,2h,5h,10h,10h"
+    """The waits between a webhook's tries, each the most a full jitter draws from; after the
+    last, the delivery has failed and its endpoint is disabled (``s``, ``m``, ``h``)."""
+    webhook_concurrency: int = Field(default=64, ge=1, le=4096)
+    """Deliveries in flight at once in a webhooks process."""
+    webhook_endpoint_concurrency: int = Field(default=8, ge=1, le=1024)
+    """Deliveries in flight at once to one endpoint: a slow receiver holds no more."""
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    """The longest one delivery may take, from connecting to the end of the answer read."""
+    webhook_retention_s: int = Field(default=7 * 86_400, ge=60)
+    """How long finished deliveries stay in the log (and may be replayed)."""
 
     @property
     def platform_keys(self) -> dict[str, str]:

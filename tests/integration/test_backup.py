@@ -81,7 +81,10 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
         (GAMES_STREAM, lasts[GAMES_STREAM], lasts[GAMES_STREAM]),
         (LEAGUES_STREAM, lasts[LEAGUES_STREAM], lasts[LEAGUES_STREAM]),
     ]
-    assert [(k.name, k.file) for k in manifest.outside] == [("signing key", "secret.key")]
+    assert [(k.name, k.file) for k in manifest.outside] == [
+        ("signing key", "secret.key"),
+        ("webhook endpoints", "webhook_endpoints.json"),
+    ]
     assert manifest.not_kept == NOT_KEPT
     assert (folder / "secret.key").read_bytes() == KEY
     assert (folder / "secret.key").stat().st_mode & 0o077 == 0

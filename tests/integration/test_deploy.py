@@ -114,6 +114,7 @@ def test_every_spades_deployment_reads_the_shared_settings() -> None:
     assert {d["metadata"]["name"] for d in deployments} == {
         "spades-engine",
         "spades-projections",
+        "spades-webhooks",
         "spades-gateway",
     }
     for deployment in deployments:

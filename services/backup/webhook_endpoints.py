@@ -1,0 +1,141 @@
+"""The platforms' webhook endpoints, as a backup carries them: kept in the read-model database,
+which no stream holds (the deliveries' log is not kept: it is history, and a restored deployment
+starts its own).
+
+Restored, each endpoint hears of what is committed after the restored streams' last messages:
+their history was delivered before the backup, and is not delivered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import msgspec
+import sqlalchemy as sa
+
+from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
+from services.backup.manifest import MANIFEST_FILE, BackupError, KeptCopy, Manifest
+from services.projections.migrations import migrate
+from services.projections.schema import webhook_endpoints
+from services.projections.store import Store, open_store, store_url
+from services.runtime.settings import Settings
+from services.webhooks.endpoints import Endpoint, every_endpoint
+
+
+class SavedEndpoint(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    platform: str
+    url: str
+    events: list[str]
+    secret: str
+    created_at: float
+    games_after: int
+    leagues_after: int
+    disabled_at: float | None = None
+    disabled_reason: str | None = None
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(**{**msgspec.structs.asdict(self), "events": tuple(self.events)})
+
+
+def _sqlite_file_missing(settings: Settings) -> bool:
+    where = store_url(settings.read_model_database_url)
+    database = where.url.database
+    return where.is_sqlite and database is not None and not Path(database).exists()
+
+
+@asynccontextmanager
+async def _store(settings: Settings) -> AsyncIterator[Store]:
+    store = open_store(settings.read_model_database_url, pool_size=1)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def _saved(settings: Settings) -> list[SavedEndpoint]:
+    """The deployment's endpoints, without creating its database or tables."""
+    if _sqlite_file_missing(settings):
+        return []
+    async with _store(settings) as store, store.reading() as conn:
+        exists = await conn.run_sync(lambda sync: sa.inspect(sync).has_table("webhook_endpoints"))
+        if not exists:
+            return []
+        found = await every_endpoint(conn)
+    return [
+        SavedEndpoint(**{**endpoint.row(), "events": list(endpoint.events)}) for endpoint in found
+    ]
+
+
+class WebhookEndpoints:
+    """Every platform's webhook endpoints, secrets included (the backup folder is private)."""
+
+    name = "webhook endpoints"
+    file = "webhook_endpoints.json"
+
+    async def save(self, settings: Settings, folder: Path) -> KeptCopy:
+        from services.backup.outside import write_private
+
+        content = msgspec.json.encode(await _saved(settings))
+        write_private(folder / self.file, content)
+        return KeptCopy(
+            name=self.name,
+            file=self.file,
+            sha256=hashlib.sha256(content).hexdigest(),
+            source="the read-model database",
+        )
+
+    async def check(self, settings: Settings, folder: Path, copy: KeptCopy) -> None:
+        backed_up = _read(folder / copy.file)
+        present = {saved.id: saved for saved in await _saved(settings)}
+        for saved in backed_up:
+            here = present.get(saved.id)
+            if here is not None and (here.platform, here.url, here.secret) != (
+                saved.platform,
+                saved.url,
+                saved.secret,
+            ):
+                raise BackupError(
+                    f"webhook endpoint {saved.id} exists here with another platform, URL or "
+                    "secret: restore into a deployment without it"
+                )
+
+    async def restore(self, settings: Settings, folder: Path, copy: KeptCopy) -> str:
+        backed_up = _read(folder / copy.file)
+        lasts = _last_sequences(folder)
+        async with _store(settings) as store:
+            await migrate(store)
+            async with store.writing() as conn:
+                present = {e.id: e for e in await every_endpoint(conn)}
+                for saved in backed_up:
+                    endpoint = present.get(saved.id) or saved.endpoint()
+                    if saved.id not in present:
+                        await conn.execute(webhook_endpoints.insert().values(**endpoint.row()))
+                    await conn.execute(
+                        webhook_endpoints.update()
+                        .where(webhook_endpoints.c.id == saved.id)
+                        .values(
+                            games_after=max(endpoint.games_after, lasts[GAMES_STREAM]),
+                            leagues_after=max(endpoint.leagues_after, lasts[LEAGUES_STREAM]),
+                        )
+                    )
+        return (
+            f"webhook endpoints: {len(backed_up)} restored; they hear of what is committed "
+            "after the restored streams"
+        )
+
+
+def _read(path: Path) -> list[SavedEndpoint]:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=list[SavedEndpoint])
+    except msgspec.DecodeError as error:
+        raise BackupError(f"{path} is not a list of webhook endpoints: {error}") from None
+
+
+def _last_sequences(folder: Path) -> dict[str, int]:
+    manifest = msgspec.json.decode((folder / MANIFEST_FILE).read_bytes(), type=Manifest)
+    lasts = {copy.name: copy.last_sequence for copy in manifest.streams}
+    return {stream: lasts.get(stream, 0) for stream in (GAMES_STREAM, LEAGUES_STREAM)}

@@ -1,0 +1,94 @@
+"""The bodies of ``/v1/webhooks``: registering an endpoint, listing them, their deliveries."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.webhooks import WebhookType
+from services.webhooks.addresses import MAX_URL_LENGTH
+
+
+class CreateWebhook(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    url: str = Field(
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        description="Where deliveries are POSTed: `http` or `https`, on a public address "
+        "(loopback and private ones are refused unless the server allows them).",
+        examples=["https://platform.example/spades/webhooks"],
+    )
+    events: list[WebhookType] = Field(
+        min_length=1,
+        max_length=16,
+        description="The event types to receive.",
+        examples=[["game.turn", "game.finished"]],
+    )
+
+
+class Replay(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    since: str = Field(
+        max_length=40,
+        description="RFC 3339, with its offset: what was sent since then is sent again.",
+        examples=["2026-01-31T12:00:00Z"],
+        json_schema_extra={"format": "date-time"},
+    )
+
+    def moment(self) -> datetime | None:
+        """``since`` as an aware datetime; None when it is not RFC 3339 with an offset."""
+        try:
+            moment = datetime.fromisoformat(self.since)
+        except ValueError:
+            return None
+        return moment if moment.tzinfo is not None and "T" in self.since.upper() else None
+
+
+class Webhook(BaseModel):
+    id: str
+    url: str
+    events: list[WebhookType]
+    created_at: str
+    disabled: bool = Field(description="Deliveries stopped: every try of one failed.")
+    disabled_at: str | None
+    disabled_reason: str | None = Field(description="Why it was disabled; a replay enables it.")
+
+
+class CreatedWebhook(Webhook):
+    secret: str = Field(
+        description="`whsec_` and the base64 of the signing key: shown this once only.",
+        examples=["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+    )
+
+
+class WebhookList(BaseModel):
+    webhooks: list[Webhook]
+
+
+class Delivery(BaseModel):
+    id: str = Field(description="The `webhook-id`: the same on every try, and in a replay.")
+    event: WebhookType
+    subject: str = Field(description="`game:<id>` or `league:<id>`, delivered in order.")
+    status: Literal["pending", "delivered", "failed", "skipped"] = Field(
+        description="`failed`: every try failed; `skipped`: the endpoint was disabled."
+    )
+    attempts: int
+    last_status: int | None = Field(description="The last answer's HTTP status; null: none.")
+    last_error: str | None
+    created_at: str
+    last_attempt_at: str | None
+    next_try: str | None = Field(description="When the next try is due (pending only).")
+
+
+class Deliveries(BaseModel):
+    webhook: Webhook
+    deliveries: list[Delivery] = Field(description="Newest first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for older deliveries.")
+
+
+class Replayed(BaseModel):
+    replayed: int = Field(description="Deliveries queued again.")

@@ -1,0 +1,8 @@
+"""Webhooks: platforms hear of their games and leagues without polling (Standard Webhooks 1.0).
+
+``spades serve webhooks`` runs :func:`services.webhooks.service.run_webhooks`: durable consumers
+on the game and league streams turn commits into pending deliveries in the read-model database
+(:mod:`.ingest`, :mod:`.outbox`), and a delivery loop sends them, signed, in order per endpoint
+and game or league, retried with backoff (:mod:`.delivery`). The gateway registers endpoints
+(:mod:`.endpoints`).
+"""

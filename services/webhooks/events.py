@@ -1,0 +1,282 @@
+"""Which webhooks a commit makes: pure functions of the commit and its aggregate's state.
+
+A game's commit is folded event by event: ``game_created`` makes ``game.created``,
+``hand_scored`` ``hand.scored`` (the scoreboard's line), ``game_ended`` ``game.finished``; after
+the whole commit, each seat that has just come to act makes ``game.turn``. A league's
+``round_scheduled`` makes ``league.round_started``.
+
+Three event types wait for the clocks of the service (timeouts, forfeits, and the league events
+of a round's and a league's end): :func:`timed_out`, :func:`round_finished` and
+:func:`league_finished` are where their events are mapped, one function each. Until then
+``league.round_finished`` is made from ``round_completed``, which the league records only when
+its next round is scheduled, and the other two make nothing.
+
+Nothing here reads a card: every payload is built from what the public view shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from contracts.webhooks import (
+    AnyWebhook,
+    GameCreated,
+    GameCreatedData,
+    GameFinished,
+    GameFinishedData,
+    GameTurn,
+    GameTurnData,
+    HandScored,
+    HandScoredData,
+    LeagueTableData,
+    RoundFinished,
+    RoundFinishedData,
+    RoundStarted,
+    RoundStartedData,
+    TableResultData,
+)
+from contracts.wire import Commit, LeagueCommit
+from domain.events import AnyEvent, GameEnded, HandLooked, SeatTokenReissued
+from domain.events import GameCreated as GameCreatedEvent
+from domain.events import HandScored as HandScoredEvent
+from domain.game import evolve
+from domain.league import AnyLeagueEvent, League, RoundCompleted, RoundScheduled
+from domain.league import evolve as evolve_league
+from domain.state import NO_SEAT, Game, Phase
+from domain.table import table_for
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """A webhook made from a commit, and the chain it is delivered in order with."""
+
+    chain: str
+    webhook: AnyWebhook
+
+
+def game_chain(game_id: str) -> str:
+    return f"game:{game_id}"
+
+
+def league_chain(league_id: str) -> str:
+    return f"league:{league_id}"
+
+
+# --------------------------------------------------------------------------- games
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A game as the webhooks know it: its state, and the league whose table it is (which
+    only its creation says)."""
+
+    game: Game
+    league: str | None
+
+
+def game_webhooks(before: Seen | None, commit: Commit) -> tuple[Seen | None, list[Made]]:
+    """The game after ``commit``, and the webhooks the commit makes."""
+    chain = game_chain(commit.game_id)
+    made: list[Made] = []
+    state = before.game if before is not None else None
+    league = before.league if before is not None else None
+    for event in commit.events:
+        state = evolve(state, event)
+        if isinstance(event, GameCreatedEvent):
+            league = event.league
+        webhook = _of_event(Seen(state, league), event, commit.time)
+        if webhook is not None:
+            made.append(Made(chain, webhook))
+    if state is None:
+        return None, made
+    after = Seen(state, league)
+    if commit.events:
+        made += [Made(chain, turn) for turn in _turns(before, after, commit)]
+    return after, made
+
+
+def _of_event(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
+    if isinstance(event, GameCreatedEvent):
+        return _created(seen, time)
+    if isinstance(event, HandScoredEvent):
+        return _scored(seen, event, time)
+    if isinstance(event, GameEnded):
+        return _finished(seen, time)
+    return timed_out(seen, event, time)
+
+
+def timed_out(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
+    """``game.timed_out`` for the event that records a seat's clock running out (an action the
+    service took for it, or a forfeit): none exists yet, so nothing is made."""
+    return None
+
+
+def turn_deadline(game: Game, seat: int) -> str | None:
+    """When ``seat``'s clock runs out (RFC 3339): no game has a clock yet."""
+    return None
+
+
+def _players(game: Game) -> list[str | None]:
+    return [player.name if player else None for player in game.players]
+
+
+def _units(game: Game) -> list[list[int]]:
+    return [list(unit) for unit in table_for(game.rules).units]
+
+
+def _created(seen: Seen, time: str) -> AnyWebhook:
+    game = seen.game
+    data = GameCreatedData(
+        game_id=game.game_id,
+        league=seen.league,
+        rules=game.rules.to_json(),
+        seats=game.rules.players,
+        units=_units(game),
+        visibility=game.visibility,
+        seating=game.seating,
+    )
+    return GameCreated(timestamp=time, data=data)
+
+
+def _scored(seen: Seen, event: HandScoredEvent, time: str) -> AnyWebhook:
+    game = seen.game
+    data = HandScoredData(
+        game_id=game.game_id,
+        league=seen.league,
+        hand=event.hand,
+        bids=list(event.bids),
+        tricks=list(event.tricks),
+        points=list(event.points),
+        scores=list(event.scores),
+        bags=list(event.bags),
+        units=_units(game),
+        players=_players(game),
+        version=game.version,
+    )
+    return HandScored(timestamp=time, data=data)
+
+
+def _finished(seen: Seen, time: str) -> AnyWebhook:
+    game = seen.game
+    data = GameFinishedData(
+        game_id=game.game_id,
+        league=seen.league,
+        scores=list(game.scores),
+        bags=list(game.bags),
+        winners=list(game.winners),
+        units=_units(game),
+        players=_players(game),
+        hands_played=game.hands_played,
+        version=game.version,
+    )
+    return GameFinished(timestamp=time, data=data)
+
+
+def seats_to_act(game: Game | None) -> dict[int, Phase]:
+    """The seats that must act now, and in which phase (both partners of a blind nil pass)."""
+    if game is None or game.status != "playing" or game.hand is None:
+        return {}
+    hand = game.hand
+    if hand.phase == "pass":
+        return {s: "pass" for s in range(game.rules.players) if hand.passes_due >> s & 1}
+    return {hand.turn: hand.phase} if hand.turn != NO_SEAT else {}
+
+
+_STANDING_STILL = (HandLooked, SeatTokenReissued)
+"""Events after which the seat on turn is still to make the same move."""
+
+
+def _turns(before: Seen | None, after: Seen, commit: Commit) -> Iterable[AnyWebhook]:
+    """``game.turn`` for each seat that has come to act with this commit: one that was not
+    to act before, or the one to act after a move (a trick's winner leads again), or one
+    that another player has just taken over."""
+    earlier = seats_to_act(before.game if before is not None else None)
+    moved = any(not isinstance(event, _STANDING_STILL) for event in commit.events)
+    for seat, phase in seats_to_act(after.game).items():
+        fresh = seat not in earlier or (moved and phase != "pass")
+        was = before.game.players[seat] if before is not None else None
+        now = after.game.players[seat]
+        taken_over = was is not None and now is not None and was.name != now.name
+        if fresh or taken_over:
+            yield _turn(after, seat, phase, commit.time)
+
+
+def _turn(seen: Seen, seat: int, phase: Phase, time: str) -> AnyWebhook:
+    game = seen.game
+    player = game.players[seat]
+    assert game.hand is not None
+    data = GameTurnData(
+        game_id=game.game_id,
+        league=seen.league,
+        seat=seat,
+        player=player.name if player else None,
+        phase=phase,
+        hand=game.hand.number,
+        version=game.version,
+        deadline=turn_deadline(game, seat),
+    )
+    return GameTurn(timestamp=time, data=data)
+
+
+# --------------------------------------------------------------------------- leagues
+
+
+def league_webhooks(
+    before: League | None, commit: LeagueCommit
+) -> tuple[League | None, list[Made]]:
+    """The league's state after ``commit``, and the webhooks the commit makes."""
+    chain = league_chain(commit.league_id)
+    made: list[Made] = []
+    state = before
+    for event in commit.events:
+        state = evolve_league(state, event)
+        for webhook in _of_league_event(state, event, commit.time):
+            made.append(Made(chain, webhook))
+    return state, made
+
+
+def _of_league_event(league: League, event: AnyLeagueEvent, time: str) -> list[AnyWebhook]:
+    made = [
+        webhook
+        for webhook in (round_finished(league, event, time), league_finished(league, event, time))
+        if webhook is not None
+    ]
+    if isinstance(event, RoundScheduled):
+        made.append(_round_started(league, event, time))
+    return made
+
+
+def _round_started(league: League, event: RoundScheduled, time: str) -> AnyWebhook:
+    tables = [
+        LeagueTableData(table=number, game_id=table.game_id, players=list(table.players))
+        for number, table in enumerate(event.tables, start=1)
+    ]
+    data = RoundStartedData(
+        league_id=league.league_id,
+        round=event.round,
+        rounds=league.planned,
+        tables=tables,
+        byes=list(event.byes),
+    )
+    return RoundStarted(timestamp=time, data=data)
+
+
+def round_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | None:
+    """``league.round_finished``: from ``round_completed`` for now (recorded when the next
+    round is scheduled); the league event of a round's end replaces it when clocks land."""
+    if not isinstance(event, RoundCompleted):
+        return None
+    results = [
+        TableResultData(
+            table=number, game_id=result.game_id, points=list(result.points), won=list(result.won)
+        )
+        for number, result in enumerate(event.results, start=1)
+    ]
+    data = RoundFinishedData(league_id=league.league_id, round=event.round, results=results)
+    return RoundFinished(timestamp=time, data=data)
+
+
+def league_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | None:
+    """``league.finished`` for the event that records a league's end: none exists yet."""
+    return None

@@ -1,0 +1,101 @@
+"""``spades serve webhooks``: the webhooks worker as its own process.
+
+It migrates the read-model database (where endpoints and deliveries live), follows the game and
+league streams into the outbox (:mod:`.ingest`) and delivers (:mod:`.delivery`). It is apart
+from the engine and the gateway, so a slow or dead receiver never slows a game. Run one per
+deployment: its consumers are durable, and its positions and outbox are in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+import structlog
+
+from services.projections.migrations import migrate
+from services.projections.store import open_store
+from services.runtime.nats import connect
+from services.runtime.settings import Settings
+from services.webhooks.addresses import AddressPolicy
+from services.webhooks.delivery import Deliveries, Sender
+from services.webhooks.ingest import GAMES, LEAGUES, Ingest, game_folds, league_folds
+from services.webhooks.schedule import Schedule
+from services.webhooks.transport import delivery_client
+
+log = structlog.get_logger("spades.webhooks")
+
+
+async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> None:
+    """Run until cancelled."""
+    url = nats_url or settings.nats_url
+    if url is None:
+        raise ValueError("the webhooks worker needs a NATS server: set SPADES_NATS_URL")
+    schedule = Schedule.parse(settings.webhook_schedule)
+    # httpx logs every request with its URL, which is the platform's (and may hold a secret):
+    # the delivery loop logs tries by endpoint id instead.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    client = await connect(
+        url, "spades-webhooks", user="webhooks", credentials=settings.nats_credentials("webhooks")
+    )
+    store = open_store(settings.read_model_database_url)
+    http = delivery_client(
+        AddressPolicy(allow_private=settings.webhook_allow_private),
+        connections=settings.webhook_concurrency,
+        timeout_s=settings.webhook_timeout_s,
+    )
+    try:
+        await migrate(store)
+        deliveries = Deliveries(
+            store,
+            Sender(http, settings.webhook_timeout_s),
+            schedule,
+            concurrency=settings.webhook_concurrency,
+            per_endpoint=settings.webhook_endpoint_concurrency,
+            retention_s=settings.webhook_retention_s,
+        )
+        ingests = [
+            Ingest(GAMES, store, client, game_folds(client), deliveries.wake),
+            Ingest(LEAGUES, store, client, league_folds(client), deliveries.wake),
+        ]
+        tasks = [
+            asyncio.create_task(deliveries.run(), name="webhook deliveries"),
+            *(asyncio.create_task(i.run(), name=f"webhooks {i.source.name}") for i in ingests),
+        ]
+        log.info(
+            "webhooks ready",
+            schedule=settings.webhook_schedule,
+            allow_private=settings.webhook_allow_private,
+        )
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await http.aclose()
+        await store.close()
+        await client.close()
+
+
+async def serve_webhooks(settings: Settings, *, nats_url: str | None = None) -> None:
+    """:func:`run_webhooks` until SIGTERM or Ctrl-C. A try in flight then is not recorded: it
+    is sent again, with the same ``webhook-id``, when the worker starts again."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    worker = asyncio.create_task(run_webhooks(settings, nats_url=nats_url))
+    stop = asyncio.create_task(stopping.wait())
+    await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if worker.done():
+        worker.result()  # it ended on its own: an error, raised here
+        return
+    worker.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await worker

@@ -1,0 +1,258 @@
+"""The webhooks' tables on SQLite and PostgreSQL: endpoints kept per platform, the outbox giving
+each chain's deliveries in order, one at a time, replays, disabling, forgetting; and backups
+carrying the endpoints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
+from services.backup.deployment import restore_backup, take_backup
+from services.backup.manifest import BackupError
+from services.projections.schema import webhook_deliveries
+from services.projections.store import Store
+from services.runtime.broker_users import ADMIN
+from services.runtime.nats import connect
+from services.runtime.nats_server import EmbeddedNats
+from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
+from services.webhooks import endpoints, outbox
+from services.webhooks.endpoints import Endpoint
+from services.webhooks.signing import new_secret
+
+pytest.register_assert_rewrite("tests.integration.conftest_projections")
+from tests.integration.conftest_projections import append_games, random_logs  # noqa: E402
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["tests.integration.conftest_projections"]
+
+NOW = 1_800_000_000.0
+
+
+def endpoint(name: str, platform: str = "acme", **changes: object) -> Endpoint:
+    values: dict[str, object] = {
+        "id": f"ep_{name:0>24}",
+        "platform": platform,
+        "url": f"https://{name}.example/hooks",
+        "events": ("game.turn", "game.finished"),
+        "secret": new_secret(),
+        "created_at": NOW,
+        "games_after": 0,
+        "leagues_after": 0,
+        **changes,
+    }
+    return Endpoint(**values)  # type: ignore[arg-type]
+
+
+def pending(to: Endpoint, message: str, chain: str, status: str = outbox.PENDING) -> outbox.Pending:
+    return outbox.Pending(
+        to.id, message, "game.turn", chain, f'{{"m":"{message}"}}'.encode(), status
+    )
+
+
+async def heads(store: Store, at: float = NOW, **options: object) -> list[tuple[str, str]]:
+    async with store.reading() as conn:
+        found = await outbox.due(conn, at, 100, **options)  # type: ignore[arg-type]
+    return [(due.chain, due.message_id) for due in found]
+
+
+async def test_endpoints_belong_to_their_platform(store: Store) -> None:
+    acme, rival, local = (
+        endpoint("a"),
+        endpoint("r", "rival"),
+        endpoint("l", endpoints.LOCAL_PLATFORM),
+    )
+    async with store.writing() as conn:
+        for one in (acme, rival, local):
+            await endpoints.add(conn, one)
+    async with store.reading() as conn:
+        assert await endpoints.endpoints_of(conn, "acme") == [acme]
+        assert await endpoints.find(conn, "acme", rival.id) is None
+        assert await endpoints.find(conn, "", local.id) == local
+        assert await endpoints.count_of(conn, "rival") == 1
+    async with store.writing() as conn:
+        assert not await endpoints.remove(conn, "acme", rival.id)
+        assert await endpoints.remove(conn, "rival", rival.id)
+    async with store.writing() as conn:  # held against deletion while deliveries are recorded
+        held = await endpoints.every_endpoint(conn, hold=True)
+    assert [e.id for e in held] == sorted([acme.id, local.id])
+
+
+async def test_each_chain_gives_its_first_pending_delivery_only_and_in_order(store: Store) -> None:
+    one, two = endpoint("one"), endpoint("two")
+    async with store.writing() as conn:
+        await endpoints.add(conn, one)
+        await endpoints.add(conn, two)
+        await outbox.record(
+            conn,
+            [
+                pending(one, "m1", "game:a"),
+                pending(one, "m2", "game:b"),
+                pending(one, "m3", "game:a"),
+                pending(two, "m4", "game:a"),
+                pending(one, "m5", "game:a"),
+            ],
+            NOW,
+        )
+    assert await heads(store) == [("game:a", "m1"), ("game:b", "m2"), ("game:a", "m4")]
+    assert await heads(store, NOW - 1) == [], "nothing is due before its time"
+    assert await heads(store, busy_endpoints=[one.id]) == [("game:a", "m4")]
+
+    async with store.reading() as conn:
+        [first] = [d for d in await outbox.due(conn, NOW, 10) if d.message_id == "m1"]
+        rest = await outbox.chain_after(conn, first, NOW, 10)
+    assert [d.message_id for d in rest] == ["m3", "m5"]
+    assert {d.url for d in rest} == {one.url}
+
+    async with store.writing() as conn:
+        await outbox.delivered(conn, first.id, 200, NOW + 1)
+        await outbox.failed_try(conn, rest[0].id, 503, "answered 503", NOW + 1, NOW + 60)
+    assert await heads(store, NOW + 2) == [("game:b", "m2"), ("game:a", "m4")], (
+        "m3 waits for its next try, and m5 behind it"
+    )
+    assert await heads(store, NOW + 60) == [("game:b", "m2"), ("game:a", "m4"), ("game:a", "m3")], (
+        "longest waiting first"
+    )
+    async with store.reading() as conn:
+        assert await outbox.next_due(conn) == NOW
+        log = await endpoints.deliveries_of(conn, one.id, limit=10)
+    assert [(d.message_id, d.status, d.attempts, d.last_status) for d in log] == [
+        ("m5", "pending", 0, None),
+        ("m3", "pending", 1, 503),
+        ("m2", "pending", 0, None),
+        ("m1", "delivered", 1, 200),
+    ]
+
+
+async def test_a_disabled_endpoint_is_skipped_and_a_replay_sends_each_event_once_more(
+    store: Store,
+) -> None:
+    one = endpoint("one")
+    async with store.writing() as conn:
+        await endpoints.add(conn, one)
+        await outbox.record(conn, [pending(one, f"m{n}", "game:a") for n in range(1, 5)], NOW)
+        [first] = await outbox.due(conn, NOW, 10)  # the chain's first only
+        await outbox.delivered(conn, first.id, 204, NOW)
+    async with store.writing() as conn:
+        [head] = await outbox.due(conn, NOW, 10)
+        await outbox.failed_try(conn, head.id, None, "no answer", NOW + 5, None)
+        await outbox.disable(conn, one.id, "every try failed", NOW + 5)
+    assert await heads(store, NOW + 100) == [], "a disabled endpoint is sent nothing"
+    async with store.reading() as conn:
+        [disabled] = await endpoints.endpoints_of(conn, "acme")
+        statuses = [d.status for d in await endpoints.deliveries_of(conn, one.id, limit=10)]
+    assert (disabled.enabled, disabled.disabled_reason) == (False, "every try failed")
+    assert statuses == ["skipped", "skipped", "failed", "delivered"]
+
+    async with store.writing() as conn:
+        assert await endpoints.replay(conn, disabled, NOW, NOW + 10) == 4
+        [revived] = await endpoints.endpoints_of(conn, "acme")
+        assert await endpoints.replay(conn, revived, NOW, NOW + 11) == 0, "all still queued"
+    assert revived.enabled
+    assert await heads(store, NOW + 10) == [("game:a", "m1")]
+    async with store.reading() as conn:
+        log = await endpoints.deliveries_of(conn, one.id, limit=3)
+        older = await endpoints.deliveries_of(conn, one.id, limit=10, before=log[-1].id)
+    assert [d.message_id for d in reversed(log)] == ["m2", "m3", "m4"]
+    assert len(older) == 5
+    assert first.message_id == "m1"
+
+
+async def test_old_finished_deliveries_and_those_of_deleted_endpoints_are_forgotten(
+    store: Store,
+) -> None:
+    one, gone = endpoint("one"), endpoint("gone")
+    async with store.writing() as conn:
+        await endpoints.add(conn, one)
+        await outbox.record(conn, [pending(one, "old", "game:a")], NOW - 100)
+        await outbox.record(conn, [pending(one, "waiting", "game:b")], NOW - 100)
+        await outbox.record(conn, [pending(gone, "orphan", "game:a")], NOW)
+        await outbox.record(conn, [pending(one, "new", "game:c")], NOW)
+        [old] = [d for d in await outbox.due(conn, NOW, 10) if d.message_id == "old"]
+        await outbox.delivered(conn, old.id, 200, NOW)
+        assert await outbox.prune(conn, NOW - 50) == 2
+        kept = (await conn.execute(sa.select(webhook_deliveries.c.message_id))).scalars().all()
+    assert sorted(kept) == ["new", "waiting"]
+
+
+async def test_a_position_is_held_by_one_writer_and_moved_with_its_stream(store: Store) -> None:
+    async with store.writing() as conn:
+        assert await outbox.lock_position(conn, "games") == outbox.Position(0, None, known=False)
+        await outbox.set_position(conn, "games", 42, "2026-01-01T00:00:00.000000+00:00")
+    async with store.writing() as conn:
+        held = await outbox.lock_position(conn, "games")
+        await outbox.set_position(conn, "games", 50, held.stream_created or "")
+    async with store.writing() as conn:
+        assert await outbox.lock_position(conn, "games") == outbox.Position(
+            50, "2026-01-01T00:00:00.000000+00:00", known=True
+        )
+        assert not (await outbox.lock_position(conn, "leagues")).known
+
+
+# --------------------------------------------------------------------------- backups
+
+
+async def test_a_backup_carries_the_endpoints_and_a_restore_starts_them_after_the_history(
+    js: JetStreamContext, nats_client: Client, tmp_path: Path
+) -> None:
+    last = await append_games(js, random_logs(2, seed=61))
+    source = Settings(data_dir=tmp_path / "source", secret_key=None)
+    source.data_dir.mkdir()
+    (source.data_dir / SIGNING_KEY_FILENAME).write_bytes(bytes(32))
+    from services.projections.migrations import migrate
+    from services.projections.store import open_store
+
+    kept = [endpoint("a"), endpoint("b", "rival", disabled_at=NOW, disabled_reason="dead")]
+    store = open_store(source.read_model_database_url)
+    try:
+        await migrate(store)
+        async with store.writing() as conn:
+            for one in kept:
+                await endpoints.add(conn, one)
+    finally:
+        await store.close()
+    folder = tmp_path / "backup"
+    manifest = await take_backup(source, nats_client, folder)
+    assert [k.name for k in manifest.outside] == ["signing key", "webhook endpoints"]
+    assert (folder / "webhook_endpoints.json").stat().st_mode & 0o077 == 0
+    assert {e["secret"] for e in json.loads((folder / "webhook_endpoints.json").read_text())} == {
+        one.secret for one in kept
+    }
+
+    async with EmbeddedNats(tmp_path / "fresh-nats") as fresh:
+        client = await connect(fresh.url, "pytest", credentials=fresh.credentials_for(ADMIN))
+        try:
+            clash = Settings(data_dir=tmp_path / "clash", secret_key=None)
+            clashing = open_store(clash.read_model_database_url)
+            try:
+                await migrate(clashing)
+                async with clashing.writing() as conn:
+                    await endpoints.add(conn, endpoint("a", secret=new_secret()))
+            finally:
+                await clashing.close()
+            with pytest.raises(BackupError, match="another platform, URL or secret"):
+                await restore_backup(clash, client, folder)
+            assert await client.jetstream().streams_info() == [], "nothing was restored"
+
+            target = Settings(data_dir=tmp_path / "target", secret_key=None)
+            restored = await restore_backup(target, client, folder)
+            assert "webhook endpoints: 2 restored" in " ".join(restored.outside)
+        finally:
+            await client.close()
+    store = open_store(target.read_model_database_url)
+    try:
+        async with store.reading() as conn:
+            back = await endpoints.every_endpoint(conn)
+    finally:
+        await store.close()
+    assert [(e.id, e.platform, e.url, e.secret, e.disabled_reason) for e in back] == [
+        (e.id, e.platform, e.url, e.secret, e.disabled_reason) for e in kept
+    ]
+    leagues_last = int((await js.stream_info(LEAGUES_STREAM)).state.last_seq or 0)
+    assert {(e.games_after, e.leagues_after) for e in back} == {(last, leagues_last)}
+    assert last == int((await js.stream_info(GAMES_STREAM)).state.last_seq or 0)
