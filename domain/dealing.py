@@ -37,6 +37,8 @@ from domain.cards import Card, rank_value
 
 _LABEL = b"spades/deal/v1"
 _WORD = 1 << 32
+_LIMITS = tuple(_WORD - _WORD % bound if bound else 0 for bound in range(256))
+"""Per bound, the first word that is rejected (the deck has at most 108 cards)."""
 
 
 def commitment(seed: bytes) -> str:
@@ -95,12 +97,12 @@ def shuffle(
     blocks = len(deck) // 8 + 1
     words = _words(keyed, mix, 0, blocks)
     used = 0
+    limits = _LIMITS
     for i in range(len(deck) - 1, 0, -1):
         bound = i + 1
-        limit = _WORD - _WORD % bound
         word = words[used]
         used += 1
-        while word >= limit:  # rejected: it would favour the low indexes
+        while word >= limits[bound]:  # rejected: it would favour the low indexes
             if used == len(words):
                 words += _words(keyed, mix, blocks, 1)
                 blocks += 1

@@ -20,7 +20,7 @@ import msgspec
 from msgspec.structs import replace
 
 from domain.bids import BLIND_NIL, NIL, Bid, is_nil, tricks_bid
-from domain.cards import CARDS, CLUBS, Card, cards_in
+from domain.cards import CARDS, CLUBS, Card, cards_in, iter_cards, lowest
 from domain.commands import (
     AnyCommand,
     CreateGame,
@@ -276,7 +276,8 @@ def _team_floor(rules: Rules, hand: Hand, seat: int) -> int:
     """The least this seat's bid must add for its team to reach ``team_min_bid``."""
     if not rules.team_min_bid or not rules.partnerships:
         return 0
-    partner_bid = hand.bids[(seat + 2) % 4]
+    partner = table_for(rules).partner_of(seat)
+    partner_bid = None if partner is None else hand.bids[partner]
     if partner_bid is None:
         return 0
     return rules.team_min_bid - tricks_bid(partner_bid)
@@ -338,7 +339,8 @@ def _pass(state: Game, command: PassCards) -> list[AnyEvent]:
         raise RuleViolation("invalid_pass", f"a pass is {count} different cards")
     if mask & ~held(hand, seat):
         raise RuleViolation("invalid_pass", "a passed card is not in the hand")
-    partner = (seat + 2) % 4
+    partner = table_for(state.rules).partner_of(seat)
+    assert partner is not None
     events: list[AnyEvent] = [CardsPassed(seat, partner, cards)]
     partner_cards = hand.passed[partner]
     if partner_cards is not None:
@@ -349,26 +351,15 @@ def _pass(state: Game, command: PassCards) -> list[AnyEvent]:
 
 def _current_winner(table: Table, trick: tuple[int, ...]) -> int:
     """The card index now winning an unfinished trick."""
-    suit_of, power = table.suit_of, table.power
-    win = trick[0]
-    for card in trick[1:]:
-        if suit_of[card] == suit_of[win]:
-            if power[card] > power[win]:
-                win = card
-        elif suit_of[card] == TRUMP:
-            win = card
-    return win
+    return trick[table.winning_position(trick)]
 
 
 def _beaters(table: Table, allowed: int, winning: int) -> int:
     """The cards of ``allowed`` that would take the trick from ``winning``."""
     out = 0
-    mask = allowed
-    while mask:
-        low = mask & -mask
-        if table.beats(low.bit_length() - 1, winning):
-            out |= low
-        mask ^= low
+    for card in iter_cards(allowed):
+        if table.beats(card, winning):
+            out |= 1 << card
     return out
 
 
@@ -613,9 +604,11 @@ def _bid_placed(state: Game, event: BidPlaced) -> Game:
     if all(bid is not None for bid in bids):
         due = 0
         if rules.blind_nil_pass and rules.partnerships:
+            table = table_for(rules)
             for seat, bid in enumerate(bids):
-                if bid == BLIND_NIL:
-                    due |= 1 << seat | 1 << (seat + 2) % 4
+                partner = table.partner_of(seat)
+                if bid == BLIND_NIL and partner is not None:
+                    due |= 1 << seat | 1 << partner
         if due:
             hand = replace(
                 hand,
@@ -642,9 +635,8 @@ def _start_play(rules: Rules, hand: Hand) -> Hand:
             in_play |= held(hand, seat)
         clubs = in_play & table_for(rules).suit_mask[CLUBS]
         if clubs:
-            low = clubs & -clubs
-            opening = low.bit_length() - 1
-            leader = next(seat for seat in range(players) if held(hand, seat) & low)
+            opening = lowest(clubs)
+            leader = next(seat for seat in range(players) if held(hand, seat) >> opening & 1)
     return replace(hand, phase="play", turn=leader, leader=leader, opening_card=opening)
 
 

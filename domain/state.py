@@ -7,13 +7,15 @@ only way out, and it hides what a reader could not see at the table.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
 from domain.bids import Bid
-from domain.cards import Card
+from domain.cards import Card, CardSet
+from domain.errors import RuleViolation
 from domain.rules import Rules
+from domain.table import Seat
 
 Phase = Literal["draw", "bid", "pass", "play"]
 Status = Literal["waiting", "playing", "finished"]
@@ -88,14 +90,29 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     """How many events made this state."""
 
 
-def held(hand: Hand, seat: int) -> int:
-    """The bit set of the cards ``seat`` holds."""
+def in_hand(state: Game) -> Hand:
+    """The hand being played; ``wrong_phase`` between hands."""
+    if state.hand is None:
+        raise RuleViolation("wrong_phase", "no hand is being played")
+    return state.hand
+
+
+def held(hand: Hand, seat: Seat) -> CardSet:
+    """The cards ``seat`` holds."""
     return hand.holdings >> LANE * seat & HELD
 
 
-def holdings_of(masks: list[int] | tuple[int, ...]) -> int:
-    """Pack one bit set per seat into :attr:`Hand.holdings`."""
+def holdings_of(sets: list[CardSet] | tuple[CardSet, ...]) -> int:
+    """Pack one card set per seat into :attr:`Hand.holdings`."""
     packed = 0
-    for seat, mask in enumerate(masks):
-        packed |= mask << LANE * seat
+    for seat, cards in enumerate(sets):
+        packed |= cards << LANE * seat
     return packed
+
+
+T = TypeVar("T")
+
+
+def at_seat(values: tuple[T, ...], seat: Seat, value: T) -> tuple[T, ...]:
+    """A per-seat tuple with ``seat``'s entry replaced."""
+    return (*values[:seat], value, *values[seat + 1 :])

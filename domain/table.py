@@ -6,10 +6,15 @@ them; the rules stay the only thing recorded.
 
 from __future__ import annotations
 
-from functools import cache
+from typing import TypeAlias
 
-from domain.cards import CARDS, RANKS, SPADES, Card, printed_suit, rank_value
+from domain.cards import CARDS, RANKS, SPADES, Card, CardSet, printed_suit, rank_value
 from domain.rules import Rules
+
+Seat: TypeAlias = int
+"""A seat at the table, ``0..players-1`` clockwise."""
+Unit: TypeAlias = int
+"""A scoring unit: a team of partners, or one seat when there are none."""
 
 TRUMP = SPADES
 """The trump suit index. Jokers, and the 2♦ under ``jokers_deuces``, belong to it."""
@@ -53,10 +58,10 @@ class Table:
         self.rules = rules
         self.players = rules.players
         if rules.partnerships:
-            self.units: tuple[tuple[int, ...], ...] = ((0, 2), (1, 3))
+            self.units: tuple[tuple[Seat, ...], ...] = ((0, 2), (1, 3))
         else:
             self.units = tuple((seat,) for seat in range(rules.players))
-        self.unit_of: tuple[int, ...] = tuple(
+        self.unit_of: tuple[Unit, ...] = tuple(
             next(u for u, seats in enumerate(self.units) if seat in seats)
             for seat in range(rules.players)
         )
@@ -64,7 +69,7 @@ class Table:
         self.pack: tuple[Card, ...] = tuple(
             card for card in CARDS if card not in removed and (rules.jokers or not card.is_joker)
         )
-        self.pack_mask = sum(card.bit for card in self.pack)
+        self.pack_mask: CardSet = sum(card.bit for card in self.pack)
         self.hand_size = rules.tricks_per_hand
         self.trump_order = trump_order(rules)
         # suit_of: the suit a card counts as for following and leading (trumps are 3).
@@ -82,34 +87,41 @@ class Table:
         masks = [0, 0, 0, 0]
         for card in self.pack:
             masks[suit_of[card.ordinal]] |= card.bit
-        self.suit_mask: tuple[int, ...] = tuple(masks)
+        self.suit_mask: tuple[CardSet, ...] = tuple(masks)
 
-    def partner_of(self, seat: int) -> int | None:
-        """The partner's seat in a partnership game, else None."""
+    def partner_of(self, seat: Seat) -> Seat | None:
+        """The partner's seat, facing this one, in a partnership game; else None."""
         return (seat + 2) % 4 if self.rules.partnerships else None
 
-    def trick_winner(self, leader: int, trick: tuple[int, ...]) -> int:
-        """The seat that wins a finished trick of card indexes led by ``leader``."""
-        suit_of, power = self.suit_of, self.power
-        win, winning = 0, trick[0]
-        for position in range(1, len(trick)):
-            card = trick[position]
-            if suit_of[card] == suit_of[winning]:
-                if power[card] > power[winning]:
-                    win, winning = position, card
-            elif suit_of[card] == TRUMP:
-                win, winning = position, card
-        return (leader + win) % self.players
-
     def beats(self, card: int, winning: int) -> bool:
-        """Whether ``card`` would take the trick from ``winning``, the card now winning it."""
+        """Whether ``card``, played to a trick, takes it from ``winning``, the card winning it
+        so far: a higher card of the same suit, or a trump on another suit."""
         suit_of = self.suit_of
         if suit_of[card] == suit_of[winning]:
             return self.power[card] > self.power[winning]
         return suit_of[card] == TRUMP
 
+    def winning_position(self, trick: tuple[int, ...]) -> int:
+        """The position, in play order, of the card winning a trick of card indexes so far."""
+        beats = self.beats
+        win = 0
+        for position in range(1, len(trick)):
+            if beats(trick[position], trick[win]):
+                win = position
+        return win
 
-@cache
+    def trick_winner(self, leader: Seat, trick: tuple[int, ...]) -> Seat:
+        """The seat that wins a finished trick of card indexes led by ``leader``."""
+        return (leader + self.winning_position(trick)) % self.players
+
+
+_TABLES: dict[Rules, Table] = {}
+
+
 def table_for(rules: Rules) -> Table:
-    """The table of a rule set (rule sets are values, so each is worked out once)."""
-    return Table(rules)
+    """The table of a rule set (rule sets are values, so each is worked out once; a plain dict
+    is read faster than ``functools.cache``, and this is read on every play)."""
+    table = _TABLES.get(rules)
+    if table is None:
+        table = _TABLES[rules] = Table(rules)
+    return table

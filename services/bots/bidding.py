@@ -9,8 +9,9 @@ and short suits for the trumps not already counted.
 from __future__ import annotations
 
 from domain.bids import NIL, Bid, is_nil, tricks_bid
+from domain.cards import iter_cards
 from domain.table import TRUMP
-from services.bots.situation import Situation, indexes
+from services.bots.situation import Situation
 
 SIDE_SUITS = (0, 1, 2)
 RUFF_VALUE = 0.6
@@ -34,7 +35,7 @@ def estimate_tricks(sit: Situation, hand: int | None = None) -> float:
 
 def _trump_tricks(sit: Situation, hand: int, unseen: int) -> tuple[float, float]:
     """(Tricks from trumps, trumps left over for ruffing)."""
-    mine = sorted(indexes(sit.in_suit(hand, TRUMP)), key=sit.strength, reverse=True)
+    mine = sorted(iter_cards(sit.in_suit(hand, TRUMP)), key=sit.strength, reverse=True)
     count = len(mine)
     high = 0.0
     counted = 0
@@ -55,7 +56,7 @@ def _trump_tricks(sit: Situation, hand: int, unseen: int) -> tuple[float, float]
 
 def _side_tricks(sit: Situation, hand: int, unseen: int, suit: int) -> float:
     """Honours that should cash before the suit is ruffed."""
-    mine = sorted(indexes(sit.in_suit(hand, suit)), key=sit.strength, reverse=True)
+    mine = sorted(iter_cards(sit.in_suit(hand, suit)), key=sit.strength, reverse=True)
     length = len(mine)
     share = _share(sit, unseen, suit)
     honour = LONG_SUIT_HONOUR if share >= 4 else SIDE_HONOUR
@@ -90,14 +91,14 @@ def nil_danger(sit: Situation, hand: int | None = None) -> float:
     hand = sit.hand if hand is None else hand
     table = sit.table
     danger = 0.0
-    trumps = list(indexes(sit.in_suit(hand, TRUMP)))
+    trumps = list(iter_cards(sit.in_suit(hand, TRUMP)))
     for card in trumps:
         depth = sit.higher(card, table.pack_mask).bit_count()
         danger += 3.0 if depth < 4 else 1.0 if depth < 7 else 0.0
     allowed = 3 * table.hand_size // 13
     danger += 1.5 * max(0, len(trumps) - allowed)
     for suit in SIDE_SUITS:
-        cards = sorted(indexes(sit.in_suit(hand, suit)), key=sit.strength)
+        cards = sorted(iter_cards(sit.in_suit(hand, suit)), key=sit.strength)
         for below, card in enumerate(cards):
             # The lowest card of a suit should be a 7 at most, each next one may be two higher.
             exposure = table.power[card] - 2 * below - 7

@@ -7,7 +7,7 @@ which cards are trumps (jokers, the 2♦ under ``jokers_deuces``) and how each r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any, Literal
 
@@ -20,14 +20,6 @@ from domain.table import TRUMP, Table, table_for
 from services.bots.memory import HandMemory
 
 Goal = Literal["win", "duck"]
-
-
-def indexes(mask: int) -> Iterator[int]:
-    """The card indexes of a bit set, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
 
 
 def mask_of(cards: Any) -> int:

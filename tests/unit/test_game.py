@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from domain.bids import Bid
-from domain.cards import CARDS, Card, cards_in, mask_of
+from domain.cards import CARDS, Card, cards_in, set_of
 from domain.commands import (
     AnyCommand,
     CreateGame,
@@ -982,7 +982,7 @@ def test_a_deal_must_be_one_hand_per_seat_of_the_pack() -> None:
 
 def test_legal_plays_follow_suit() -> None:
     state = following()
-    assert legal_plays(state, 1) == mask_of(cs("JH TH 9H 8H"))
+    assert legal_plays(state, 1) == set_of(cs("JH TH 9H 8H"))
     assert legal_plays(state, 2) == 0
     assert {str(a.card) for a in legal_actions(state, 1) if isinstance(a, PlayCard)} == {
         "JH",
