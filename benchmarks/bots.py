@@ -23,7 +23,7 @@ import msgspec
 
 from domain.commands import CreateGame, TakeSeat, from_api
 from domain.dealing import SeededDeal
-from domain.game import decide, evolve
+from domain.game import decide, evolve, seat_to_act
 from domain.rules import resolve_rules
 from domain.state import Game
 from domain.table import Table, table_for
@@ -78,15 +78,6 @@ def new_game(
     return game, SeededDeal(rng.randbytes(32))
 
 
-def seat_to_act(game: Game) -> int:
-    """The seat the game waits for (while passes are due, the lowest seat that owes one)."""
-    hand = game.hand
-    assert hand is not None
-    if hand.phase == "pass":
-        return (hand.passes_due & -hand.passes_due).bit_length() - 1
-    return hand.turn
-
-
 def play_game(
     rules: dict[str, Any],
     players: Sequence[Player],
@@ -102,6 +93,7 @@ def play_game(
         if game.hands_played >= MAX_HANDS:
             raise RuntimeError(f"game of {rules} still going after {MAX_HANDS} hands")
         seat = seat_to_act(game)
+        assert seat is not None
         action = players[seat].act(msgspec.to_builtins(seat_view(game, seat)))
         if action is None:
             raise RuntimeError(f"seat {seat} must act in {game.hand} but did not")

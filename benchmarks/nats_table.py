@@ -17,7 +17,7 @@ from contracts.wire import ActRequest, CommandReply, CreateGameRequest, TakeSeat
 from domain.cards import cards_in
 from domain.commands import PassCards, to_api
 from domain.events import AnyEvent, HandDealt
-from domain.game import PassDue, evolve, legal_actions
+from domain.game import PassDue, evolve, legal_actions, seat_to_act
 from domain.state import Game, held
 from services.engine.client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
@@ -82,11 +82,9 @@ class RandomTable:
         game = self.state
         assert game is not None
         hand = game.hand
+        seat = seat_to_act(game)
         assert hand is not None
-        if hand.phase == "pass":
-            seat = (hand.passes_due & -hand.passes_due).bit_length() - 1
-        else:
-            seat = hand.turn
+        assert seat is not None
         choices = legal_actions(game, seat)
         if self.avoid_blind_nil:
             choices = [c for c in choices if getattr(c, "bid", None) != "blind_nil"] or choices

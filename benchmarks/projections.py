@@ -48,7 +48,7 @@ from domain.cards import cards_in
 from domain.commands import AnyCommand, CreateGame, PassCards, TakeSeat
 from domain.dealing import SeededDeal
 from domain.events import AnyEvent
-from domain.game import PassDue, decide, evolve, legal_actions
+from domain.game import PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.records import HandRecorder
 from domain.state import Game, held
 from services.projections import positions
@@ -85,14 +85,6 @@ class GameLog:
     @property
     def events(self) -> list[AnyEvent]:
         return [event for commit in self.commits for event in commit.events]
-
-
-def _seat_to_act(game: Game) -> int:
-    hand = game.hand
-    assert hand is not None
-    if hand.phase == "pass":
-        return (hand.passes_due & -hand.passes_due).bit_length() - 1
-    return hand.turn
 
 
 class GameWriter:
@@ -146,7 +138,8 @@ def play_game(
         game = writer.commit(decide(game, TakeSeat(name), deal=SeededDeal(rng.randbytes(32))))
     deal = SeededDeal(rng.randbytes(32))
     while game.status != "finished":
-        seat = _seat_to_act(game)
+        seat = seat_to_act(game)
+        assert seat is not None
         action: Any = rng.choice(legal_actions(game, seat))
         if type(action) is PassDue:
             hand = game.hand
