@@ -16,11 +16,10 @@ from typing import Any
 
 import msgspec
 
-from domain.cards import cards_in
-from domain.commands import CreateGame, PassCards, TakeSeat
+from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
-from domain.game import PassDue, decide, evolve, legal_actions, seat_to_act
-from domain.state import Game, held
+from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
+from domain.state import Game, cards_held
 
 
 class EngineFigures(msgspec.Struct):
@@ -60,10 +59,10 @@ def play_hands(preset: str, hands: int, seed: int) -> tuple[float, int]:
         seat = seat_to_act(game)
         assert seat is not None
         action: Any = choice(legal_actions(game, seat))
-        if type(action) is PassDue:
+        if type(action) is PassDue or type(action) is DiscardDue:
             hand = game.hand
             assert hand is not None
-            action = PassCards(seat, tuple(rng.sample(cards_in(held(hand, seat)), action.count)))
+            action = action.choose(tuple(rng.sample(cards_held(hand, seat), action.count)))
         played = game.hands_played
         for event in decide(game, action, deal=deal):
             game = evolve(game, event)

@@ -14,11 +14,10 @@ import time
 from typing import Any
 
 from contracts.wire import ActRequest, CommandReply, CreateGameRequest, TakeSeatRequest
-from domain.cards import cards_in
-from domain.commands import PassCards, to_api
+from domain.commands import to_api
 from domain.events import AnyEvent, HandDealt
-from domain.game import PassDue, evolve, legal_actions, seat_to_act
-from domain.state import Game, held
+from domain.game import DiscardDue, PassDue, evolve, legal_actions, seat_to_act
+from domain.state import Game, cards_held
 from services.engine.client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
 
@@ -89,9 +88,9 @@ class RandomTable:
         if self.avoid_blind_nil:
             choices = [c for c in choices if getattr(c, "bid", None) != "blind_nil"] or choices
         action = self.rng.choice(choices)
-        if isinstance(action, PassDue):
-            cards = self.rng.sample(cards_in(held(hand, seat)), action.count)
-            return seat, to_api(PassCards(seat, tuple(cards)))
+        if isinstance(action, (PassDue, DiscardDue)):
+            cards = self.rng.sample(cards_held(hand, seat), action.count)
+            return seat, to_api(action.choose(tuple(cards)))
         return seat, to_api(action)
 
     async def step(self) -> CommandReply:

@@ -1,17 +1,18 @@
 """Bidding: once around the table from the left of the dealer, each seat names its tricks.
 
 Each rule that limits a bid is written once, as a function of the table: :func:`_blind_nil`
-(``blind_nil`` and its margin, and the seat not having looked), :func:`_bid_range`
-(``min_bid`` to the hand size) and :func:`_team_floor` (``team_min_bid``). Both questions are
-answered from them: why a given bid is refused (:func:`bid_refusal`, in FORMAT.md's order of
-precedence) and which bids are allowed (:func:`allowed_bids`).
+(``blind_nil`` and its margin, and the seat not having looked), :func:`_blind_bid`
+(``blind_bids``, and the seat not having looked), :func:`_bid_range` (``min_bid``, or
+``blind_bids`` for a blind bid, up to the hand size) and :func:`_team_floor` (``team_min_bid``).
+Both questions are answered from them: why a given bid is refused (:func:`bid_refusal`, in
+FORMAT.md's order of precedence) and which bids are allowed (:func:`allowed_bids`).
 """
 
 from __future__ import annotations
 
 from msgspec.structs import replace
 
-from domain.bids import BLIND_NIL, NIL, Bid, is_nil, tricks_bid
+from domain.bids import BLIND_NIL, NIL, Bid, blind, is_blind, is_nil, tricks_bid
 from domain.commands import PlaceBid
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, BidPlaced
@@ -39,9 +40,19 @@ def _blind_nil(state: Game, hand: Hand, seat: Seat) -> str | None:
     return None
 
 
-def _bid_range(rules: Rules, table: Table) -> range:
-    """The numeric bids: ``min_bid`` up to every trick of the hand."""
-    return range(rules.min_bid, table.hand_size + 1)
+def _blind_bid(rules: Rules, hand: Hand, seat: Seat) -> str | None:
+    """Why this seat may not bid blind (``blind_N``) now, or None when it may."""
+    if not rules.blind_bids:
+        return "blind bids are not played at this table"
+    if has_looked(hand, seat):
+        return f"seat {seat} has already seen its cards"
+    return None
+
+
+def _bid_range(rules: Rules, table: Table, blind: bool = False) -> range:
+    """The tricks a bid may name: ``min_bid`` (``blind_bids`` for a blind bid) up to every
+    trick of the hand."""
+    return range(rules.blind_bids if blind else rules.min_bid, table.hand_size + 1)
 
 
 def _team_floor(rules: Rules, table: Table, hand: Hand, seat: Seat) -> int:
@@ -65,14 +76,20 @@ def bid_refusal(state: Game, hand: Hand, seat: Seat, bid: Bid) -> RuleViolation 
         why = _blind_nil(state, hand, seat)
         if why is not None:
             return RuleViolation("blind_nil_not_allowed", why)
+    blind_bid = is_blind(bid)
+    if blind_bid:
+        why = _blind_bid(rules, hand, seat)
+        if why is not None:
+            return RuleViolation("blind_bid_not_allowed", why)
     if is_nil(bid):
         if not rules.nil:
             return RuleViolation("nil_not_allowed", "nil is not played at this table")
     else:
-        numeric = _bid_range(rules, table)
-        if tricks_bid(bid) not in numeric:
+        tricks = _bid_range(rules, table, blind_bid)
+        if tricks_bid(bid) not in tricks:
+            kind = "a blind bid" if blind_bid else "a bid"
             return RuleViolation(
-                "invalid_bid", f"a bid is {numeric.start} to {numeric.stop - 1}, not {bid}"
+                "invalid_bid", f"{kind} is {tricks.start} to {tricks.stop - 1} tricks, not {bid}"
             )
     floor = _team_floor(rules, table, hand, seat)
     if tricks_bid(bid) < floor:
@@ -95,6 +112,9 @@ def allowed_bids(state: Game, hand: Hand, seat: Seat) -> list[Bid]:
         bids.append(NIL)
     numeric = _bid_range(rules, table)
     bids.extend(range(max(numeric.start, floor), numeric.stop))
+    if _blind_bid(rules, hand, seat) is None:
+        blind_tricks = _bid_range(rules, table, blind=True)
+        bids.extend(blind(n) for n in range(max(blind_tricks.start, floor), blind_tricks.stop))
     return bids
 
 
@@ -115,7 +135,8 @@ def decide_bid(state: Game, command: PlaceBid) -> list[AnyEvent]:
     if has_looked(hand, seat):
         return [placed]
     # Bidding picks the cards up: after a blind bid, before any other.
-    return [placed, look(hand, seat)] if command.bid == BLIND_NIL else [look(hand, seat), placed]
+    blindly = command.bid == BLIND_NIL or is_blind(command.bid)
+    return [placed, look(hand, seat)] if blindly else [look(hand, seat), placed]
 
 
 # --------------------------------------------------------------------------- evolve

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
-from domain.cards import Card, set_of
+from domain.cards import Card
 from domain.commands import DealHand
 from domain.dealing import (
     DealSource,
@@ -26,8 +26,10 @@ from domain.dealing import (
 )
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, HandDealt
-from domain.state import Game, Hand, holdings_of
-from domain.table import Table, table_for
+from domain.rules import Rules
+from domain.state import Game, Hand, pack_hands
+from domain.table import Seat, Table, table_for
+from domain.tricks import start_play
 
 # --------------------------------------------------------------------------- decide
 
@@ -55,12 +57,14 @@ def deal_hand(state: Game, source: DealSource) -> HandDealt:
     elif isinstance(source, StackedDeck):
         deck = check_deck(table, source.deck)
     if isinstance(source, DealtHands):
-        hands = check_hands(table, source.hands)
+        hands = source.hands
     elif rules.deal == "draw":
         hands = tuple(() for _ in range(rules.players))
     else:
         assert deck is not None
-        hands = deal_out(deck, rules.players, dealer, table.hand_size)
+        hands = deal_out(deck, rules.players, dealer, table.hand_size, rules.dealer_discard)
+    if isinstance(source, DealtHands):
+        hands = check_hands(table, source.hands, dealer)
     return HandDealt(number, dealer, promise, hands, deck, seed_hex)
 
 
@@ -71,28 +75,35 @@ def _entropies(state: Game) -> list[bytes]:
 
 
 def check_deck(table: Table, deck: Sequence[Card]) -> tuple[Card, ...]:
-    """A deck must hold every card of the pack exactly once."""
+    """A deck must hold every card of the pack as often as the pack does."""
     if sorted(card.ordinal for card in deck) != [card.ordinal for card in table.pack]:
-        raise RuleViolation("malformed", "a deck must hold every card of the pack exactly once")
+        raise RuleViolation(
+            "malformed", "a deck must hold every card of the pack, as often as the pack does"
+        )
     return tuple(deck)
 
 
-def check_hands(table: Table, hands: Sequence[Sequence[Card]]) -> tuple[tuple[Card, ...], ...]:
-    """Hands must be one per seat, of the hand size, every card of the pack at most once."""
+def check_hands(
+    table: Table, hands: Sequence[Sequence[Card]], dealer: Seat
+) -> tuple[tuple[Card, ...], ...]:
+    """Hands must be one per seat, of the hand size (the dealer's with its ``dealer_discard``
+    cards besides), every card of the pack at most as often as the pack holds it."""
     if len(hands) != table.players:
         raise RuleViolation("malformed", f"a deal needs {table.players} hands")
-    seen = 0
+    copies = table.copies
+    dealt = [0] * len(copies)
     for seat, hand in enumerate(hands):
-        if len(hand) != table.hand_size:
-            raise RuleViolation(
-                "malformed", f"hand {seat} holds {len(hand)} cards, not {table.hand_size}"
-            )
+        size = table.hand_size + (table.rules.dealer_discard if seat == dealer else 0)
+        if len(hand) != size:
+            raise RuleViolation("malformed", f"hand {seat} holds {len(hand)} cards, not {size}")
         for card in hand:
-            if not card.bit & table.pack_mask:
+            if not copies[card.ordinal]:
                 raise RuleViolation("malformed", f"{card} is not in this pack")
-            if seen & card.bit:
-                raise RuleViolation("malformed", f"{card} is dealt twice")
-            seen |= card.bit
+            dealt[card.ordinal] += 1
+            if dealt[card.ordinal] > copies[card.ordinal]:
+                raise RuleViolation(
+                    "malformed", f"{card} is dealt more often than the pack holds it"
+                )
     return tuple(tuple(hand) for hand in hands)
 
 
@@ -100,19 +111,23 @@ def check_hands(table: Table, hands: Sequence[Sequence[Card]]) -> tuple[tuple[Ca
 
 
 def hand_dealt(state: Game, event: HandDealt) -> Game:
-    """A new hand: the two-player draw, or the bidding from the left of the dealer."""
+    """A new hand. It opens with the two-player draw, the dealer's discard, or the bidding left
+    of the dealer; the game's first hand under ``first_hand: no_bid`` goes straight to the
+    opening lead once the draw or the discard is over."""
     rules = state.rules
     players = rules.players
     first_dealer = state.first_dealer
     if first_dealer is None:
         first_dealer = (event.dealer - state.hands_played) % players
     draw = rules.deal == "draw" and not any(event.hands)
+    holdings, twice = pack_hands(event.hands)
     hand = Hand(
         number=event.hand,
         dealer=event.dealer,
         phase="draw" if draw else "bid",
         turn=(event.dealer + 1) % players,
-        holdings=holdings_of([set_of(cards) for cards in event.hands]),
+        holdings=holdings,
+        twice=twice,
         looked=0,
         bids=(None,) * players,
         won=(0,) * players,
@@ -120,4 +135,21 @@ def hand_dealt(state: Game, event: HandDealt) -> Game:
         commitment=event.commitment,
         seed=event.seed,
     )
+    if not draw:
+        hand = after_pickup(rules, hand)
     return replace(state, hand=hand, first_dealer=first_dealer, status="playing")
+
+
+def after_pickup(rules: Rules, hand: Hand) -> Hand:
+    """Once every seat holds its hand: the dealer's discard if one is due, else the bidding
+    left of the dealer, or the opening lead in a hand without bidding."""
+    if rules.dealer_discard and not hand.dealer_discard:
+        return replace(hand, phase="discard", turn=hand.dealer)
+    if is_bidding_hand(rules, hand.number):
+        return replace(hand, phase="bid", turn=(hand.dealer + 1) % rules.players)
+    return start_play(rules, hand)
+
+
+def is_bidding_hand(rules: Rules, number: int) -> bool:
+    """Whether hand ``number`` of the game is bid (``first_hand: no_bid`` skips the first)."""
+    return number > 1 or rules.first_hand == "bid"

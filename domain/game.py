@@ -8,10 +8,10 @@ send, from the same limits ``decide`` refuses by.
 
 Both dispatch on the type of what they are given, to the module that holds that part of the
 game, each read top to bottom: :mod:`domain.seating` (creating, seats), :mod:`domain.deal`,
-:mod:`domain.pickup` (looking, the draw), :mod:`domain.bidding`, :mod:`domain.passing` (the blind
-nil pass), :mod:`domain.tricks` and :mod:`domain.results` (the end of a hand, a tally, the end
-of the game). Here alone are the game-wide checks (no such game, ``game_over``) and the version,
-one per event.
+:mod:`domain.pickup` (looking, the draw, the dealer's discard), :mod:`domain.bidding`,
+:mod:`domain.passing` (the blind nil pass), :mod:`domain.tricks` and :mod:`domain.results` (the
+end of a hand, a tally, the end of the game). Here alone are the game-wide checks (no such
+game, ``game_over``), the next deal when one is due, and the version, one per event.
 
 The randomness of a deal is an input: a command that completes a hand (or fills the last seat)
 deals the next one from ``deal`` when it is given, and otherwise leaves the game waiting for a
@@ -30,6 +30,7 @@ from domain.commands import (
     AnyCommand,
     CreateGame,
     DealHand,
+    DiscardCards,
     Draw,
     LookAtHand,
     PassCards,
@@ -47,6 +48,7 @@ from domain.events import (
     BidPlaced,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     CardsReceived,
     GameCreated,
@@ -57,9 +59,26 @@ from domain.events import (
     SeatTaken,
     TrickWon,
 )
-from domain.legal import Action, PassDue, legal_actions, legal_bids, legal_plays, seat_to_act
+from domain.legal import (
+    Action,
+    CardsDue,
+    DiscardDue,
+    PassDue,
+    legal_actions,
+    legal_bids,
+    legal_plays,
+    seat_to_act,
+)
 from domain.passing import cards_passed, cards_received, decide_pass
-from domain.pickup import card_drawn, decide_draw, decide_look, hand_looked
+from domain.pickup import (
+    card_drawn,
+    cards_discarded,
+    decide_discard,
+    decide_draw,
+    decide_look,
+    hand_looked,
+    looks_to_play,
+)
 from domain.results import decide_tally, game_ended, hand_scored
 from domain.seating import create_game, game_created, seat_taken, take_seat
 from domain.state import Game, Hand
@@ -67,6 +86,8 @@ from domain.tricks import card_played, decide_play, trick_won
 
 __all__ = [
     "Action",
+    "CardsDue",
+    "DiscardDue",
     "PassDue",
     "check_deck",
     "check_hands",
@@ -92,6 +113,7 @@ _DECIDE: dict[type[Any], Callable[[Game, Any], list[AnyEvent]]] = {
     PlaceBid: decide_bid,
     LookAtHand: decide_look,
     Draw: decide_draw,
+    DiscardCards: decide_discard,
     PassCards: decide_pass,
     Unreadable: _unreadable,
     TakeSeat: take_seat,
@@ -130,6 +152,8 @@ def decide(
         after = _after(events, state)
         if after.status == "playing" and after.hand is None:
             events.append(deal_hand(after, deal))
+    if events and state.hands_played == 0 and state.rules.first_hand == "no_bid":
+        events.extend(looks_to_play(_after(events, state)))
     return events
 
 
@@ -147,6 +171,7 @@ _HAND_STEPS: dict[type[Any], Callable[[Game, Hand, Any], Hand]] = {
     BidPlaced: bid_placed,
     HandLooked: hand_looked,
     CardDrawn: card_drawn,
+    CardsDiscarded: cards_discarded,
     CardsPassed: cards_passed,
     CardsReceived: cards_received,
 }

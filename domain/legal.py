@@ -11,9 +11,10 @@ import msgspec
 
 from domain.bidding import allowed_bids
 from domain.bids import Bid
-from domain.cards import CARDS, CardSet, lowest
-from domain.commands import Draw, LookAtHand, PlaceBid, PlayCard
+from domain.cards import CARDS, Card, CardSet, lowest
+from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
 from domain.passing import pass_is_due
+from domain.pickup import discard_is_due
 from domain.state import Game
 from domain.table import Seat
 from domain.tricks import SEATS, allowed_plays
@@ -26,8 +27,28 @@ class PassDue(msgspec.Struct, frozen=True):
     seat: Seat
     count: int
 
+    def choose(self, cards: tuple[Card, ...]) -> PassCards:
+        """The pass of these cards."""
+        return PassCards(self.seat, cards)
 
-Action = LookAtHand | Draw | PlaceBid | PlayCard | PassDue
+
+class DiscardDue(msgspec.Struct, frozen=True):
+    """The dealer's discard, due: ``count`` cards of its choosing (the API's
+    ``{"type": "discard", "count": n}``)."""
+
+    seat: Seat
+    count: int
+
+    def choose(self, cards: tuple[Card, ...]) -> DiscardCards:
+        """The discard of these cards."""
+        return DiscardCards(self.seat, cards)
+
+
+CardsDue = PassDue | DiscardDue
+"""An action whose cards the seat chooses."""
+
+
+Action = LookAtHand | Draw | PlaceBid | PlayCard | PassDue | DiscardDue
 """What :func:`legal_actions` lists."""
 
 
@@ -59,8 +80,8 @@ def legal_bids(state: Game, seat: Seat) -> list[Bid]:
 
 
 def legal_actions(state: Game, seat: Seat) -> list[Action]:
-    """Every action ``seat`` may send now. A pass is given as :class:`PassDue` (the cards are the
-    seat's choice)."""
+    """Every action ``seat`` may send now. A pass is given as :class:`PassDue`, the dealer's
+    discard as :class:`DiscardDue` (the cards are the seat's choice)."""
     hand = state.hand
     if hand is None or state.status != "playing" or not 0 <= seat < state.rules.players:
         return []
@@ -76,6 +97,8 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
             actions.extend(_DRAWS[seat])
     elif pass_is_due(hand, seat):
         actions.append(PassDue(seat, state.rules.blind_nil_pass))
+    elif discard_is_due(hand, seat):
+        actions.append(DiscardDue(seat, state.rules.dealer_discard))
     return actions
 
 

@@ -1,6 +1,7 @@
 """The blind nil pass (``blind_nil_pass``, partnerships only): after the bidding, the blind nil
-bidder and its partner each pass that many cards to the other, face down, in either order; the
-cards change hands once both have passed, and then the opening lead is made.
+bidder and its partner (the seat facing it) each pass that many cards to the other, face down,
+in either order; the cards change hands once both have passed, and then the opening lead is
+made. With two decks a card named twice passes both copies.
 """
 
 from __future__ import annotations
@@ -10,13 +11,22 @@ from collections.abc import Sequence
 from msgspec.structs import replace
 
 from domain.bids import BLIND_NIL, Bid
-from domain.cards import set_of
 from domain.commands import PassCards
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, CardsPassed, CardsReceived
 from domain.rules import Rules
 from domain.seating import seat_of
-from domain.state import LANE, Game, Hand, at_seat, held, in_hand
+from domain.state import (
+    Game,
+    Hand,
+    at_seat,
+    counted,
+    given_to,
+    held,
+    held_twice,
+    in_hand,
+    taken_from,
+)
 from domain.table import Seat, table_for
 from domain.tricks import start_play
 
@@ -49,10 +59,10 @@ def decide_pass(state: Game, command: PassCards) -> list[AnyEvent]:
         raise RuleViolation("invalid_pass", f"seat {seat} has no pass due")
     count = state.rules.blind_nil_pass
     cards = command.cards
-    passed = set_of(cards)
-    if len(cards) != count or passed.bit_count() != count:
-        raise RuleViolation("invalid_pass", f"a pass is {count} different cards")
-    if passed & ~held(hand, seat):
+    if len(cards) != count:
+        raise RuleViolation("invalid_pass", f"a pass is {count} cards")
+    once, twice, thrice = counted(cards)
+    if thrice or once & ~held(hand, seat) or twice & ~held_twice(hand, seat):
         raise RuleViolation("invalid_pass", "a passed card is not in the hand")
     partner = table_for(state.rules).partner_of(seat)
     assert partner is not None
@@ -68,9 +78,11 @@ def decide_pass(state: Game, command: PassCards) -> list[AnyEvent]:
 
 
 def cards_passed(state: Game, hand: Hand, event: CardsPassed) -> Hand:
+    holdings, twice = taken_from(hand, event.seat, event.cards or ())
     return replace(
         hand,
-        holdings=hand.holdings & ~(set_of(event.cards or ()) << LANE * event.seat),
+        holdings=holdings,
+        twice=twice,
         passes_due=hand.passes_due & ~(1 << event.seat),
         passed=at_seat(hand.passed, event.seat, event.cards),
     )
@@ -78,9 +90,11 @@ def cards_passed(state: Game, hand: Hand, event: CardsPassed) -> Hand:
 
 def cards_received(state: Game, hand: Hand, event: CardsReceived) -> Hand:
     """A pass arrives; when the last has, the opening lead is made."""
+    holdings, twice = given_to(hand, event.seat, event.cards or ())
     hand = replace(
         hand,
-        holdings=hand.holdings | set_of(event.cards or ()) << LANE * event.seat,
+        holdings=holdings,
+        twice=twice,
         passed=at_seat(hand.passed, event.giver, None),
     )
     if not hand.passes_due and all(cards is None for cards in hand.passed):

@@ -1,25 +1,37 @@
-"""Picking up the cards: looking at a hand, and the two-player draw.
+"""Picking up the cards: looking at a hand, the two-player draw, and the dealer's discard.
 
-A seat's cards stay hidden from it until it looks (``look``, or implicitly when it bids), so
-that a blind nil stays possible. In the two-player draw (seed ``003``) each turn a player sees
-the top card of the pile and keeps or discards it, then takes the next one unseen if the first
-was discarded, or discards it if the first was kept; discards are face up.
+A seat's cards stay hidden from it until it looks (``look``, or implicitly when it bids or
+discards, or when the play of a hand without bidding begins), so that a blind nil or a blind bid
+stays possible. In the two-player draw (seed
+``003``) each turn a player sees the top card of the pile and keeps or discards it, then takes
+the next one unseen if the first was discarded, or discards it if the first was kept; discards
+are face up. Under ``dealer_discard: n`` the dealer, dealt n cards more than the others,
+discards n face down before the bidding; they are out of play.
 """
 
 from __future__ import annotations
 
 from msgspec.structs import replace
 
-from domain.cards import cards_in
-from domain.commands import Draw, LookAtHand
+from domain.commands import DiscardCards, Draw, LookAtHand
+from domain.deal import after_pickup, is_bidding_hand
 from domain.errors import RuleViolation
-from domain.events import AnyEvent, CardDrawn, HandLooked
+from domain.events import AnyEvent, CardDrawn, CardsDiscarded, HandLooked
+from domain.rules import DRAW_HAND
 from domain.seating import seat_of
-from domain.state import HELD, LANE, Game, Hand, held, in_hand
+from domain.state import (
+    LANE,
+    Game,
+    Hand,
+    cards_held,
+    count_held,
+    counted,
+    held,
+    held_twice,
+    in_hand,
+    taken_from,
+)
 from domain.table import Seat
-
-DRAW_HAND = 13
-"""Cards each player holds when the draw is over."""
 
 
 def has_looked(hand: Hand, seat: Seat) -> bool:
@@ -28,7 +40,20 @@ def has_looked(hand: Hand, seat: Seat) -> bool:
 
 def look(hand: Hand, seat: Seat) -> HandLooked:
     """The seat picks up its cards."""
-    return HandLooked(seat, tuple(cards_in(held(hand, seat))))
+    return HandLooked(seat, tuple(cards_held(hand, seat)))
+
+
+def looks_to_play(state: Game) -> list[HandLooked]:
+    """In a hand without bidding nobody can bid blind: once its play begins, every seat that
+    has not looked picks its cards up."""
+    hand = state.hand
+    if hand is None or hand.phase != "play" or is_bidding_hand(state.rules, hand.number):
+        return []
+    return [look(hand, seat) for seat in range(state.rules.players) if not has_looked(hand, seat)]
+
+
+def discard_is_due(hand: Hand, seat: Seat) -> bool:
+    return hand.phase == "discard" and seat == hand.dealer
 
 
 # --------------------------------------------------------------------------- decide
@@ -51,6 +76,25 @@ def decide_draw(state: Game, command: Draw) -> list[AnyEvent]:
     return [CardDrawn(seat, top, command.keep), CardDrawn(seat, following, not command.keep)]
 
 
+def decide_discard(state: Game, command: DiscardCards) -> list[AnyEvent]:
+    seat = seat_of(state, command.seat)
+    hand = in_hand(state)
+    if hand.phase != "discard":
+        raise RuleViolation("wrong_phase", "no discard is due")
+    if seat != hand.dealer:
+        raise RuleViolation("not_your_turn", f"the dealer, seat {hand.dealer}, discards")
+    count = state.rules.dealer_discard
+    cards = command.cards
+    if len(cards) != count:
+        raise RuleViolation("invalid_discard", f"the dealer discards {count} cards")
+    once, twice, thrice = counted(cards)
+    if thrice or once & ~held(hand, seat) or twice & ~held_twice(hand, seat):
+        raise RuleViolation("invalid_discard", "a discarded card is not in the dealer's hand")
+    discarded = CardsDiscarded(seat, cards)
+    # Discarding is looking: the dealer picks its cards up first.
+    return [discarded] if has_looked(hand, seat) else [look(hand, seat), discarded]
+
+
 # --------------------------------------------------------------------------- evolve
 
 
@@ -58,30 +102,48 @@ def hand_looked(state: Game, hand: Hand, event: HandLooked) -> Hand:
     return replace(hand, looked=hand.looked | 1 << event.seat)
 
 
-def card_drawn(state: Game, hand: Hand, event: CardDrawn) -> Hand:
-    """One card of a draw turn; after the second, the turn passes, and once both players hold
-    their hands the bidding starts left of the dealer."""
-    holdings, discarded = hand.holdings, hand.discarded
-    if event.card is not None:
-        if event.kept:
-            holdings |= event.card.bit << LANE * event.seat
-        else:
-            discarded |= event.card.bit
-    drawn = hand.drawn + 1
-    turn, phase = hand.turn, hand.phase
-    players = state.rules.players
-    if drawn % 2 == 0:
-        turn = (turn + 1) % players
-        if all(
-            (holdings >> LANE * seat & HELD).bit_count() == DRAW_HAND for seat in range(players)
-        ):
-            phase, turn = "bid", (hand.dealer + 1) % players
-    return replace(
+def cards_discarded(state: Game, hand: Hand, event: CardsDiscarded) -> Hand:
+    """The dealer's discard is out of play; the bidding (or the opening lead) follows."""
+    cards = event.cards or ()
+    holdings, twice = taken_from(hand, event.seat, cards)
+    hand = replace(
         hand,
         holdings=holdings,
-        discarded=discarded,
-        drawn=drawn,
-        turn=turn,
-        phase=phase,
+        twice=twice,
+        dealer_discard=cards,
         looked=hand.looked | 1 << event.seat,
     )
+    return after_pickup(state.rules, hand)
+
+
+def card_drawn(state: Game, hand: Hand, event: CardDrawn) -> Hand:
+    """One card of a draw turn; after the second, the turn passes, and once both players hold
+    their hands the bidding starts left of the dealer (or the play, in a hand without one)."""
+    holdings, twice = hand.holdings, hand.twice
+    discarded, discarded_twice = hand.discarded, hand.discarded_twice
+    card = event.card
+    if card is not None:
+        if event.kept:
+            bit = card.bit << LANE * event.seat
+            if holdings & bit:
+                twice |= bit
+            holdings |= bit
+        else:
+            if discarded & card.bit:
+                discarded_twice |= card.bit
+            discarded |= card.bit
+    hand = replace(
+        hand,
+        holdings=holdings,
+        twice=twice,
+        discarded=discarded,
+        discarded_twice=discarded_twice,
+        drawn=hand.drawn + 1,
+        looked=hand.looked | 1 << event.seat,
+    )
+    if hand.drawn % 2:
+        return hand
+    players = state.rules.players
+    if all(count_held(hand, seat) == DRAW_HAND for seat in range(players)):
+        return after_pickup(state.rules, hand)
+    return replace(hand, turn=(hand.turn + 1) % players)

@@ -26,7 +26,7 @@ from domain.table import Unit, table_for
 def decide_tally(state: Game, command: RecordTally) -> list[AnyEvent]:
     hand = in_hand(state)
     if hand.phase not in ("pass", "play") or hand.tricks_played or hand.trick:
-        raise RuleViolation("wrong_phase", "a tally is recorded once the bids are in")
+        raise RuleViolation("wrong_phase", "a tally is recorded once the bids (if any) are in")
     table = table_for(state.rules)
     tricks = command.tricks
     if (
@@ -43,7 +43,7 @@ def decide_tally(state: Game, command: RecordTally) -> list[AnyEvent]:
 def end_of_hand(state: Game, hand: Hand, won: list[int], reneged: int) -> list[AnyEvent]:
     """Score the hand; end the game when it is over. ``reneged``: a bit set of units."""
     rules = state.rules
-    bids = tuple(bid if bid is not None else 0 for bid in hand.bids)
+    bids = hand.bids  # all None in a hand without bidding
     result = score_hand(rules, bids, won, scores=state.scores, bags=state.bags, reneged=reneged)
     units = tuple(u for u in range(len(result.points)) if reneged >> u & 1)
     scored = HandScored(

@@ -21,10 +21,8 @@ TRUMP = SPADES
 
 
 def trump_order(rules: Rules) -> tuple[Card, ...]:
-    """The trump suit from the top down, as this rule set ranks it.
-
-    ``standard`` with jokers in the pack puts them on top (they are trumps whatever the order).
-    """
+    """The trump suit from the top down, as this rule set ranks it (each card once, however
+    many copies the pack holds)."""
     spades = [Card(rank + "S") for rank in reversed(RANKS)]  # AS KS ... 2S
     jokers = [Card.BIG_JOKER, Card.LITTLE_JOKER] if rules.jokers else []
     if rules.trump_order == "jokers_deuce":
@@ -33,14 +31,15 @@ def trump_order(rules: Rules) -> tuple[Card, ...]:
         order = [*jokers, Card("2D"), Card("2S"), *spades[:-1]]
     else:
         order = [*jokers, *spades]
-    removed = set(rules.deck_remove)
-    return tuple(card for card in order if card not in removed)
+    gone = {card for card in rules.deck_remove if rules.deck_remove.count(card) >= rules.decks}
+    return tuple(card for card in order if card not in gone)
 
 
 class Table:
     """Seats, units and the ranked pack of one rule set. Build it with :func:`table_for`."""
 
     __slots__ = (
+        "copies",
         "hand_size",
         "pack",
         "pack_mask",
@@ -57,26 +56,34 @@ class Table:
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
         self.players = rules.players
-        if rules.partnerships:
-            self.units: tuple[tuple[Seat, ...], ...] = ((0, 2), (1, 3))
+        if rules.partnerships:  # partners face each other: seat and seat + half the table
+            half = rules.players // 2
+            self.units: tuple[tuple[Seat, ...], ...] = tuple(
+                (seat, seat + half) for seat in range(half)
+            )
         else:
             self.units = tuple((seat,) for seat in range(rules.players))
         self.unit_of: tuple[Unit, ...] = tuple(
             next(u for u, seats in enumerate(self.units) if seat in seats)
             for seat in range(rules.players)
         )
-        removed = set(rules.deck_remove)
+        copies = [0 if card.is_joker and not rules.jokers else rules.decks for card in CARDS]
+        for card in rules.deck_remove:
+            copies[card.ordinal] -= 1
+        self.copies: tuple[int, ...] = tuple(copies)
+        """How many copies of each card (by ordinal) the pack holds: 0, 1, or 2 with two decks."""
         self.pack: tuple[Card, ...] = tuple(
-            card for card in CARDS if card not in removed and (rules.jokers or not card.is_joker)
+            card for card in CARDS for _ in range(copies[card.ordinal])
         )
-        self.pack_mask: CardSet = sum(card.bit for card in self.pack)
+        """Every card of the pack in canonical order, each as often as the pack holds it."""
+        self.pack_mask: CardSet = sum(card.bit for card in CARDS if copies[card.ordinal])
         self.hand_size = rules.tricks_per_hand
         self.trump_order = trump_order(rules)
         # suit_of: the suit a card counts as for following and leading (trumps are 3).
         # power: how high it ranks within that suit; a trump beats any other suit anyway.
         suit_of = [-1] * len(CARDS)
         power = [0] * len(CARDS)
-        for card in self.pack:
+        for card in set(self.pack):
             suit_of[card.ordinal] = SPADES if card.is_joker else printed_suit(card)
             power[card.ordinal] = rank_value(card)
         for depth, card in enumerate(self.trump_order):
@@ -90,15 +97,20 @@ class Table:
         self.suit_mask: tuple[CardSet, ...] = tuple(masks)
 
     def partner_of(self, seat: Seat) -> Seat | None:
-        """The partner's seat, facing this one, in a partnership game; else None."""
-        return (seat + 2) % 4 if self.rules.partnerships else None
+        """The partner's seat, facing this one (seat + 2 of four, seat + 3 of six) in a
+        partnership game; else None."""
+        if not self.rules.partnerships:
+            return None
+        return (seat + self.players // 2) % self.players
 
     def beats(self, card: int, winning: int) -> bool:
         """Whether ``card``, played to a trick, takes it from ``winning``, the card winning it
-        so far: a higher card of the same suit, or a trump on another suit."""
+        so far: a higher card of the same suit, a trump on another suit, or (two decks) a copy
+        of the same card, since of identical cards the one played later wins (``002``)."""
         suit_of = self.suit_of
         if suit_of[card] == suit_of[winning]:
-            return self.power[card] > self.power[winning]
+            # Cards of one suit rank apart, so >= is "higher, or the same card again".
+            return self.power[card] >= self.power[winning]
         return suit_of[card] == TRUMP
 
     def winning_position(self, trick: tuple[int, ...]) -> int:

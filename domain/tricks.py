@@ -29,7 +29,7 @@ ANY_CARD: CardSet = -1
 RENEGES: frozenset[Code] = frozenset({"must_follow_suit", "must_beat"})
 """The rules of following, which ``renege: penalize`` turns from refusals into reneges."""
 
-SEATS = 4
+SEATS = 6
 
 _PLAYED = [[CardPlayed(seat, card) for card in CARDS] for seat in range(SEATS)]
 """Shared, immutable CardPlayed events: a play is the hottest path of the engine."""
@@ -158,9 +158,11 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
 
 
 def start_play(rules: Rules, hand: Hand) -> Hand:
-    """The opening lead: left of the dealer, the dealer, or the holder of the lowest club."""
+    """The opening lead: left of the dealer, the dealer, or the holder of the lowest club in
+    play (of two holders, two decks, the first clockwise from the dealer's left)."""
     players = rules.players
-    leader = (hand.dealer + 1) % players
+    left = (hand.dealer + 1) % players
+    leader = left
     opening = -1
     if rules.first_lead == "dealer":
         leader = hand.dealer
@@ -171,7 +173,11 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
         clubs = in_play & table_for(rules).suit_mask[CLUBS]
         if clubs:
             opening = lowest(clubs)
-            leader = next(seat for seat in range(players) if held(hand, seat) >> opening & 1)
+            leader = next(
+                seat
+                for seat in ((left + k) % players for k in range(players))
+                if held(hand, seat) >> opening & 1
+            )
     return replace(hand, phase="play", turn=leader, leader=leader, opening_card=opening)
 
 
@@ -186,12 +192,12 @@ def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
         suit_of = table.suit_of
         if suit_of[card.ordinal] == TRUMP and suit_of[trick[0]] != TRUMP:
             hand = replace(hand, spades_broken=True)
-    return replace(
-        hand,
-        holdings=hand.holdings & ~(card.bit << LANE * seat),
-        trick=(*trick, card.ordinal),
-        turn=(seat + 1) % table.players,
-    )
+    bit = card.bit << LANE * seat
+    trick = (*trick, card.ordinal)
+    turn = (seat + 1) % table.players
+    if hand.twice & bit:  # two decks: the seat keeps its other copy
+        return replace(hand, twice=hand.twice & ~bit, trick=trick, turn=turn)
+    return replace(hand, holdings=hand.holdings & ~bit, trick=trick, turn=turn)
 
 
 def trick_won(state: Game, hand: Hand, event: TrickWon) -> Hand:

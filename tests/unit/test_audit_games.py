@@ -20,13 +20,13 @@ from msgspec.structs import replace
 
 from contracts.wire import GENESIS, Commit, Refusal, encode_commit, read_commit
 from domain.cards import cards_in
-from domain.commands import AnyCommand, CreateGame, PassCards, PlaceBid, PlayCard, TakeSeat
+from domain.commands import AnyCommand, CreateGame, PlaceBid, PlayCard, TakeSeat
 from domain.dealing import SeededDeal
 from domain.errors import InvalidRules, RuleViolation
 from domain.events import AnyEvent, CardPlayed, HandScored
-from domain.game import PassDue, decide, evolve, legal_actions
+from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions
 from domain.rules import resolve_rules
-from domain.state import Game, held
+from domain.state import Game, cards_held, held
 from services.audit.read_models import ReadModels
 from services.audit.replay import audit_game, replay_game
 from services.projections.hands import HandsModel
@@ -125,8 +125,8 @@ class HonestTable:
         assert hand is not None
         seat = self.seat_to_act()
         action = self.rng.choice(legal_actions(self.state, seat))
-        if isinstance(action, PassDue):
-            return PassCards(seat, tuple(self.rng.sample(cards_in(held(hand, seat)), action.count)))
+        if isinstance(action, (PassDue, DiscardDue)):
+            return action.choose(tuple(self.rng.sample(cards_held(hand, seat), action.count)))
         return action
 
     def refused_action(self) -> AnyCommand:

@@ -16,7 +16,7 @@ from domain.rules import resolve_rules
 from services.bots.memory import Event
 from services.bots.strategy import Bot, Player, RandomPlayer, View, as_json
 
-JOKER_ORDERS = ["standard", "jokers", "jokers_deuce", "jokers_deuces"]
+JOKER_ORDERS = ["jokers", "jokers_deuce", "jokers_deuces"]
 
 
 @st.composite
