@@ -33,7 +33,15 @@ from services.bots.strategy import Bot, Player, RandomPlayer
 MAX_HANDS = 400
 """A game still going after this many hands is a bug in the rules or the players."""
 
-PRESETS = ("partnership", "solo", "cutthroat", "three-player-house", "two-player")
+PRESETS = (
+    "partnership",
+    "solo",
+    "cutthroat",
+    "three-player-house",
+    "two-player",
+    "six-player",
+    "jokers-54",
+)
 
 
 class GameResult(msgspec.Struct, frozen=True):
@@ -48,7 +56,8 @@ class MatchupFigures(msgspec.Struct, frozen=True):
 
     preset: str
     bots: str
-    """Which seats hold bots: ``team`` (seats 0 and 2), ``one`` (seat 0) or ``all``."""
+    """Which seats hold bots: ``team`` (unit 0: seats 0 and 2, or 0 and 3 of six), ``one``
+    (seat 0) or ``all``."""
     games: int
     wins: int
     fair_share: float
@@ -114,7 +123,7 @@ def bot_seats(preset: str, bots: str) -> list[int]:
     if bots == "all":
         return list(range(players))
     if bots == "team":
-        return [0, 2]
+        return list(table_for_preset(preset).units[0])
     return [0]
 
 
@@ -190,10 +199,14 @@ MATCHUPS: tuple[tuple[str, str], ...] = (
     ("cutthroat", "one"),
     ("three-player-house", "one"),
     ("two-player", "one"),
+    ("six-player", "team"),
+    ("jokers-54", "team"),
     ("partnership", "all"),
     ("solo", "all"),
     ("cutthroat", "all"),
     ("two-player", "all"),
+    ("six-player", "all"),
+    ("jokers-54", "all"),
 )
 """Bots against random players in every preset, then the mirrors."""
 

@@ -20,7 +20,7 @@ def keeps(sit: Situation) -> bool:
     top = sit.drawn
     if top is None:
         return True
-    unknown = sit.table.pack_mask & ~sit.hand & ~sit.gone & ~(1 << top)
+    unknown = sit.unseen & ~(1 << top)
     if _heading_for_nil(sit):
         return nil_danger(sit, sit.hand | 1 << top) == 0
     base = estimate_tricks(sit)
