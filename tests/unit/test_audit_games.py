@@ -33,7 +33,15 @@ from services.projections.hands import HandsModel
 from services.projections.scoreboard import ScoreboardModel
 from services.runtime.game_stream import StoredCommit
 
-PRESETS = ["partnership", "solo", "cutthroat", "three-player-house", "two-player"]
+PRESETS = [
+    "partnership",
+    "solo",
+    "cutthroat",
+    "three-player-house",
+    "two-player",
+    "six-player",
+    "jokers-54",
+]
 OVERRIDES: dict[str, list[Any]] = {
     "must_beat": [True, False],
     "renege": ["reject", "penalize"],
@@ -52,6 +60,9 @@ OVERRIDES: dict[str, list[Any]] = {
     "all_tricks_bonus": [0, 100],
     "team_min_bid": [0, 4],
     "blind_nil_pass": [0, 1, 2],
+    "first_hand": ["bid", "no_bid"],
+    "blind_bids": [0, 6],
+    "blind_boston": [False, True],
 }
 JOKERS = {"jokers": True, "trump_order": "jokers_deuces", "deck_remove": ["2C", "2H"]}
 
@@ -163,7 +174,7 @@ def random_rules(preset: str, rng: random.Random) -> dict[str, Any]:
     """A rule set of ``preset`` with a few overrides drawn at random, one the engine accepts."""
     while True:
         raw: dict[str, Any] = {"preset": preset, "max_hands": 2}
-        if rng.random() < 0.3 and preset != "two-player":
+        if rng.random() < 0.3 and preset not in ("two-player", "six-player", "jokers-54"):
             raw.update(JOKERS)
             if resolve_rules({"preset": preset}).players == 3:
                 raw["deck_remove"] = ["2C", "2H", "2D"]
@@ -221,6 +232,7 @@ def test_the_games_built_here_hold_refusals_and_every_kind_of_event() -> None:
         assert audit_game(table.commits).ok
     assert refusals > 10
     assert {"CardsPassed", "CardsReceived", "CardDrawn", "HandLooked", "GameEnded"} <= kinds
+    assert "CardsDiscarded" in kinds
 
 
 def test_a_game_still_being_played_audits_clean_and_reports_only_finished_hands() -> None:
