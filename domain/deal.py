@@ -121,6 +121,8 @@ def hand_dealt(state: Game, event: HandDealt) -> Game:
         first_dealer = (event.dealer - state.hands_played) % players
     draw = rules.deal == "draw" and not any(event.hands)
     holdings, twice = pack_hands(event.hands)
+    # A draw deal whose hands are given is the draw's result: every seat has seen its cards.
+    looked = (1 << players) - 1 if rules.deal == "draw" and not draw else 0
     hand = Hand(
         number=event.hand,
         dealer=event.dealer,
@@ -128,7 +130,7 @@ def hand_dealt(state: Game, event: HandDealt) -> Game:
         turn=(event.dealer + 1) % players,
         holdings=holdings,
         twice=twice,
-        looked=0,
+        looked=looked,
         bids=(None,) * players,
         won=(0,) * players,
         pile=(event.deck or ()) if draw else (),

@@ -335,3 +335,12 @@ def test_a_first_hand_without_bidding_opens_with_every_seat_picking_its_cards_up
     (record,) = hand_records(table.events)
     assert record.bids == [None] * 4
     assert table.game.bags == (0, 0)
+
+
+def test_a_draw_deal_given_as_hands_has_every_seat_looked_so_no_blind_bid() -> None:
+    rules = {"preset": "two-player", "blind_nil": True, "blind_nil_behind": None, "blind_bids": 6}
+    table = Table(rules, dealer=0)
+    table.deal([JOKERS_54[0], JOKERS_54[1]])
+    assert legal_actions(table.game, 1)[0] == PlaceBid(1, "nil")  # no look: it has its cards
+    assert table.refusal(PlaceBid(1, "blind_nil")) == "blind_nil_not_allowed"
+    assert table.refusal(PlaceBid(1, "blind_6")) == "blind_bid_not_allowed"
