@@ -112,7 +112,7 @@ def allowed_bids(state: Game, hand: Hand, seat: Seat) -> list[Bid]:
         bids.append(NIL)
     numeric = _bid_range(rules, table)
     bids.extend(range(max(numeric.start, floor), numeric.stop))
-    if _blind_bid(rules, hand, seat) is None:
+    if rules.blind_bids and _blind_bid(rules, hand, seat) is None:
         blind_tricks = _bid_range(rules, table, blind=True)
         bids.extend(blind(n) for n in range(max(blind_tricks.start, floor), blind_tricks.stop))
     return bids

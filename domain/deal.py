@@ -27,7 +27,7 @@ from domain.dealing import (
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, HandDealt
 from domain.rules import Rules
-from domain.state import Game, Hand, pack_hands
+from domain.state import Game, Hand, Phase, pack_hands
 from domain.table import Seat, Table, table_for
 from domain.tricks import start_play
 
@@ -123,11 +123,17 @@ def hand_dealt(state: Game, event: HandDealt) -> Game:
     holdings, twice = pack_hands(event.hands)
     # A draw deal whose hands are given is the draw's result: every seat has seen its cards.
     looked = (1 << players) - 1 if rules.deal == "draw" and not draw else 0
+    phase: Phase = "bid"
+    turn = (event.dealer + 1) % players
+    if draw:
+        phase = "draw"
+    elif rules.dealer_discard:
+        phase, turn = "discard", event.dealer
     hand = Hand(
         number=event.hand,
         dealer=event.dealer,
-        phase="draw" if draw else "bid",
-        turn=(event.dealer + 1) % players,
+        phase=phase,
+        turn=turn,
         holdings=holdings,
         twice=twice,
         looked=looked,
@@ -137,8 +143,8 @@ def hand_dealt(state: Game, event: HandDealt) -> Game:
         commitment=event.commitment,
         seed=event.seed,
     )
-    if not draw:
-        hand = after_pickup(rules, hand)
+    if phase == "bid" and not is_bidding_hand(rules, event.hand):
+        hand = start_play(rules, hand)  # no bidding, no draw, no discard: the lead at once
     return replace(state, hand=hand, first_dealer=first_dealer, status="playing")
 
 

@@ -91,7 +91,12 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
         if hand.turn == seat:
             actions.extend(_plays(seat, allowed_plays(state.rules, hand, seat)))
     elif phase == "bid":
-        actions.extend(PlaceBid(seat, bid) for bid in legal_bids(state, seat))
+        placed = _PLACED[seat]
+        for bid in legal_bids(state, seat):
+            action = placed.get(bid)
+            if action is None:
+                action = placed[bid] = PlaceBid(seat, bid)
+            actions.append(action)
     elif phase == "draw":
         if hand.turn == seat:
             actions.extend(_DRAWS[seat])
@@ -105,6 +110,8 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
 # --------------------------------------------------------------------------- shared commands
 
 _LOOKS = [LookAtHand(seat) for seat in range(SEATS)]
+_PLACED: list[dict[Bid, PlaceBid]] = [{} for _ in range(SEATS)]
+"""Per seat, the bids met so far (a few dozen at most)."""
 _DRAWS = [(Draw(seat, True), Draw(seat, False)) for seat in range(SEATS)]
 _PLAYS = [[PlayCard(seat, card) for card in CARDS] for seat in range(SEATS)]
 _SUIT_PLAYS: list[list[tuple[int, dict[int, tuple[PlayCard, ...]]]]] = [

@@ -18,7 +18,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from domain.bids import Bid
-from domain.cards import Card, CardSet, cards_in
+from domain.cards import Card, CardSet, cards_in, set_of
 from domain.errors import RuleViolation
 from domain.rules import Rules
 from domain.table import Seat
@@ -121,7 +121,9 @@ def held_twice(hand: Hand, seat: Seat) -> CardSet:
 
 def cards_held(hand: Hand, seat: Seat) -> list[Card]:
     """The cards ``seat`` holds in canonical order, each as often as it holds it."""
-    return copies_in(held(hand, seat), held_twice(hand, seat))
+    once = hand.holdings >> LANE * seat & HELD
+    twice = hand.twice >> LANE * seat & HELD
+    return copies_in(once, twice) if twice else cards_in(once)
 
 
 def count_held(hand: Hand, seat: Seat) -> int:
@@ -154,11 +156,14 @@ def pack_hands(hands: Sequence[Sequence[Card]]) -> tuple[int, int]:
     """Pack one list of cards per seat into :attr:`Hand.holdings` and :attr:`Hand.twice`."""
     packed = packed_twice = 0
     for seat, cards in enumerate(hands):
-        once = twice = 0
-        for card in cards:
-            if once & card.bit:
-                twice |= card.bit
-            once |= card.bit
+        once = set_of(cards)
+        twice = 0
+        if once.bit_count() != len(cards):  # two decks: a card dealt twice to the seat
+            seen = 0
+            for card in cards:
+                if seen & card.bit:
+                    twice |= card.bit
+                seen |= card.bit
         packed |= once << LANE * seat
         packed_twice |= twice << LANE * seat
     return packed, packed_twice

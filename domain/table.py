@@ -6,6 +6,7 @@ them; the rules stay the only thing recorded.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TypeAlias
 
 from domain.cards import CARDS, RANKS, SPADES, Card, CardSet, printed_suit, rank_value
@@ -114,12 +115,19 @@ class Table:
         return suit_of[card] == TRUMP
 
     def winning_position(self, trick: tuple[int, ...]) -> int:
-        """The position, in play order, of the card winning a trick of card indexes so far."""
-        beats = self.beats
+        """The position, in play order, of the card winning a trick of card indexes so far:
+        each card that :meth:`beats` the one winning before it takes the lead (the comparison
+        written out here, as this runs for every trick)."""
+        suit_of, power = self.suit_of, self.power
         win = 0
+        winning = trick[0]
         for position in range(1, len(trick)):
-            if beats(trick[position], trick[win]):
-                win = position
+            card = trick[position]
+            if suit_of[card] == suit_of[winning]:
+                if power[card] >= power[winning]:
+                    win, winning = position, card
+            elif suit_of[card] == TRUMP:
+                win, winning = position, card
         return win
 
     def trick_winner(self, leader: Seat, trick: tuple[int, ...]) -> Seat:
@@ -127,13 +135,7 @@ class Table:
         return (leader + self.winning_position(trick)) % self.players
 
 
-_TABLES: dict[Rules, Table] = {}
-
-
+@cache
 def table_for(rules: Rules) -> Table:
-    """The table of a rule set (rule sets are values, so each is worked out once; a plain dict
-    is read faster than ``functools.cache``, and this is read on every play)."""
-    table = _TABLES.get(rules)
-    if table is None:
-        table = _TABLES[rules] = Table(rules)
-    return table
+    """The table of a rule set (rule sets are values, so each is worked out once)."""
+    return Table(rules)

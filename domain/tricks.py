@@ -74,19 +74,21 @@ def play_limit(
     return None, hold
 
 
-_LAST_ASKED: dict[str, tuple[Rules, Hand, Seat, CardSet]] = {}
-"""The cards allowed in the hand last asked about (one entry, replaced as a whole)."""
+_last_asked: list[tuple[Rules | None, Hand | None, CardSet]] = [(None, None, 0)]
+"""The cards allowed in the hand last asked about (to the seat on turn, the only seat asked):
+one entry, replaced whole. A list, so that no ``global`` statement is needed; reading and
+replacing its item are each atomic."""
 
 
 def allowed_plays(rules: Rules, hand: Hand, seat: Seat) -> CardSet:
     """Every card the seat on turn may play: :func:`play_limit` asked about no card in
     particular. The answer for the last hand asked about is kept, since a seat's legal list
     and the decision on its play ask in turn about the same hand (hands are immutable)."""
-    last = _LAST_ASKED.get("plays")
-    if last is not None and last[1] is hand and last[0] is rules and last[2] == seat:
-        return last[3]
+    last = _last_asked[0]
+    if last[1] is hand and last[0] is rules:
+        return last[2]
     cards = play_limit(rules, hand, seat)[1]
-    _LAST_ASKED["plays"] = (rules, hand, seat, cards)
+    _last_asked[0] = (rules, hand, cards)
     return cards
 
 
@@ -123,13 +125,11 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
         raise RuleViolation("not_your_turn", f"seat {hand.turn} plays now")
     card = command.card
     renege = False
-    last = _LAST_ASKED.get("plays")
+    last_rules, last_hand, allowed = _last_asked[0]
     if not (
-        last is not None
-        and last[1] is hand
-        and last[2] == seat
-        and last[0] is rules
-        and card.bit & last[3]
+        last_hand is hand
+        and last_rules is rules
+        and card.bit & allowed
         and rules.renege == "reject"
     ):  # unless the seat's legal list was just worked out, and holds the card:
         refused, _ = play_limit(rules, hand, seat, card.bit)
@@ -186,18 +186,33 @@ def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
     card = event.card
     table = table_for(state.rules)
     trick = hand.trick
-    if event.renege:
-        hand = replace(hand, reneged=hand.reneged | 1 << table.unit_of[seat])
-    if trick and not hand.spades_broken:
+    broken = hand.spades_broken
+    if trick and not broken:
         suit_of = table.suit_of
-        if suit_of[card.ordinal] == TRUMP and suit_of[trick[0]] != TRUMP:
-            hand = replace(hand, spades_broken=True)
+        broken = suit_of[card.ordinal] == TRUMP and suit_of[trick[0]] != TRUMP
     bit = card.bit << LANE * seat
-    trick = (*trick, card.ordinal)
-    turn = (seat + 1) % table.players
-    if hand.twice & bit:  # two decks: the seat keeps its other copy
-        return replace(hand, twice=hand.twice & ~bit, trick=trick, turn=turn)
-    return replace(hand, holdings=hand.holdings & ~bit, trick=trick, turn=turn)
+    if event.renege or hand.twice & bit:
+        hand = _renege_or_copy(table, hand, event, bit)
+        holdings = hand.holdings
+    else:
+        holdings = hand.holdings & ~bit
+    return replace(
+        hand,
+        holdings=holdings,
+        trick=(*trick, card.ordinal),
+        turn=(seat + 1) % table.players,
+        spades_broken=broken,
+    )
+
+
+def _renege_or_copy(table: Table, hand: Hand, event: CardPlayed, bit: int) -> Hand:
+    """The rarer part of a play: a renege marked on the unit, or (two decks) the second copy
+    taken while the seat keeps the first."""
+    if event.renege:
+        hand = replace(hand, reneged=hand.reneged | 1 << table.unit_of[event.seat])
+    if hand.twice & bit:
+        return replace(hand, twice=hand.twice & ~bit)
+    return replace(hand, holdings=hand.holdings & ~bit)
 
 
 def trick_won(state: Game, hand: Hand, event: TrickWon) -> Hand:
