@@ -59,7 +59,8 @@ def play_hands(preset: str, hands: int, seed: int) -> tuple[float, int]:
         seat = seat_to_act(game)
         assert seat is not None
         action: Any = choice(legal_actions(game, seat))
-        if type(action) is PassDue or type(action) is DiscardDue:
+        kind = type(action)
+        if kind is PassDue or kind is DiscardDue:
             hand = game.hand
             assert hand is not None
             action = action.choose(tuple(rng.sample(cards_held(hand, seat), action.count)))

@@ -164,12 +164,13 @@ def cards_in(cards: CardSet) -> list[Card]:
         if chunk:
             found = known.get(chunk)
             if found is None:
-                found = known[chunk] = tuple(
-                    CARDS[shift + offset] for offset in range(13) if chunk >> offset & 1
-                )
+                found = known[chunk] = tuple([CARDS[shift + bit] for bit in SUIT_BITS[chunk]])
             out.extend(found)
     return out
 
+
+SUIT_BITS = tuple(tuple(bit for bit in range(13) if chunk >> bit & 1) for chunk in range(1 << 13))
+"""The set bits of every 13-bit number: the cards of one suit's chunk of a card set."""
 
 _SUIT_CARDS: list[tuple[int, dict[int, tuple[Card, ...]]]] = [
     (shift, {}) for shift in (0, 13, 26, 39, 52)

@@ -133,7 +133,8 @@ def decide(
     if type(command) is PlayCard and state is not None and state.status == "playing":
         events = decide_play(state, command)  # the hottest path, first
         if deal is not None and type(events[-1]) is HandScored:
-            events.append(deal_hand(_after(events, state), deal))
+            # The hand's last trick: of its events only the score bears on the next deal.
+            events.append(deal_hand(evolve(state, events[-1]), deal))
         return events
     decide_command = _DECIDE.get(type(command))
     if decide_command is None or state is None or state.status != "playing":

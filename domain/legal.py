@@ -11,13 +11,13 @@ import msgspec
 
 from domain.bidding import allowed_bids
 from domain.bids import Bid
-from domain.cards import CARDS, Card, CardSet, lowest
+from domain.cards import CARDS, SUIT_BITS, Card, CardSet, lowest
 from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
 from domain.passing import pass_is_due
 from domain.pickup import discard_is_due
 from domain.state import Game
 from domain.table import Seat
-from domain.tricks import SEATS, allowed_plays
+from domain.tricks import SEATS, allowed_plays, last_asked, play_limit
 
 
 class PassDue(msgspec.Struct, frozen=True):
@@ -56,7 +56,7 @@ def seat_to_act(state: Game) -> Seat | None:
     """The seat the game waits on: the seat on turn or, while passes are due, the first seat
     that owes one; None when no hand is being played."""
     hand = state.hand
-    if hand is None or state.status != "playing":
+    if hand is None:  # waiting for seats or a deal, or over
         return None
     if hand.phase == "pass":
         return lowest(hand.passes_due) if hand.passes_due else None
@@ -82,14 +82,21 @@ def legal_bids(state: Game, seat: Seat) -> list[Bid]:
 def legal_actions(state: Game, seat: Seat) -> list[Action]:
     """Every action ``seat`` may send now. A pass is given as :class:`PassDue`, the dealer's
     discard as :class:`DiscardDue` (the cards are the seat's choice)."""
-    hand = state.hand
-    if hand is None or state.status != "playing" or not 0 <= seat < state.rules.players:
+    hand = state.hand  # None unless a hand is being played (none before, none once over)
+    if hand is None or not 0 <= seat < state.rules.players:
         return []
     actions: list[Action] = [] if hand.looked >> seat & 1 else [_LOOKS[seat]]
     phase = hand.phase
     if phase == "play":
         if hand.turn == seat:
-            actions.extend(_plays(seat, allowed_plays(state.rules, hand, seat)))
+            rules = state.rules
+            last = last_asked[0]  # allowed_plays, written out: this runs for every view
+            if last[1] is hand and last[0] is rules:
+                cards = last[2]
+            else:
+                cards = play_limit(rules, hand, seat)[1]
+                last_asked[0] = (rules, hand, cards)
+            actions.extend(_plays(seat, cards))
     elif phase == "bid":
         placed = _PLACED[seat]
         for bid in legal_bids(state, seat):
@@ -119,13 +126,10 @@ _SUIT_PLAYS: list[list[tuple[int, dict[int, tuple[PlayCard, ...]]]]] = [
 ]
 """Per seat and suit (13 bits of a hand), the plays of each set of cards met so far."""
 
-_OFFSETS = [tuple(i for i in range(13) if chunk >> i & 1) for chunk in range(1 << 13)]
-"""The set bits of every 13-bit number."""
-
 
 def _plays_in(seat: Seat, shift: int, chunk: int) -> tuple[PlayCard, ...]:
     plays = _PLAYS[seat]
-    return tuple([plays[shift + offset] for offset in _OFFSETS[chunk]])
+    return tuple([plays[shift + offset] for offset in SUIT_BITS[chunk]])
 
 
 def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[PlayCard]:

@@ -20,11 +20,11 @@ from domain.events import AnyEvent, CardDrawn, CardsDiscarded, HandLooked
 from domain.rules import DRAW_HAND
 from domain.seating import seat_of
 from domain.state import (
+    HELD,
     LANE,
     Game,
     Hand,
     cards_held,
-    count_held,
     counted,
     held,
     held_twice,
@@ -125,25 +125,32 @@ def card_drawn(state: Game, hand: Hand, event: CardDrawn) -> Hand:
     if card is not None:
         if event.kept:
             bit = card.bit << LANE * event.seat
-            if holdings & bit:
+            if holdings & bit:  # two decks: the other copy
                 twice |= bit
             holdings |= bit
         else:
             if discarded & card.bit:
                 discarded_twice |= card.bit
             discarded |= card.bit
+    drawn = hand.drawn + 1
+    turn = hand.turn
+    done = False
+    if drawn % 2 == 0:
+        players = state.rules.players
+        turn = (turn + 1) % players
+        done = all(
+            (holdings >> LANE * seat & HELD).bit_count() + (twice >> LANE * seat & HELD).bit_count()
+            == DRAW_HAND
+            for seat in range(players)
+        )
     hand = replace(
         hand,
         holdings=holdings,
         twice=twice,
         discarded=discarded,
         discarded_twice=discarded_twice,
-        drawn=hand.drawn + 1,
+        drawn=drawn,
+        turn=turn,
         looked=hand.looked | 1 << event.seat,
     )
-    if hand.drawn % 2:
-        return hand
-    players = state.rules.players
-    if all(count_held(hand, seat) == DRAW_HAND for seat in range(players)):
-        return after_pickup(state.rules, hand)
-    return replace(hand, turn=(hand.turn + 1) % players)
+    return after_pickup(state.rules, hand) if done else hand

@@ -23,7 +23,7 @@ from domain.rules import Rules
 from domain.state import HELD, LANE, Game, Hand, held
 from domain.table import TRUMP, Seat, Table, table_for
 
-ANY_CARD: CardSet = -1
+ANY_CARD: CardSet = (1 << len(CARDS)) - 1
 """Every card at once: :func:`play_limit` asked about no card in particular."""
 
 RENEGES: frozenset[Code] = frozenset({"must_follow_suit", "must_beat"})
@@ -74,7 +74,7 @@ def play_limit(
     return None, hold
 
 
-_last_asked: list[tuple[Rules | None, Hand | None, CardSet]] = [(None, None, 0)]
+last_asked: list[tuple[Rules | None, Hand | None, CardSet]] = [(None, None, 0)]
 """The cards allowed in the hand last asked about (to the seat on turn, the only seat asked):
 one entry, replaced whole. A list, so that no ``global`` statement is needed; reading and
 replacing its item are each atomic."""
@@ -84,11 +84,11 @@ def allowed_plays(rules: Rules, hand: Hand, seat: Seat) -> CardSet:
     """Every card the seat on turn may play: :func:`play_limit` asked about no card in
     particular. The answer for the last hand asked about is kept, since a seat's legal list
     and the decision on its play ask in turn about the same hand (hands are immutable)."""
-    last = _last_asked[0]
+    last = last_asked[0]
     if last[1] is hand and last[0] is rules:
         return last[2]
     cards = play_limit(rules, hand, seat)[1]
-    _last_asked[0] = (rules, hand, cards)
+    last_asked[0] = (rules, hand, cards)
     return cards
 
 
@@ -125,7 +125,7 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
         raise RuleViolation("not_your_turn", f"seat {hand.turn} plays now")
     card = command.card
     renege = False
-    last_rules, last_hand, allowed = _last_asked[0]
+    last_rules, last_hand, allowed = last_asked[0]
     if not (
         last_hand is hand
         and last_rules is rules
@@ -190,29 +190,26 @@ def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
     if trick and not broken:
         suit_of = table.suit_of
         broken = suit_of[card.ordinal] == TRUMP and suit_of[trick[0]] != TRUMP
+    reneged = hand.reneged | 1 << table.unit_of[seat] if event.renege else hand.reneged
     bit = card.bit << LANE * seat
-    if event.renege or hand.twice & bit:
-        hand = _renege_or_copy(table, hand, event, bit)
-        holdings = hand.holdings
-    else:
-        holdings = hand.holdings & ~bit
+    twice = hand.twice
+    if twice and twice & bit:  # two decks: the seat keeps its other copy
+        return replace(
+            hand,
+            twice=twice & ~bit,
+            trick=(*trick, card.ordinal),
+            turn=(seat + 1) % table.players,
+            spades_broken=broken,
+            reneged=reneged,
+        )
     return replace(
         hand,
-        holdings=holdings,
+        holdings=hand.holdings & ~bit,
         trick=(*trick, card.ordinal),
         turn=(seat + 1) % table.players,
         spades_broken=broken,
+        reneged=reneged,
     )
-
-
-def _renege_or_copy(table: Table, hand: Hand, event: CardPlayed, bit: int) -> Hand:
-    """The rarer part of a play: a renege marked on the unit, or (two decks) the second copy
-    taken while the seat keeps the first."""
-    if event.renege:
-        hand = replace(hand, reneged=hand.reneged | 1 << table.unit_of[event.seat])
-    if hand.twice & bit:
-        return replace(hand, twice=hand.twice & ~bit)
-    return replace(hand, holdings=hand.holdings & ~bit)
 
 
 def trick_won(state: Game, hand: Hand, event: TrickWon) -> Hand:
