@@ -157,25 +157,17 @@ def iter_cards(cards: CardSet) -> Iterator[int]:
 
 
 def cards_in(cards: CardSet) -> list[Card]:
-    """The cards of a set, in canonical order (read a suit, 13 bits, at a time)."""
-    out: list[Card] = []
-    for shift, known in _SUIT_CARDS:
-        chunk = cards >> shift & 0x1FFF
-        if chunk:
-            found = known.get(chunk)
-            if found is None:
-                found = known[chunk] = tuple([CARDS[shift + bit] for bit in SUIT_BITS[chunk]])
-            out.extend(found)
+    """The cards of a set, in canonical order."""
+    out = []
+    while cards:
+        low = cards & -cards
+        out.append(CARDS[low.bit_length() - 1])
+        cards ^= low
     return out
 
 
 SUIT_BITS = tuple(tuple(bit for bit in range(13) if chunk >> bit & 1) for chunk in range(1 << 13))
-"""The set bits of every 13-bit number: the cards of one suit's chunk of a card set."""
-
-_SUIT_CARDS: list[tuple[int, dict[int, tuple[Card, ...]]]] = [
-    (shift, {}) for shift in (0, 13, 26, 39, 52)
-]
-"""Per suit (and the jokers), the cards of each set of 13 bits met so far."""
+"""The set bits of every 13-bit number: the cards of one suit's 13 bits of a card set."""
 
 
 def set_of(cards: Iterable[Card]) -> CardSet:

@@ -150,9 +150,14 @@ def hand_dealt(state: Game, event: HandDealt) -> Game:
 
 def after_pickup(rules: Rules, hand: Hand) -> Hand:
     """Once every seat holds its hand: the dealer's discard if one is due, else the bidding
-    left of the dealer, or the opening lead in a hand without bidding."""
-    if rules.dealer_discard and not hand.dealer_discard:
+    (:func:`open_bidding`)."""
+    if rules.dealer_discard:
         return replace(hand, phase="discard", turn=hand.dealer)
+    return open_bidding(rules, hand)
+
+
+def open_bidding(rules: Rules, hand: Hand) -> Hand:
+    """The bidding left of the dealer, or the opening lead in a hand without bidding."""
     if is_bidding_hand(rules, hand.number):
         return replace(hand, phase="bid", turn=(hand.dealer + 1) % rules.players)
     return start_play(rules, hand)

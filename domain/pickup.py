@@ -14,7 +14,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from domain.commands import DiscardCards, Draw, LookAtHand
-from domain.deal import after_pickup, is_bidding_hand
+from domain.deal import after_pickup, is_bidding_hand, open_bidding
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, CardDrawn, CardsDiscarded, HandLooked
 from domain.rules import DRAW_HAND
@@ -106,21 +106,15 @@ def cards_discarded(state: Game, hand: Hand, event: CardsDiscarded) -> Hand:
     """The dealer's discard is out of play; the bidding (or the opening lead) follows."""
     cards = event.cards or ()
     holdings, twice = taken_from(hand, event.seat, cards)
-    hand = replace(
-        hand,
-        holdings=holdings,
-        twice=twice,
-        dealer_discard=cards,
-        looked=hand.looked | 1 << event.seat,
-    )
-    return after_pickup(state.rules, hand)
+    hand = replace(hand, holdings=holdings, twice=twice, looked=hand.looked | 1 << event.seat)
+    return open_bidding(state.rules, hand)
 
 
 def card_drawn(state: Game, hand: Hand, event: CardDrawn) -> Hand:
     """One card of a draw turn; after the second, the turn passes, and once both players hold
     their hands the bidding starts left of the dealer (or the play, in a hand without one)."""
     holdings, twice = hand.holdings, hand.twice
-    discarded, discarded_twice = hand.discarded, hand.discarded_twice
+    discarded = hand.discarded
     card = event.card
     if card is not None:
         if event.kept:
@@ -128,10 +122,8 @@ def card_drawn(state: Game, hand: Hand, event: CardDrawn) -> Hand:
             if holdings & bit:  # two decks: the other copy
                 twice |= bit
             holdings |= bit
-        else:
-            if discarded & card.bit:
-                discarded_twice |= card.bit
-            discarded |= card.bit
+        else:  # a second copy of a discarded card goes to the second 64 bits
+            discarded |= card.bit << LANE if discarded & card.bit else card.bit
     drawn = hand.drawn + 1
     turn = hand.turn
     done = False
@@ -148,7 +140,6 @@ def card_drawn(state: Game, hand: Hand, event: CardDrawn) -> Hand:
         holdings=holdings,
         twice=twice,
         discarded=discarded,
-        discarded_twice=discarded_twice,
         drawn=drawn,
         turn=turn,
         looked=hand.looked | 1 << event.seat,

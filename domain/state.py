@@ -73,11 +73,8 @@ class Hand(msgspec.Struct, frozen=True, gc=False):
     drawn: int = 0
     """Cards taken off the pile so far."""
     discarded: int = 0
-    """Bit set of the draw's face-up discards (one copy or more)."""
-    discarded_twice: int = 0
-    """Of those, the cards both copies of which were discarded (two decks)."""
-    dealer_discard: tuple[Card, ...] = ()
-    """The cards the dealer discarded face down (``dealer_discard``), out of play."""
+    """The draw's face-up discards: the cards discarded (the low 64 bits) and, two decks,
+    those discarded twice (the next 64), as :attr:`holdings` packs two seats."""
     commitment: str | None = None
     seed: str | None = None
     """The deal's secret seed (hex), revealed only when the hand is scored."""

@@ -28,7 +28,7 @@ from domain.events import (
     HandLooked,
 )
 from domain.game import DiscardDue, PassDue, legal_actions
-from domain.state import NO_SEAT, Game, Phase, Status, cards_held, copies_in
+from domain.state import HELD, LANE, NO_SEAT, Game, Phase, Status, cards_held, copies_in
 from domain.table import table_for
 
 PUBLIC = None
@@ -146,7 +146,7 @@ def _legal(action: Any) -> dict[str, Any]:
 def _discards(game: Game) -> list[Card]:
     """The face-up discards of the two-player draw (never the dealer's, face down)."""
     hand = game.hand
-    return copies_in(hand.discarded, hand.discarded_twice) if hand else []
+    return copies_in(hand.discarded & HELD, hand.discarded >> LANE) if hand else []
 
 
 def event_for(event: AnyEvent, reader: int | None) -> AnyEvent:
