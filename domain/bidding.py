@@ -58,8 +58,10 @@ def _bid_range(rules: Rules, table: Table, blind: bool = False) -> range:
 def _team_floor(rules: Rules, table: Table, hand: Hand, seat: Seat) -> int:
     """The least this seat's bid must add for its team to reach ``team_min_bid`` (0 or less:
     nothing)."""
+    if not rules.team_min_bid:
+        return 0
     partner = table.partner_of(seat)
-    if not rules.team_min_bid or partner is None:
+    if partner is None:
         return 0
     partner_bid = hand.bids[partner]
     if partner_bid is None:

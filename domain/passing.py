@@ -37,9 +37,10 @@ def passes_due(rules: Rules, bids: Sequence[Bid | None]) -> int:
     if rules.blind_nil_pass:
         table = table_for(rules)
         for seat, bid in enumerate(bids):
-            partner = table.partner_of(seat)
-            if bid == BLIND_NIL and partner is not None:
-                due |= 1 << seat | 1 << partner
+            if bid == BLIND_NIL:
+                partner = table.partner_of(seat)
+                if partner is not None:
+                    due |= 1 << seat | 1 << partner
     return due
 
 
