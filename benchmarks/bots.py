@@ -23,7 +23,7 @@ import msgspec
 
 from domain.commands import CreateGame, TakeSeat, from_api
 from domain.dealing import SeededDeal
-from domain.game import decide, evolve
+from domain.game import decide, evolve, seat_to_act
 from domain.rules import resolve_rules
 from domain.state import Game
 from domain.table import Table, table_for
@@ -33,7 +33,15 @@ from services.bots.strategy import Bot, Player, RandomPlayer
 MAX_HANDS = 400
 """A game still going after this many hands is a bug in the rules or the players."""
 
-PRESETS = ("partnership", "solo", "cutthroat", "three-player-house", "two-player")
+PRESETS = (
+    "partnership",
+    "solo",
+    "cutthroat",
+    "three-player-house",
+    "two-player",
+    "six-player",
+    "jokers-54",
+)
 
 
 class GameResult(msgspec.Struct, frozen=True):
@@ -48,7 +56,8 @@ class MatchupFigures(msgspec.Struct, frozen=True):
 
     preset: str
     bots: str
-    """Which seats hold bots: ``team`` (seats 0 and 2), ``one`` (seat 0) or ``all``."""
+    """Which seats hold bots: ``team`` (unit 0: seats 0 and 2, or 0 and 3 of six), ``one``
+    (seat 0) or ``all``."""
     games: int
     wins: int
     fair_share: float
@@ -78,15 +87,6 @@ def new_game(
     return game, SeededDeal(rng.randbytes(32))
 
 
-def seat_to_act(game: Game) -> int:
-    """The seat the game waits for (while passes are due, the lowest seat that owes one)."""
-    hand = game.hand
-    assert hand is not None
-    if hand.phase == "pass":
-        return (hand.passes_due & -hand.passes_due).bit_length() - 1
-    return hand.turn
-
-
 def play_game(
     rules: dict[str, Any],
     players: Sequence[Player],
@@ -102,6 +102,7 @@ def play_game(
         if game.hands_played >= MAX_HANDS:
             raise RuntimeError(f"game of {rules} still going after {MAX_HANDS} hands")
         seat = seat_to_act(game)
+        assert seat is not None
         action = players[seat].act(msgspec.to_builtins(seat_view(game, seat)))
         if action is None:
             raise RuntimeError(f"seat {seat} must act in {game.hand} but did not")
@@ -122,7 +123,7 @@ def bot_seats(preset: str, bots: str) -> list[int]:
     if bots == "all":
         return list(range(players))
     if bots == "team":
-        return [0, 2]
+        return list(table_for_preset(preset).units[0])
     return [0]
 
 
@@ -198,10 +199,14 @@ MATCHUPS: tuple[tuple[str, str], ...] = (
     ("cutthroat", "one"),
     ("three-player-house", "one"),
     ("two-player", "one"),
+    ("six-player", "team"),
+    ("jokers-54", "team"),
     ("partnership", "all"),
     ("solo", "all"),
     ("cutthroat", "all"),
     ("two-player", "all"),
+    ("six-player", "all"),
+    ("jokers-54", "all"),
 )
 """Bots against random players in every preset, then the mirrors."""
 

@@ -16,11 +16,10 @@ from typing import Any
 
 import msgspec
 
-from domain.cards import cards_in
-from domain.commands import CreateGame, PassCards, TakeSeat
+from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
-from domain.game import PassDue, decide, evolve, legal_actions
-from domain.state import Game, held
+from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
+from domain.state import Game, cards_held
 
 
 class EngineFigures(msgspec.Struct):
@@ -32,14 +31,6 @@ class EngineFigures(msgspec.Struct):
     peer: str | None
     peer_hands_per_s: float | None
     ratio: float | None
-
-
-def _seat_to_act(game: Game) -> int:
-    hand = game.hand
-    assert hand is not None
-    if hand.phase == "pass":
-        return (hand.passes_due & -hand.passes_due).bit_length() - 1
-    return hand.turn
 
 
 def new_game(preset: str, rng: random.Random) -> Game:
@@ -65,12 +56,14 @@ def play_hands(preset: str, hands: int, seed: int) -> tuple[float, int]:
     actions = 0
     start = time.perf_counter()
     while game.hands_played < target:
-        seat = _seat_to_act(game)
+        seat = seat_to_act(game)
+        assert seat is not None
         action: Any = choice(legal_actions(game, seat))
-        if type(action) is PassDue:
+        kind = type(action)
+        if kind is PassDue or kind is DiscardDue:
             hand = game.hand
             assert hand is not None
-            action = PassCards(seat, tuple(rng.sample(cards_in(held(hand, seat)), action.count)))
+            action = action.choose(tuple(rng.sample(cards_held(hand, seat), action.count)))
         played = game.hands_played
         for event in decide(game, action, deal=deal):
             game = evolve(game, event)

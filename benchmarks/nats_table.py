@@ -14,11 +14,10 @@ import time
 from typing import Any
 
 from contracts.wire import ActRequest, CommandReply, CreateGameRequest, TakeSeatRequest
-from domain.cards import cards_in
-from domain.commands import PassCards, to_api
+from domain.commands import to_api
 from domain.events import AnyEvent, HandDealt
-from domain.game import PassDue, evolve, legal_actions
-from domain.state import Game, held
+from domain.game import DiscardDue, PassDue, evolve, legal_actions, seat_to_act
+from domain.state import Game, cards_held
 from services.engine.client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
 
@@ -82,18 +81,16 @@ class RandomTable:
         game = self.state
         assert game is not None
         hand = game.hand
+        seat = seat_to_act(game)
         assert hand is not None
-        if hand.phase == "pass":
-            seat = (hand.passes_due & -hand.passes_due).bit_length() - 1
-        else:
-            seat = hand.turn
+        assert seat is not None
         choices = legal_actions(game, seat)
         if self.avoid_blind_nil:
             choices = [c for c in choices if getattr(c, "bid", None) != "blind_nil"] or choices
         action = self.rng.choice(choices)
-        if isinstance(action, PassDue):
-            cards = self.rng.sample(cards_in(held(hand, seat)), action.count)
-            return seat, to_api(PassCards(seat, tuple(cards)))
+        if isinstance(action, (PassDue, DiscardDue)):
+            cards = self.rng.sample(cards_held(hand, seat), action.count)
+            return seat, to_api(action.choose(tuple(cards)))
         return seat, to_api(action)
 
     async def step(self) -> CommandReply:

@@ -44,13 +44,12 @@ from contracts.wire import (
     game_subject,
     read_commit,
 )
-from domain.cards import cards_in
-from domain.commands import AnyCommand, CreateGame, PassCards, TakeSeat
+from domain.commands import AnyCommand, CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.events import AnyEvent
-from domain.game import PassDue, decide, evolve, legal_actions
+from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.records import HandRecorder
-from domain.state import Game, held
+from domain.state import Game, cards_held
 from services.projections import positions
 from services.projections.consumer import (
     consumer_config,
@@ -87,14 +86,6 @@ class GameLog:
     @property
     def events(self) -> list[AnyEvent]:
         return [event for commit in self.commits for event in commit.events]
-
-
-def _seat_to_act(game: Game) -> int:
-    hand = game.hand
-    assert hand is not None
-    if hand.phase == "pass":
-        return (hand.passes_due & -hand.passes_due).bit_length() - 1
-    return hand.turn
 
 
 class GameWriter:
@@ -148,12 +139,13 @@ def play_game(
         game = writer.commit(decide(game, TakeSeat(name), deal=SeededDeal(rng.randbytes(32))))
     deal = SeededDeal(rng.randbytes(32))
     while game.status != "finished":
-        seat = _seat_to_act(game)
+        seat = seat_to_act(game)
+        assert seat is not None
         action: Any = rng.choice(legal_actions(game, seat))
-        if type(action) is PassDue:
+        if type(action) is PassDue or type(action) is DiscardDue:
             hand = game.hand
             assert hand is not None
-            action = PassCards(seat, tuple(rng.sample(cards_in(held(hand, seat)), action.count)))
+            action = action.choose(tuple(rng.sample(cards_held(hand, seat), action.count)))
         command: AnyCommand = action
         played = game.hands_played
         game = writer.commit(decide(game, command, deal=deal))

@@ -1,13 +1,52 @@
-"""Bids: a number of tricks, ``"nil"`` or ``"blind_nil"``."""
+"""Bids: a number of tricks, ``"nil"``, ``"blind_nil"``, or a blind bid ``"blind_N"``.
+
+A blind bid (``blind_bids``) is written ``"blind_"`` and N in decimal, without sign or leading
+zero, in actions, tallies and outcomes alike::
+
+    >>> read_bid("blind_6"), tricks_bid("blind_6"), is_blind("blind_6"), is_nil("blind_nil")
+    ('blind_6', 6, True, True)
+    >>> read_bid("blind_06")
+    Traceback (most recent call last):
+    ...
+    domain.errors.RuleViolation: malformed: 'blind_06' is not a bid: 3, nil, blind_nil, blind_6
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Any, Final
 
-NIL: Literal["nil"] = "nil"
-BLIND_NIL: Literal["blind_nil"] = "blind_nil"
+import msgspec
 
-Bid = int | Literal["nil", "blind_nil"]
+from domain.errors import RuleViolation
+
+NIL: Final = "nil"
+BLIND_NIL: Final = "blind_nil"
+BLIND = "blind_"
+
+BID_PATTERN = r"^(?:nil|blind_nil|blind_(?:0|[1-9][0-9]*))$"
+"""What a bid written as a string may be."""
+
+Bid = int | Annotated[str, msgspec.Meta(pattern=BID_PATTERN)]
+"""A number of tricks, ``"nil"``, ``"blind_nil"`` or ``"blind_N"``."""
+
+_WORDS = re.compile(BID_PATTERN)
+
+
+def read_bid(value: Any) -> Bid:
+    """A bid as sent; ``malformed`` for anything that is not one."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, str))
+        or (isinstance(value, str) and not _WORDS.fullmatch(value))
+    ):
+        raise RuleViolation("malformed", f"{value!r} is not a bid: 3, nil, blind_nil, blind_6")
+    return value
+
+
+def blind(tricks: int) -> str:
+    """The blind bid of ``tricks`` tricks."""
+    return f"{BLIND}{tricks}"
 
 
 def is_nil(bid: Bid | None) -> bool:
@@ -15,6 +54,15 @@ def is_nil(bid: Bid | None) -> bool:
     return bid in (NIL, BLIND_NIL)
 
 
+def is_blind(bid: Bid | None) -> bool:
+    """A blind bid of tricks (``blind_N``); a blind nil is a nil, not one of these."""
+    return isinstance(bid, str) and bid.startswith(BLIND) and bid != BLIND_NIL
+
+
 def tricks_bid(bid: Bid | None) -> int:
-    """What a bid adds to its unit's contract (a nil counts 0)."""
-    return bid if isinstance(bid, int) else 0
+    """What a bid adds to its unit's contract (a nil counts 0, ``blind_N`` counts N)."""
+    if isinstance(bid, int):
+        return bid
+    if bid is not None and is_blind(bid):
+        return int(bid[len(BLIND) :])
+    return 0

@@ -10,12 +10,19 @@ A card is a value that round-trips to text::
     True
 
 Every card also has a small integer ``ordinal`` (0..53) and a ``bit`` (``1 << ordinal``); the
-engine keeps hands as bit sets of those, which is what makes legality checks cheap.
+engine keeps hands as :data:`CardSet` bit sets of those, which is what makes legality checks
+cheap. A set is read with :func:`iter_cards` (ordinals, lowest first) and :func:`lowest`::
+
+    >>> spades = set_of([Card.parse("AS"), Card.parse("2S")])
+    >>> [CARDS[ordinal].value for ordinal in iter_cards(spades)], CARDS[lowest(spades)].value
+    (['2S', 'AS'], '2S')
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
+from typing import TypeAlias
 
 from domain.errors import RuleViolation
 
@@ -24,6 +31,9 @@ SUITS = "CDHS"
 CLUBS, DIAMONDS, HEARTS, SPADES = 0, 1, 2, 3
 BIG_JOKER_INDEX = 52
 LITTLE_JOKER_INDEX = 53
+
+CardSet: TypeAlias = int
+"""A set of cards: bit ``i`` is set when the card of ordinal ``i`` is in it."""
 
 
 class Card(StrEnum):
@@ -133,22 +143,39 @@ def card_at(index: int) -> Card:
     return CARDS[index]
 
 
-def cards_in(mask: int) -> list[Card]:
-    """The cards of a bit set, in canonical order."""
+def lowest(cards: CardSet) -> int:
+    """The ordinal of the lowest card of a non-empty set."""
+    return (cards & -cards).bit_length() - 1
+
+
+def iter_cards(cards: CardSet) -> Iterator[int]:
+    """The ordinals of a set's cards, lowest first."""
+    while cards:
+        low = cards & -cards
+        yield low.bit_length() - 1
+        cards ^= low
+
+
+def cards_in(cards: CardSet) -> list[Card]:
+    """The cards of a set, in canonical order."""
     out = []
-    while mask:
-        low = mask & -mask
+    while cards:
+        low = cards & -cards
         out.append(CARDS[low.bit_length() - 1])
-        mask ^= low
+        cards ^= low
     return out
 
 
-def mask_of(cards: tuple[Card, ...] | list[Card]) -> int:
-    """The bit set of some cards."""
-    mask = 0
+SUIT_BITS = tuple(tuple(bit for bit in range(13) if chunk >> bit & 1) for chunk in range(1 << 13))
+"""The set bits of every 13-bit number: the cards of one suit's 13 bits of a card set."""
+
+
+def set_of(cards: Iterable[Card]) -> CardSet:
+    """The set of some cards."""
+    found = 0
     for card in cards:
-        mask |= card.bit
-    return mask
+        found |= card.bit
+    return found
 
 
 def rank_value(card: Card) -> int:

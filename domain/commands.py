@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from domain.bids import BLIND_NIL, NIL, Bid
+from domain.bids import Bid, read_bid
 from domain.cards import Card
 from domain.dealing import DealSource
 from domain.errors import RuleViolation
@@ -76,6 +76,14 @@ class PassCards(Command, tag="pass", frozen=True):
     cards: tuple[Card, ...]
 
 
+class DiscardCards(Command, tag="discard", frozen=True):
+    """The dealer's discard (``dealer_discard``); with two decks a card named twice gives up
+    both copies."""
+
+    seat: int
+    cards: tuple[Card, ...]
+
+
 class PlayCard(Command, tag="play", frozen=True):
     seat: int
     card: Card
@@ -94,7 +102,7 @@ class Unreadable(Command, tag="unreadable", frozen=True):
     seat: int | None = None
 
 
-PlayerAction = LookAtHand | Draw | PlaceBid | PassCards | PlayCard | Unreadable
+PlayerAction = LookAtHand | Draw | DiscardCards | PlaceBid | PassCards | PlayCard | Unreadable
 AnyCommand = CreateGame | TakeSeat | ReissueSeatToken | DealHand | RecordTally | PlayerAction
 
 
@@ -104,17 +112,9 @@ def _card(text: Any) -> Card:
     return Card.parse(text)
 
 
-def _bid(value: Any) -> Bid:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise RuleViolation("malformed", f"bid {value!r} is neither an integer nor nil/blind_nil")
-    if isinstance(value, str) and value not in (NIL, BLIND_NIL):
-        raise RuleViolation("malformed", f"bid {value!r} is neither an integer nor nil/blind_nil")
-    return value
-
-
-def _cards(value: Any) -> tuple[Card, ...]:
+def _cards(value: Any, what: str = "a pass") -> tuple[Card, ...]:
     if not isinstance(value, list):
-        raise RuleViolation("malformed", f"a pass is a list of cards, not {value!r}")
+        raise RuleViolation("malformed", f"{what} is a list of cards, not {value!r}")
     return tuple(_card(text) for text in value)
 
 
@@ -126,7 +126,8 @@ def _seat(value: Any) -> int:
 
 def from_scenario(action: Any) -> PlayerAction:
     """Read a scenario action: ``{"seat": 0, "bid": 3}``, ``{"seat": 0, "play": "QH"}``,
-    ``{"seat": 0, "pass": [...]}``, ``{"seat": 0, "draw": "keep"}``, ``{"seat": 0, "look": true}``.
+    ``{"seat": 0, "pass": [...]}``, ``{"seat": 0, "discard": [...]}``,
+    ``{"seat": 0, "draw": "keep"}``, ``{"seat": 0, "look": true}``.
     """
     seat: int | None = None
     try:
@@ -137,16 +138,19 @@ def from_scenario(action: Any) -> PlayerAction:
         if len(kinds) != 1:
             raise RuleViolation(
                 "malformed",
-                f"an action has exactly one of bid, play, pass, draw, look; got {sorted(kinds)}",
+                "an action has exactly one of bid, play, pass, discard, draw, look; "
+                f"got {sorted(kinds)}",
             )
         kind = kinds[0]
         value = action[kind]
         if kind == "bid":
-            return PlaceBid(seat, _bid(value))
+            return PlaceBid(seat, read_bid(value))
         if kind == "play":
             return PlayCard(seat, _card(value))
         if kind == "pass":
             return PassCards(seat, _cards(value))
+        if kind == "discard":
+            return DiscardCards(seat, _cards(value, "a discard"))
         if kind == "draw":
             if value not in ("keep", "discard"):
                 raise RuleViolation("malformed", f"draw {value!r} is neither keep nor discard")
@@ -164,6 +168,7 @@ _API_FIELDS = {
     "bid": {"bid"},
     "play": {"card"},
     "pass": {"cards"},
+    "discard": {"cards"},
     "draw": {"keep"},
     "look": set(),
 }
@@ -171,8 +176,9 @@ _API_FIELDS = {
 
 def from_api(seat: int, body: Any) -> PlayerAction:
     """Read an API action for a seat: ``{"type": "bid", "bid": 3}``, ``{"type": "play",
-    "card": "QH"}``, ``{"type": "pass", "cards": [...]}``, ``{"type": "draw", "keep": true}``,
-    ``{"type": "look"}``. ``expected_version`` is the gateway's and is ignored here.
+    "card": "QH"}``, ``{"type": "pass", "cards": [...]}``, ``{"type": "discard", "cards":
+    [...]}``, ``{"type": "draw", "keep": true}``, ``{"type": "look"}``. ``expected_version``
+    is the gateway's and is ignored here.
     """
     try:
         if not isinstance(body, Mapping):
@@ -187,11 +193,13 @@ def from_api(seat: int, body: Any) -> PlayerAction:
                 f"a {kind} action takes {sorted(_API_FIELDS[kind])}, got {sorted(fields)}",
             )
         if kind == "bid":
-            return PlaceBid(seat, _bid(body["bid"]))
+            return PlaceBid(seat, read_bid(body["bid"]))
         if kind == "play":
             return PlayCard(seat, _card(body["card"]))
         if kind == "pass":
             return PassCards(seat, _cards(body["cards"]))
+        if kind == "discard":
+            return DiscardCards(seat, _cards(body["cards"], "a discard"))
         if kind == "draw":
             if not isinstance(body["keep"], bool):
                 raise RuleViolation("malformed", "draw takes keep: true or false")
@@ -209,6 +217,8 @@ def to_api(action: PlayerAction) -> dict[str, Any]:
         return {"type": "play", "card": action.card.value}
     if isinstance(action, PassCards):
         return {"type": "pass", "cards": [card.value for card in action.cards]}
+    if isinstance(action, DiscardCards):
+        return {"type": "discard", "cards": [card.value for card in action.cards]}
     if isinstance(action, Draw):
         return {"type": "draw", "keep": action.keep}
     if isinstance(action, LookAtHand):

@@ -9,12 +9,14 @@ seed when the hand is scored. Anyone holding the record can then recompute the d
 2. A byte stream: ``HMAC-SHA256(key=seed, msg=mix || u64(k))`` for ``k = 0, 1, 2, ...``,
    read as big-endian 32-bit words.
 3. Fisher-Yates over the pack in canonical order (clubs, diamonds, hearts, spades, each 2 up to
-   A, then BJ, LJ; removed cards left out): for ``i`` from ``n-1`` down to ``1``, draw words
-   until one is below ``2**32 - 2**32 % (i+1)`` (rejection sampling, so no index is favoured)
-   and swap position ``i`` with position ``word % (i+1)``.
+   A, then BJ, LJ; removed cards left out; with two decks, each card twice in a row): for
+   ``i`` from ``n-1`` down to ``1``, draw words until one is below ``2**32 - 2**32 % (i+1)``
+   (rejection sampling, so no index is favoured) and swap position ``i`` with position
+   ``word % (i+1)``.
 
 The resulting deck is read top card first and dealt one card at a time from the left of the
-dealer (:func:`deal_out`); in the two-player draw it is the draw pile.
+dealer, then the dealer takes its ``dealer_discard`` cards (:func:`deal_out`); in the
+two-player draw it is the draw pile.
 
     >>> from domain.cards import Card
     >>> pack = tuple(Card(r + s) for s in "CDHS" for r in "23456789TJQKA")
@@ -37,6 +39,8 @@ from domain.cards import Card, rank_value
 
 _LABEL = b"spades/deal/v1"
 _WORD = 1 << 32
+_LIMITS = tuple(_WORD - _WORD % bound if bound else 0 for bound in range(256))
+"""Per bound, the first word that is rejected (the deck has at most 108 cards)."""
 
 
 def commitment(seed: bytes) -> str:
@@ -95,12 +99,12 @@ def shuffle(
     blocks = len(deck) // 8 + 1
     words = _words(keyed, mix, 0, blocks)
     used = 0
+    limits = _LIMITS
     for i in range(len(deck) - 1, 0, -1):
         bound = i + 1
-        limit = _WORD - _WORD % bound
         word = words[used]
         used += 1
-        while word >= limit:  # rejected: it would favour the low indexes
+        while word >= limits[bound]:  # rejected: it would favour the low indexes
             if used == len(words):
                 words += _words(keyed, mix, blocks, 1)
                 blocks += 1
@@ -112,16 +116,19 @@ def shuffle(
 
 
 def deal_out(
-    deck: Sequence[Card], players: int, dealer: int, hand_size: int
+    deck: Sequence[Card], players: int, dealer: int, hand_size: int, dealer_takes: int = 0
 ) -> tuple[tuple[Card, ...], ...]:
-    """Deal ``hand_size`` cards to each seat, one at a time from the left of the dealer.
+    """Deal ``hand_size`` cards to each seat, one at a time from the left of the dealer; then
+    the dealer takes the next ``dealer_takes`` (``dealer_discard``).
 
-    The cards past ``players * hand_size`` stay undealt (``out_of_play``).
+    The cards past those stay undealt (``out_of_play``).
     """
     dealt = players * hand_size
     hands: list[tuple[Card, ...]] = [()] * players
     for round_position in range(players):
         hands[(dealer + 1 + round_position) % players] = tuple(deck[round_position:dealt:players])
+    if dealer_takes:
+        hands[dealer] += tuple(deck[dealt : dealt + dealer_takes])
     return tuple(hands)
 
 
@@ -129,7 +136,7 @@ def cut_for_dealer(deck: Sequence[Card], players: int) -> int:
     """Cutting for the deal (seed 000): seat ``i`` cuts ``deck[i]``; the highest card deals.
 
     Jokers are highest, then ace down to two; equal ranks go by suit, spades, hearts, diamonds,
-    clubs, so the cut never ties.
+    clubs. With two decks two seats may cut the same card: the first of them deals.
     """
 
     def height(card: Card) -> tuple[int, int]:

@@ -1,8 +1,8 @@
 """Events: what happened at the table, in the past tense. A game's state is their fold.
 
 Some events carry cards that not everyone at the table may see (a deal, a look, a pass, a kept
-draw). They are stored whole; :func:`domain.views.event_for` is the one place that decides what
-a reader gets of them.
+draw, the dealer's discard). They are stored whole; :func:`domain.views.event_for` is the one
+place that decides what a reader gets of them.
 """
 
 from __future__ import annotations
@@ -80,6 +80,14 @@ class HandLooked(Event, tag="hand_looked", frozen=True):
     cards: tuple[Card, ...] | None = None
 
 
+class CardsDiscarded(Event, tag="cards_discarded", frozen=True):
+    """The dealer's discard (``dealer_discard``), face down and out of play; ``cards`` is
+    private to the dealer."""
+
+    seat: int
+    cards: tuple[Card, ...] | None
+
+
 class BidPlaced(Event, tag="bid_placed", frozen=True):
     seat: int
     bid: Bid
@@ -116,10 +124,11 @@ class TrickWon(Event, tag="trick_won", frozen=True):
 
 
 class HandScored(Event, tag="hand_scored", frozen=True):
-    """The hand's result per unit, and the seed of its deal, revealed."""
+    """The hand's result per unit, and the seed of its deal, revealed. ``bids`` are all null
+    in a hand without bidding (``first_hand: no_bid``)."""
 
     hand: int
-    bids: tuple[Bid, ...]
+    bids: tuple[Bid | None, ...]
     tricks: tuple[int, ...]
     points: tuple[int, ...]
     scores: tuple[int, ...]
@@ -139,6 +148,7 @@ AnyEvent = (
     | HandDealt
     | CardDrawn
     | HandLooked
+    | CardsDiscarded
     | BidPlaced
     | CardsPassed
     | CardsReceived

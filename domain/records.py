@@ -16,6 +16,7 @@ from domain.events import (
     AnyEvent,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     HandDealt,
     HandScored,
@@ -27,9 +28,17 @@ class Deal(msgspec.Struct, frozen=True, kw_only=True):
     deck: list[Card] | None
     """The shuffled deck, top card first (the draw pile in the two-player draw)."""
     hands: list[list[Card]]
-    """Each seat's cards as dealt (after the draw, in the two-player game)."""
+    """Each seat's cards as dealt (after the draw, in the two-player game; the dealer's with
+    the cards it then discarded, under ``dealer_discard``)."""
     seed: str | None
     commitment: str | None
+
+
+class Discarded(msgspec.Struct, frozen=True):
+    """The dealer's discard (``dealer_discard``), face down and out of play."""
+
+    seat: int
+    cards: list[Card]
 
 
 class Drawn(msgspec.Struct, frozen=True):
@@ -62,7 +71,8 @@ class HandRecord(msgspec.Struct, frozen=True, kw_only=True):
     dealer: int
     deal: Deal
     draws: list[Drawn]
-    bids: list[Bid]
+    discards: list[Discarded] = []
+    bids: list[Bid | None]
     passes: list[Pass]
     tricks: list[Trick]
     tricks_won: list[int]
@@ -78,6 +88,7 @@ class HandRecorder:
     def __init__(self) -> None:
         self._dealt: HandDealt | None = None
         self._draws: list[Drawn] = []
+        self._discards: list[Discarded] = []
         self._passes: list[Pass] = []
         self._tricks: list[Trick] = []
         self._trick: list[Played] = []
@@ -87,8 +98,11 @@ class HandRecorder:
         if isinstance(event, HandDealt):
             self._dealt = event
             self._draws, self._passes, self._tricks, self._trick = [], [], [], []
+            self._discards = []
         elif isinstance(event, CardDrawn) and event.card is not None:
             self._draws.append(Drawn(event.seat, event.card, event.kept))
+        elif isinstance(event, CardsDiscarded):
+            self._discards.append(Discarded(event.seat, list(event.cards or ())))
         elif isinstance(event, CardsPassed):
             self._passes.append(Pass(event.seat, event.to, list(event.cards or ())))
         elif isinstance(event, CardPlayed):
@@ -117,6 +131,7 @@ class HandRecorder:
                 commitment=dealt.commitment,
             ),
             draws=self._draws,
+            discards=self._discards,
             bids=list(scored.bids),
             passes=self._passes,
             tricks=self._tricks,

@@ -29,7 +29,18 @@ SpadesLead = Literal["broken", "any"]
 FirstLead = Literal["left_of_dealer", "lowest_club", "dealer"]
 Renege = Literal["reject", "penalize"]
 FailedBid = Literal["bid", "short"]
-PresetName = Literal["partnership", "solo", "cutthroat", "three-player-house", "two-player"]
+FirstHand = Literal["bid", "no_bid"]
+PresetName = Literal[
+    "partnership",
+    "solo",
+    "cutthroat",
+    "three-player-house",
+    "two-player",
+    "six-player",
+    "jokers-54",
+]
+PLAYERS = (2, 3, 4, 6)
+DECKS = (1, 2)
 
 
 class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, cache_hash=True):
@@ -38,11 +49,14 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     preset: PresetName = "partnership"
     players: int = 4
     partnerships: bool = True
+    decks: int = 1
     deck_remove: tuple[Card, ...] = ()
     jokers: bool = False
     trump_order: TrumpOrder = "standard"
     out_of_play: int = 0
+    dealer_discard: int = 0
     deal: DealKind = "deal"
+    first_hand: FirstHand = "bid"
     min_bid: int = 1
     team_min_bid: int = 0
     nil: bool = True
@@ -51,6 +65,7 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     blind_nil_value: int = 200
     blind_nil_behind: int | None = 100
     blind_nil_pass: int = 2
+    blind_bids: int = 0
     failed_nil_tricks: FailedNilTricks = "bags_if_partner_made"
     spades_lead: SpadesLead = "broken"
     first_lead: FirstLead = "left_of_dealer"
@@ -62,6 +77,7 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     bag_penalty: int = 100
     ten_for_two_hundred: bool = False
     boston: bool = False
+    blind_boston: bool = False
     all_tricks_bonus: int = 0
     target: int = 500
     lose_at: int | None = None
@@ -69,21 +85,24 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
     @property
     def pack_size(self) -> int:
-        """Cards in the pack after jokers are added and ``deck_remove`` taken out."""
-        return 52 + (2 if self.jokers else 0) - len(self.deck_remove)
+        """Cards in the pack: ``decks`` decks, with their jokers, less ``deck_remove``."""
+        return self.decks * (52 + (2 if self.jokers else 0)) - len(self.deck_remove)
 
     @property
     def tricks_per_hand(self) -> int:
         """Cards each seat holds, which is the number of tricks in a hand."""
         if self.deal == "draw":
-            return 13
-        return (self.pack_size - self.out_of_play) // self.players
+            return DRAW_HAND
+        return (self.pack_size - self.out_of_play - self.dealer_discard) // self.players
 
     def to_json(self) -> dict[str, Any]:
         """Every option, as JSON values (lists, not tuples)."""
         out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
         return out
 
+
+DRAW_HAND = 13
+"""Cards each player holds when the two-player draw is over."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "partnership": {},
@@ -117,6 +136,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "blind_nil": False,
         "first_lead": "dealer",
         "failed_nil_tricks": "none",
+    },
+    "six-player": {
+        "players": 6,
+        "partnerships": True,
+        "decks": 2,
+        "deck_remove": ["2C", "2C"],
+    },
+    "jokers-54": {
+        "jokers": True,
+        "trump_order": "jokers_deuce",
+        "dealer_discard": 2,
     },
 }
 
@@ -167,30 +197,40 @@ def _explain(message: str) -> str:
 
 def _check(rules: Rules) -> None:
     """The combinations that cannot be played."""
-    if rules.players not in (2, 3, 4):
-        raise InvalidRules(f"players must be 2, 3 or 4, not {rules.players}")
-    if rules.partnerships and rules.players != 4:
-        raise InvalidRules("partnerships need 4 players")
+    if rules.players not in PLAYERS:
+        raise InvalidRules(f"players must be 2, 3, 4 or 6, not {rules.players}")
+    if rules.partnerships and rules.players not in (4, 6):
+        raise InvalidRules("partnerships need 4 or 6 players")
+    if rules.decks not in DECKS:
+        raise InvalidRules(f"decks must be 1 or 2, not {rules.decks}")
     if rules.trump_order != "standard" and not rules.jokers:
         raise InvalidRules(f"trump_order {rules.trump_order!r} needs jokers: true")
-    if len(set(rules.deck_remove)) != len(rules.deck_remove):
-        raise InvalidRules("deck_remove names a card twice")
-    for card in rules.deck_remove:
+    if rules.jokers and rules.trump_order == "standard":
+        raise InvalidRules("jokers: true needs a trump_order that ranks them")
+    for card in set(rules.deck_remove):
         if card.is_joker and not rules.jokers:
             raise InvalidRules(f"deck_remove: {card} is not in a pack without jokers")
-    if rules.out_of_play < 0:
-        raise InvalidRules("out_of_play cannot be negative")
-    dealt = rules.pack_size - rules.out_of_play
+        if rules.deck_remove.count(card) > rules.decks:
+            raise InvalidRules(f"deck_remove takes {card} out more often than the pack holds it")
+    for option in ("out_of_play", "dealer_discard"):
+        if getattr(rules, option) < 0:
+            raise InvalidRules(f"{option} cannot be negative")
     if rules.deal == "draw":
         if rules.players != 2:
             raise InvalidRules("deal 'draw' is the two-player deal: players must be 2")
-        if dealt < 52:
+        if rules.dealer_discard:
+            raise InvalidRules("dealer_discard has no dealer to discard in deal 'draw'")
+        dealt = rules.pack_size - rules.out_of_play
+        if dealt < 4 * DRAW_HAND:  # each turn sees two cards; both players draw 13 turns
             raise InvalidRules(f"deal 'draw' needs 52 cards to draw from; this pack leaves {dealt}")
-    elif dealt <= 0 or dealt % rules.players:
-        raise InvalidRules(
-            f"{rules.pack_size} cards less {rules.out_of_play} out of play "
-            f"do not divide evenly among {rules.players} players"
-        )
+    else:
+        dealt = rules.pack_size - rules.out_of_play - rules.dealer_discard
+        if dealt <= 0 or dealt % rules.players:
+            raise InvalidRules(
+                f"{rules.pack_size} cards less {rules.out_of_play} out of play and "
+                f"{rules.dealer_discard} discarded do not divide evenly among "
+                f"{rules.players} players"
+            )
     tricks = rules.tricks_per_hand
     if not 0 <= rules.min_bid <= tricks:
         raise InvalidRules(f"min_bid must be between 0 and {tricks}")
@@ -198,6 +238,10 @@ def _check(rules: Rules) -> None:
         raise InvalidRules(f"team_min_bid must be between 0 and {tricks}")
     if not 0 <= rules.blind_nil_pass < tricks:
         raise InvalidRules(f"blind_nil_pass must be between 0 and {tricks - 1}")
+    if not 0 <= rules.blind_bids <= tricks:
+        raise InvalidRules(f"blind_bids must be between 0 and {tricks}")
+    if rules.blind_boston and not (rules.boston and rules.blind_bids):
+        raise InvalidRules("blind_boston needs boston: true and blind_bids above 0")
     for option in ("nil_value", "blind_nil_value", "bag_penalty", "all_tricks_bonus"):
         if getattr(rules, option) < 0:
             raise InvalidRules(f"{option} cannot be negative")

@@ -11,17 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from domain.bids import BLIND_NIL, NIL, Bid
+from domain.bids import Bid, read_bid
 from domain.cards import Card
 from domain.commands import (
     AnyCommand,
     CreateGame,
     DealHand,
+    DiscardCards,
     PlaceBid,
     RecordTally,
     TakeSeat,
     from_scenario,
 )
+from domain.deal import is_bidding_hand
 from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck, deal_out
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, HandDealt, HandScored, TrickWon
@@ -161,7 +163,7 @@ def _cards(name: str, field: str, texts: Any) -> tuple[Card, ...]:
         raise MalformedCase(name, field, violation.detail) from None
 
 
-def _source(name: str, table: Table, deal: Any, field: str) -> DealSource:
+def _source(name: str, table: Table, deal: Any, field: str, dealer: int) -> DealSource:
     if not isinstance(deal, Mapping):
         raise MalformedCase(name, field, "a deal is an object")
     given = [key for key in ("hands", "deck", "seed") if key in deal]
@@ -179,7 +181,7 @@ def _source(name: str, table: Table, deal: Any, field: str) -> DealSource:
             parsed = tuple(
                 _cards(name, f"{field}.hands[{seat}]", hand) for seat, hand in enumerate(hands)
             )
-            return DealtHands(check_hands(table, parsed))
+            return DealtHands(check_hands(table, parsed, dealer))
         if key == "deck":
             return StackedDeck(check_deck(table, _cards(name, f"{field}.deck", deal["deck"])))
     except RuleViolation as violation:
@@ -193,7 +195,11 @@ def _source(name: str, table: Table, deal: Any, field: str) -> DealSource:
 def _play_deals(run: _Run, table: Table, deals: Any) -> None:
     if not isinstance(deals, list):
         raise MalformedCase(run.name, "deals", "a list of deals")
-    sources = [_source(run.name, table, deal, f"deals[{d}]") for d, deal in enumerate(deals)]
+    first = run.game().first_dealer or 0
+    sources = [
+        _source(run.name, table, deal, f"deals[{d}]", (first + d) % table.players)
+        for d, deal in enumerate(deals)
+    ]
     for d, (deal, source) in enumerate(zip(deals, sources, strict=True)):
         actions = deal.get("actions", [])
         if not isinstance(actions, list):
@@ -216,37 +222,46 @@ def _play_deals(run: _Run, table: Table, deals: Any) -> None:
             run.record(events)
 
 
-def _tally_bid(name: str, field: str, value: Any) -> Bid:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise MalformedCase(name, field, f"{value!r} is not a bid")
-    if isinstance(value, str) and value not in (NIL, BLIND_NIL):
-        raise MalformedCase(name, field, f"{value!r} is not a bid")
-    return value
-
-
 def _score_tallies(run: _Run, table: Table, tallies: Any) -> None:
     if not isinstance(tallies, list):
         raise MalformedCase(run.name, "tallies", "a list of tallies")
     players = table.players
+    rules = table.rules
     for t, tally in enumerate(tallies):
         field = f"tallies[{t}]"
-        if not isinstance(tally, Mapping) or set(tally) != {"bids", "tricks"}:
+        if not isinstance(tally, Mapping) or not {"tricks"} <= set(tally) <= {"bids", "tricks"}:
             raise MalformedCase(run.name, field, "a tally is an object with bids and tricks")
-        bids, tricks = tally["bids"], tally["tricks"]
-        if not isinstance(bids, list) or len(bids) != players:
-            raise MalformedCase(run.name, f"{field}.bids", f"needs {players} bids")
-        if not _ints(tricks, players):
-            raise MalformedCase(run.name, f"{field}.tricks", f"needs {players} trick counts")
         if run.game().status == "finished":
             raise MalformedCase(run.name, field, "the game was already over")
-        dealer = (run.game().first_dealer or 0) + run.game().hands_played
-        hands = deal_out(table.pack, players, dealer % players, table.hand_size)
+        number = run.game().hands_played + 1
+        bidding = is_bidding_hand(rules, number)
+        bids = tally.get("bids", None if bidding else [None] * players)
+        tricks = tally["tricks"]
+        if not isinstance(bids, list) or len(bids) != players:
+            raise MalformedCase(run.name, f"{field}.bids", f"needs {players} bids")
+        if not bidding and any(bid is not None for bid in bids):
+            raise MalformedCase(run.name, f"{field}.bids", "this hand has no bidding: all null")
+        if not _ints(tricks, players):
+            raise MalformedCase(run.name, f"{field}.tricks", f"needs {players} trick counts")
+        dealer = ((run.game().first_dealer or 0) + run.game().hands_played) % players
+        hands = deal_out(table.pack, players, dealer, table.hand_size, rules.dealer_discard)
         run.apply(DealHand(DealtHands(hands)), field)
-        for k in range(players):
-            seat = (dealer + 1 + k) % players
-            bid = _tally_bid(run.name, f"{field}.bids[{seat}]", bids[seat])
-            run.apply(PlaceBid(seat, bid), f"{field}.bids[{seat}]")
+        if rules.dealer_discard:  # the tally's dealer has looked: it discarded
+            discard = hands[dealer][table.hand_size :]
+            run.apply(DiscardCards(dealer, discard), field)
+        if bidding:
+            for k in range(players):
+                seat = (dealer + 1 + k) % players
+                where = f"{field}.bids[{seat}]"
+                run.apply(PlaceBid(seat, _tally_bid(run.name, where, bids[seat])), where)
         run.apply(RecordTally(tuple(tricks)), f"{field}.tricks")
+
+
+def _tally_bid(name: str, field: str, value: Any) -> Bid:
+    try:
+        return read_bid(value)
+    except RuleViolation as violation:
+        raise MalformedCase(name, field, violation.detail) from None
 
 
 def differences(expect: Any, outcome: Any, path: str = "") -> list[str]:

@@ -18,14 +18,15 @@ once, when it was created (:mod:`domain.league`); here ties are broken by that o
 - **Byes**: when the players do not divide into tables, the players with the fewest byes so
   far sit out; among them the lowest-ranked (Swiss) or the last in the round's turn of the
   league order (round robin). So byes rotate: no one has two more than anyone else.
-- **Partnerships**: at a four-player partnership table, the two partners are the split of the
-  four that has partnered least before (seats 0 and 2, 1 and 3).
+- **Partnerships**: at a partnership table, the partners are the split of its players into
+  pairs that has partnered least before (partners face each other: seats 0 and 2, 1 and 3 of
+  four; 0 and 3, 1 and 4, 2 and 5 of six).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations, product
 from typing import Literal
 
@@ -60,8 +61,8 @@ class Encounters:
                 for pair in combinations(table, 2):
                     _count(self.meetings, pair)
                 if partnerships:
-                    _count(self.partnerships, (table[0], table[2]))
-                    _count(self.partnerships, (table[1], table[3]))
+                    for pair in _facing(table):
+                        _count(self.partnerships, pair)
             for player in seating.byes:
                 self.byes[player] = self.byes.get(player, 0) + 1
 
@@ -304,12 +305,28 @@ def _swap_while_it_helps(tables: list[list[str]], cost: _Cost) -> None:
 
 def _arrange(table: Sequence[str], encounters: Encounters, partnerships: bool) -> tuple[str, ...]:
     """Seat a table: at a partnership table, the split into partners that has partnered least
-    (partners in seats 0 and 2, 1 and 3); otherwise in the order chosen."""
+    (partners facing each other; the split as chosen first among equals); otherwise in the order
+    chosen."""
     if not partnerships:
         return tuple(table)
-    a, b, c, d = table
-    splits = (((a, c), (b, d)), ((a, b), (c, d)), ((a, d), (b, c)))
-    (p, q), (r, s) = min(
-        splits, key=lambda split: sum(encounters.partnered(*pair) for pair in split)
-    )
-    return (p, r, q, s)
+    as_chosen = _facing(table)
+    splits = [as_chosen, *(split for split in _pairings(table) if split != as_chosen)]
+    best = min(splits, key=lambda split: sum(encounters.partnered(*pair) for pair in split))
+    return tuple(pair[0] for pair in best) + tuple(pair[1] for pair in best)
+
+
+def _facing(table: Sequence[str]) -> list[tuple[str, str]]:
+    """The partners of a partnership table as seated: each seat and the one facing it."""
+    half = len(table) // 2
+    return [(table[seat], table[seat + half]) for seat in range(half)]
+
+
+def _pairings(players: Sequence[str]) -> Iterator[list[tuple[str, str]]]:
+    """Every split of ``players`` into pairs, each pair and the split in the players' order."""
+    if not players:
+        yield []
+        return
+    first, rest = players[0], players[1:]
+    for k, other in enumerate(rest):
+        for split in _pairings([*rest[:k], *rest[k + 1 :]]):
+            yield [(first, other), *split]

@@ -1,10 +1,12 @@
 """Scoring a hand, for every option of FORMAT.md, with the arithmetic written out.
 
 For each unit, in this order: contract points (made: 10 x bid, plus ``overtrick_points`` and a
-bag per overtrick; set: ``failed_bid``), nil and blind nil results, special bids
-(``ten_for_two_hundred``, ``boston``, which replace the contract's points and count no bags),
-bonuses (``all_tricks_bonus``), then the bag penalty as many times as the count passes
-``bag_limit``. Every step is also a :class:`ScoreLine` naming the option that decided it, so a
+bag per overtrick; set: ``failed_bid``; the bid part doubled, ``blind_bids``, for a contract
+holding a blind bid), nil and blind nil results, special bids (``ten_for_two_hundred``,
+``boston``, ``blind_boston``, which replace the contract's points, are never doubled and count
+no bags), bonuses (``all_tricks_bonus``), then the bag penalty as many times as the count passes
+``bag_limit``. A hand without bidding (``first_hand: no_bid``, every bid None) scores 10 a trick
+and nothing else. Every step is also a :class:`ScoreLine` naming the option that decided it, so a
 disputed score can be answered line by line.
 
     >>> from domain.rules import resolve_rules
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from domain.bids import BLIND_NIL, Bid, is_nil
+from domain.bids import BLIND_NIL, Bid, is_blind, is_nil, tricks_bid
 from domain.rules import Rules
 from domain.table import table_for
 
@@ -41,6 +43,9 @@ _TEXT = {
     "blind_nil_value": "seat {0} blind nil, took {1}: {2}",
     "ten_for_two_hundred": "a contract of 10, took {0}{1}: 200 for exactly 10, else -200",
     "boston": "a contract of all {0} tricks, took {1}{2}: 200 made, -200 failed",
+    "blind_boston": "a blind contract of all {0} tricks, took {1}{2}: 400 made, -400 failed",
+    "blind_bids": "a contract holding a blind bid counts twice: {0} once more",
+    "first_hand": "no bidding in the first hand: took {0}, 10 a trick{1}",
     "all_tricks_bonus": "took all {0} tricks",
     "bag_limit": "bags reach {0}: -{1}, {2} carried over",
 }
@@ -76,16 +81,29 @@ def score_hand(
     bags: Sequence[int],
     reneged: int = 0,
 ) -> HandScore:
-    """Score one hand. ``reneged`` is a bit set of the units that reneged."""
+    """Score one hand. ``reneged`` is a bit set of the units that reneged; ``bids`` all None is
+    a hand without bidding."""
     table = table_for(rules)
+    bidding = any(bid is not None for bid in bids)
     lines: list[ScoreLine] = []
     points: list[int] = []
     new_scores: list[int] = []
     new_bags: list[int] = []
     for unit, seats in enumerate(table.units):
-        earned = _score_unit(rules, unit, seats, bids, tricks, bool(reneged >> unit & 1), lines)
-        total = sum(line.points for line in lines if line.unit == unit)
+        cheated = bool(reneged >> unit & 1)
         count = bags[unit]
+        if not bidding:
+            taken = sum(tricks[seat] for seat in seats)
+            value = 0 if cheated else 10 * taken
+            lines.append(
+                ScoreLine(unit, "first_hand", value, (taken, " (renege): 0" if cheated else ""))
+            )
+            points.append(value)
+            new_scores.append(scores[unit] + value)
+            new_bags.append(count)
+            continue
+        earned = _score_unit(rules, unit, seats, bids, tricks, cheated, lines)
+        total = sum(line.points for line in lines if line.unit == unit)
         if rules.bag_limit is not None:
             count += earned
             while count >= rules.bag_limit:
@@ -118,7 +136,8 @@ def _score_unit(
     hand_size = table_for(rules).hand_size
     nil_seats = [seat for seat in seats if is_nil(bids[seat])]
     contract_seats = [seat for seat in seats if not is_nil(bids[seat])]
-    contract = sum(int(bids[seat] or 0) for seat in contract_seats)
+    contract = sum(tricks_bid(bids[seat]) for seat in contract_seats)
+    blind = any(is_blind(bids[seat]) for seat in contract_seats)
     counted = sum(tricks[seat] for seat in contract_seats)
     nil_tricks = sum(tricks[seat] for seat in nil_seats)
     failed_nil_tricks = rules.failed_nil_tricks if rules.partnerships else "none"
@@ -135,14 +154,17 @@ def _score_unit(
         special = ScoreLine(unit, "ten_for_two_hundred", value, (counted, renege_note))
     elif contract_seats and rules.boston and contract == hand_size:
         made = counted == hand_size and not reneged
-        value = 200 if made else -200
-        special = ScoreLine(unit, "boston", value, (hand_size, counted, renege_note))
+        rule = "blind_boston" if blind and rules.blind_boston else "boston"
+        value = (400 if rule == "blind_boston" else 200) * (1 if made else -1)
+        special = ScoreLine(unit, rule, value, (hand_size, counted, renege_note))
     else:
         made = counted >= contract and not reneged
         if contract_seats or failed_nil_tricks == "partner":
             if made:
                 over = counted - contract
                 lines.append(ScoreLine(unit, "contract", 10 * contract, (contract, counted)))
+                if blind:
+                    lines.append(ScoreLine(unit, "blind_bids", 10 * contract, (10 * contract,)))
                 if over:
                     value = over * rules.overtrick_points
                     lines.append(
@@ -154,6 +176,8 @@ def _score_unit(
                 rule = "renege" if reneged else "failed_bid"
                 facts = (contract, counted, rules.failed_bid, lost)
                 lines.append(ScoreLine(unit, rule, -10 * lost, facts))
+                if blind:
+                    lines.append(ScoreLine(unit, "blind_bids", -10 * lost, (-10 * lost,)))
         if failed_nil_tricks == "bags_if_partner_made" and nil_tricks and contract_seats and made:
             value = nil_tricks * rules.overtrick_points
             lines.append(
@@ -162,14 +186,14 @@ def _score_unit(
             bags += nil_tricks
 
     for seat in nil_seats:
-        blind = bids[seat] == BLIND_NIL
-        value = rules.blind_nil_value if blind else rules.nil_value
+        blind_nil = bids[seat] == BLIND_NIL
+        value = rules.blind_nil_value if blind_nil else rules.nil_value
         made_nil = tricks[seat] == 0 and not reneged
         outcome = "made" if made_nil else f"failed{renege_note}"
         lines.append(
             ScoreLine(
                 unit,
-                "blind_nil_value" if blind else "nil_value",
+                "blind_nil_value" if blind_nil else "nil_value",
                 value if made_nil else -value,
                 (seat, tricks[seat], outcome),
             )

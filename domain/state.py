@@ -1,22 +1,30 @@
 """The game's state: the fold of its events (see :func:`domain.game.evolve`).
 
 Hands are bit sets of card indexes (see :mod:`domain.cards`), which keeps every legality check
-to a few integer operations. Nothing here leaves the server as it is: :mod:`domain.views` is the
-only way out, and it hides what a reader could not see at the table.
+to a few integer operations. With two decks a seat may hold two copies of a card: the set of
+cards it holds stays one bit per card (what legality needs: which cards it may play), and a
+second set, :attr:`Hand.twice`, marks the cards it holds both copies of; playing a card takes
+the second copy first. A single-deck game never sets a bit of ``twice``.
+
+Nothing here leaves the server as it is: :mod:`domain.views` is the only way out, and it hides
+what a reader could not see at the table.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeVar
 
 import msgspec
 
 from domain.bids import Bid
-from domain.cards import Card
+from domain.cards import Card, CardSet, cards_in, set_of
+from domain.errors import RuleViolation
 from domain.platforms import FIRST_ISSUE, Seating, Visibility
 from domain.rules import Rules
+from domain.table import Seat
 
-Phase = Literal["draw", "bid", "pass", "play"]
+Phase = Literal["draw", "discard", "bid", "pass", "play"]
 Status = Literal["waiting", "playing", "finished"]
 
 NO_SEAT = -1
@@ -48,6 +56,8 @@ class Hand(msgspec.Struct, frozen=True, gc=False):
     bids: tuple[Bid | None, ...]
     won: tuple[int, ...]
     """Tricks won so far, per seat."""
+    twice: int = 0
+    """The cards each seat holds two copies of (two decks), packed as ``holdings``."""
     trick: tuple[int, ...] = ()
     """The card indexes on the table, in play order from ``leader``."""
     tricks_played: int = 0
@@ -66,7 +76,8 @@ class Hand(msgspec.Struct, frozen=True, gc=False):
     drawn: int = 0
     """Cards taken off the pile so far."""
     discarded: int = 0
-    """Bit set of the draw's face-up discards."""
+    """The draw's face-up discards: the cards discarded (the low 64 bits) and, two decks,
+    those discarded twice (the next 64), as :attr:`holdings` packs two seats."""
     commitment: str | None = None
     seed: str | None = None
     """The deal's secret seed (hex), revealed only when the hand is scored."""
@@ -95,14 +106,115 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     seating: Seating = "platform"
 
 
-def held(hand: Hand, seat: int) -> int:
-    """The bit set of the cards ``seat`` holds."""
+def in_hand(state: Game) -> Hand:
+    """The hand being played; ``wrong_phase`` between hands."""
+    if state.hand is None:
+        raise RuleViolation("wrong_phase", "no hand is being played")
+    return state.hand
+
+
+def held(hand: Hand, seat: Seat) -> CardSet:
+    """The cards ``seat`` holds (one bit per card, however many copies)."""
     return hand.holdings >> LANE * seat & HELD
 
 
-def holdings_of(masks: list[int] | tuple[int, ...]) -> int:
-    """Pack one bit set per seat into :attr:`Hand.holdings`."""
+def held_twice(hand: Hand, seat: Seat) -> CardSet:
+    """The cards ``seat`` holds both copies of."""
+    return hand.twice >> LANE * seat & HELD
+
+
+def cards_held(hand: Hand, seat: Seat) -> list[Card]:
+    """The cards ``seat`` holds in canonical order, each as often as it holds it."""
+    once = hand.holdings >> LANE * seat & HELD
+    twice = hand.twice >> LANE * seat & HELD
+    return copies_in(once, twice) if twice else cards_in(once)
+
+
+def count_held(hand: Hand, seat: Seat) -> int:
+    """How many cards ``seat`` holds."""
+    return held(hand, seat).bit_count() + held_twice(hand, seat).bit_count()
+
+
+def copies_in(once: CardSet, twice: CardSet) -> list[Card]:
+    """The cards of a set in canonical order, those of ``twice`` twice over."""
+    cards = cards_in(once)
+    if not twice:
+        return cards
+    out: list[Card] = []
+    for card in cards:
+        out.append(card)
+        if twice & card.bit:
+            out.append(card)
+    return out
+
+
+def holdings_of(sets: Sequence[CardSet]) -> int:
+    """Pack one card set per seat into :attr:`Hand.holdings`."""
     packed = 0
-    for seat, mask in enumerate(masks):
-        packed |= mask << LANE * seat
+    for seat, cards in enumerate(sets):
+        packed |= cards << LANE * seat
     return packed
+
+
+def pack_hands(hands: Sequence[Sequence[Card]]) -> tuple[int, int]:
+    """Pack one list of cards per seat into :attr:`Hand.holdings` and :attr:`Hand.twice`."""
+    packed = packed_twice = 0
+    for seat, cards in enumerate(hands):
+        once = set_of(cards)
+        twice = 0
+        if once.bit_count() != len(cards):  # two decks: a card dealt twice to the seat
+            seen = 0
+            for card in cards:
+                if seen & card.bit:
+                    twice |= card.bit
+                seen |= card.bit
+        packed |= once << LANE * seat
+        packed_twice |= twice << LANE * seat
+    return packed, packed_twice
+
+
+def counted(cards: Iterable[Card]) -> tuple[CardSet, CardSet, bool]:
+    """A list of cards as sets: the cards named, those named twice, and whether any is named
+    more than twice."""
+    once = twice = 0
+    thrice = False
+    for card in cards:
+        bit = card.bit
+        if twice & bit:
+            thrice = True
+        elif once & bit:
+            twice |= bit
+        once |= bit
+    return once, twice, thrice
+
+
+def taken_from(hand: Hand, seat: Seat, cards: Iterable[Card]) -> tuple[int, int]:
+    """``holdings`` and ``twice`` once ``seat`` gives up ``cards`` (which it holds)."""
+    holdings, twice = hand.holdings, hand.twice
+    for card in cards:
+        bit = card.bit << LANE * seat
+        if twice & bit:
+            twice &= ~bit
+        else:
+            holdings &= ~bit
+    return holdings, twice
+
+
+def given_to(hand: Hand, seat: Seat, cards: Iterable[Card]) -> tuple[int, int]:
+    """``holdings`` and ``twice`` once ``seat`` receives ``cards``."""
+    holdings, twice = hand.holdings, hand.twice
+    for card in cards:
+        bit = card.bit << LANE * seat
+        if holdings & bit:
+            twice |= bit
+        else:
+            holdings |= bit
+    return holdings, twice
+
+
+T = TypeVar("T")
+
+
+def at_seat(values: tuple[T, ...], seat: Seat, value: T) -> tuple[T, ...]:
+    """A per-seat tuple with ``seat``'s entry replaced."""
+    return (*values[:seat], value, *values[seat + 1 :])

@@ -7,19 +7,23 @@ them; the rules stay the only thing recorded.
 from __future__ import annotations
 
 from functools import cache
+from typing import TypeAlias
 
-from domain.cards import CARDS, RANKS, SPADES, Card, printed_suit, rank_value
+from domain.cards import CARDS, RANKS, SPADES, Card, CardSet, printed_suit, rank_value
 from domain.rules import Rules
+
+Seat: TypeAlias = int
+"""A seat at the table, ``0..players-1`` clockwise."""
+Unit: TypeAlias = int
+"""A scoring unit: a team of partners, or one seat when there are none."""
 
 TRUMP = SPADES
 """The trump suit index. Jokers, and the 2♦ under ``jokers_deuces``, belong to it."""
 
 
 def trump_order(rules: Rules) -> tuple[Card, ...]:
-    """The trump suit from the top down, as this rule set ranks it.
-
-    ``standard`` with jokers in the pack puts them on top (they are trumps whatever the order).
-    """
+    """The trump suit from the top down, as this rule set ranks it (each card once, however
+    many copies the pack holds)."""
     spades = [Card(rank + "S") for rank in reversed(RANKS)]  # AS KS ... 2S
     jokers = [Card.BIG_JOKER, Card.LITTLE_JOKER] if rules.jokers else []
     if rules.trump_order == "jokers_deuce":
@@ -28,14 +32,15 @@ def trump_order(rules: Rules) -> tuple[Card, ...]:
         order = [*jokers, Card("2D"), Card("2S"), *spades[:-1]]
     else:
         order = [*jokers, *spades]
-    removed = set(rules.deck_remove)
-    return tuple(card for card in order if card not in removed)
+    gone = {card for card in rules.deck_remove if rules.deck_remove.count(card) >= rules.decks}
+    return tuple(card for card in order if card not in gone)
 
 
 class Table:
     """Seats, units and the ranked pack of one rule set. Build it with :func:`table_for`."""
 
     __slots__ = (
+        "copies",
         "hand_size",
         "pack",
         "pack_mask",
@@ -52,26 +57,34 @@ class Table:
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
         self.players = rules.players
-        if rules.partnerships:
-            self.units: tuple[tuple[int, ...], ...] = ((0, 2), (1, 3))
+        if rules.partnerships:  # partners face each other: seat and seat + half the table
+            half = rules.players // 2
+            self.units: tuple[tuple[Seat, ...], ...] = tuple(
+                (seat, seat + half) for seat in range(half)
+            )
         else:
             self.units = tuple((seat,) for seat in range(rules.players))
-        self.unit_of: tuple[int, ...] = tuple(
+        self.unit_of: tuple[Unit, ...] = tuple(
             next(u for u, seats in enumerate(self.units) if seat in seats)
             for seat in range(rules.players)
         )
-        removed = set(rules.deck_remove)
+        copies = [0 if card.is_joker and not rules.jokers else rules.decks for card in CARDS]
+        for card in rules.deck_remove:
+            copies[card.ordinal] -= 1
+        self.copies: tuple[int, ...] = tuple(copies)
+        """How many copies of each card (by ordinal) the pack holds: 0, 1, or 2 with two decks."""
         self.pack: tuple[Card, ...] = tuple(
-            card for card in CARDS if card not in removed and (rules.jokers or not card.is_joker)
+            card for card in CARDS for _ in range(copies[card.ordinal])
         )
-        self.pack_mask = sum(card.bit for card in self.pack)
+        """Every card of the pack in canonical order, each as often as the pack holds it."""
+        self.pack_mask: CardSet = sum(card.bit for card in CARDS if copies[card.ordinal])
         self.hand_size = rules.tricks_per_hand
         self.trump_order = trump_order(rules)
         # suit_of: the suit a card counts as for following and leading (trumps are 3).
         # power: how high it ranks within that suit; a trump beats any other suit anyway.
         suit_of = [-1] * len(CARDS)
         power = [0] * len(CARDS)
-        for card in self.pack:
+        for card in set(self.pack):
             suit_of[card.ordinal] = SPADES if card.is_joker else printed_suit(card)
             power[card.ordinal] = rank_value(card)
         for depth, card in enumerate(self.trump_order):
@@ -82,31 +95,44 @@ class Table:
         masks = [0, 0, 0, 0]
         for card in self.pack:
             masks[suit_of[card.ordinal]] |= card.bit
-        self.suit_mask: tuple[int, ...] = tuple(masks)
+        self.suit_mask: tuple[CardSet, ...] = tuple(masks)
 
-    def partner_of(self, seat: int) -> int | None:
-        """The partner's seat in a partnership game, else None."""
-        return (seat + 2) % 4 if self.rules.partnerships else None
+    def partner_of(self, seat: Seat) -> Seat | None:
+        """The partner's seat, facing this one (seat + 2 of four, seat + 3 of six) in a
+        partnership game; else None."""
+        if not self.rules.partnerships:
+            return None
+        return (seat + self.players // 2) % self.players
 
-    def trick_winner(self, leader: int, trick: tuple[int, ...]) -> int:
-        """The seat that wins a finished trick of card indexes led by ``leader``."""
+    def beats(self, card: int, winning: int) -> bool:
+        """Whether ``card``, played to a trick, takes it from ``winning``, the card winning it
+        so far: a higher card of the same suit, a trump on another suit, or (two decks) a copy
+        of the same card, since of identical cards the one played later wins (``002``)."""
+        suit_of = self.suit_of
+        if suit_of[card] == suit_of[winning]:
+            # Cards of one suit rank apart, so >= is "higher, or the same card again".
+            return self.power[card] >= self.power[winning]
+        return suit_of[card] == TRUMP
+
+    def winning_position(self, trick: tuple[int, ...]) -> int:
+        """The position, in play order, of the card winning a trick of card indexes so far:
+        each card that :meth:`beats` the one winning before it takes the lead (the comparison
+        written out here, as this runs for every trick)."""
         suit_of, power = self.suit_of, self.power
-        win, winning = 0, trick[0]
+        win = 0
+        winning = trick[0]
         for position in range(1, len(trick)):
             card = trick[position]
             if suit_of[card] == suit_of[winning]:
-                if power[card] > power[winning]:
+                if power[card] >= power[winning]:
                     win, winning = position, card
             elif suit_of[card] == TRUMP:
                 win, winning = position, card
-        return (leader + win) % self.players
+        return win
 
-    def beats(self, card: int, winning: int) -> bool:
-        """Whether ``card`` would take the trick from ``winning``, the card now winning it."""
-        suit_of = self.suit_of
-        if suit_of[card] == suit_of[winning]:
-            return self.power[card] > self.power[winning]
-        return suit_of[card] == TRUMP
+    def trick_winner(self, leader: Seat, trick: tuple[int, ...]) -> Seat:
+        """The seat that wins a finished trick of card indexes led by ``leader``."""
+        return (leader + self.winning_position(trick)) % self.players
 
 
 @cache

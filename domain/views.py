@@ -1,9 +1,10 @@
 """What each reader may see: the public view, a seat's view, and events as a reader gets them.
 
 This module is the only way state or events leave the server. A seat never sees a card it could
-not see at the table: not another seat's hand, not its own before it has looked or bid, not a
-card passed to it before the exchange, not a kept draw of the other player, not the deck or the
-seed before the hand is scored.
+not see at the table: not another seat's hand, not its own before it has looked, bid or
+discarded, not a card passed to it before the exchange, not a kept draw of the other player, not
+the dealer's discard unless it is the dealer, not the deck or the seed before the hand is
+scored.
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ import msgspec
 from msgspec.structs import replace
 
 from domain.bids import Bid
-from domain.cards import CARDS, Card, cards_in
+from domain.cards import CARDS, Card
 from domain.commands import to_api
 from domain.events import (
     AnyEvent,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     CardsReceived,
     HandDealt,
     HandLooked,
 )
-from domain.game import PassDue, legal_actions
-from domain.state import NO_SEAT, Game, Phase, Status, held
+from domain.game import DiscardDue, PassDue, legal_actions
+from domain.state import HELD, LANE, NO_SEAT, Game, Phase, Status, cards_held, copies_in
 from domain.table import table_for
 
 PUBLIC = None
@@ -121,7 +123,7 @@ def seat_view(game: Game, seat: int) -> SeatView:
     cards: list[Card] | None = None
     drawn: Card | None = None
     if hand is not None and hand.looked >> seat & 1:
-        cards = cards_in(held(hand, seat))
+        cards = cards_held(hand, seat)
     if hand is not None and hand.phase == "draw" and hand.turn == seat:
         drawn = hand.pile[hand.drawn]
     return SeatView(
@@ -136,12 +138,15 @@ def seat_view(game: Game, seat: int) -> SeatView:
 def _legal(action: Any) -> dict[str, Any]:
     if isinstance(action, PassDue):
         return {"type": "pass", "count": action.count}
+    if isinstance(action, DiscardDue):
+        return {"type": "discard", "count": action.count}
     return to_api(action)
 
 
 def _discards(game: Game) -> list[Card]:
-    """The face-up discards of the two-player draw."""
-    return cards_in(game.hand.discarded) if game.hand else []
+    """The face-up discards of the two-player draw (never the dealer's, face down)."""
+    hand = game.hand
+    return copies_in(hand.discarded & HELD, hand.discarded >> LANE) if hand else []
 
 
 def event_for(event: AnyEvent, reader: int | None) -> AnyEvent:
@@ -153,6 +158,8 @@ def event_for(event: AnyEvent, reader: int | None) -> AnyEvent:
     if isinstance(event, CardDrawn):
         return event if reader == event.seat or not event.kept else replace(event, card=None)
     if isinstance(event, CardsPassed):
+        return event if reader == event.seat else replace(event, cards=None)
+    if isinstance(event, CardsDiscarded):
         return event if reader == event.seat else replace(event, cards=None)
     if isinstance(event, CardsReceived):
         return event if reader in (event.seat, event.giver) else replace(event, cards=None)

@@ -19,7 +19,10 @@ from services.audit.history import Problem
 
 COMMITMENT_RULE = "commitment = sha256(seed), published with the deal"
 SHUFFLE_RULE = "deck = shuffle(seed, [game entropy, seat entropies...], hand, pack)"
-DEAL_OUT_RULE = "the deck is dealt one card at a time from the left of the dealer"
+DEAL_OUT_RULE = (
+    "the deck is dealt one card at a time from the left of the dealer; the dealer takes "
+    "dealer_discard more"
+)
 
 
 def seed_bytes(text: str | None) -> bytes | None:
@@ -77,7 +80,9 @@ def _deck_findings(
         detail = f"the deck of hand {dealt.hand} is not the deck its revealed seed derives"
         return [Problem(dealt_at, "deal", detail, SHUFFLE_RULE)]
     if any(dealt.hands):
-        expected = deal_out(derived, rules.players, dealt.dealer, table.hand_size)
+        expected = deal_out(
+            derived, rules.players, dealt.dealer, table.hand_size, rules.dealer_discard
+        )
         given = [*dealt.hands, *[()] * rules.players][: rules.players]
         wrong = [seat for seat in range(rules.players) if tuple(given[seat]) != expected[seat]]
         if wrong:

@@ -16,6 +16,7 @@ from domain.commands import (
     AnyCommand,
     CreateGame,
     DealHand,
+    DiscardCards,
     Draw,
     LookAtHand,
     PassCards,
@@ -29,6 +30,7 @@ from domain.events import (
     AnyEvent,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     CardsReceived,
     GameEnded,
@@ -54,6 +56,8 @@ def command_text(command: AnyCommand) -> str:
         return f"seat {command.seat} bids {command.bid}"
     if isinstance(command, PassCards):
         return f"seat {command.seat} passes {len(command.cards)} card(s)"
+    if isinstance(command, DiscardCards):
+        return f"seat {command.seat} discards {len(command.cards)} card(s) face down"
     if isinstance(command, Draw):
         return f"seat {command.seat} {'keeps' if command.keep else 'discards'} the top card"
     if isinstance(command, LookAtHand):
@@ -79,6 +83,8 @@ def event_text(event: AnyEvent | None) -> str:
         return f"hand_looked (seat {event.seat})"
     if isinstance(event, CardsPassed):
         return f"cards_passed (seat {event.seat} to seat {event.to})"
+    if isinstance(event, CardsDiscarded):
+        return f"cards_discarded (seat {event.seat}, face down)"
     if isinstance(event, CardsReceived):
         return f"cards_received (seat {event.seat} from seat {event.giver})"
     if isinstance(event, CardDrawn):
@@ -213,7 +219,7 @@ def _at(values: Sequence[int], index: int) -> int | None:
 def tally_findings(
     version: int,
     found: HandScored,
-    bids: list[Bid],
+    bids: list[Bid | None],
     won: Sequence[int],
     reneged: Sequence[int],
 ) -> list[Problem]:

@@ -129,7 +129,7 @@ def _implied_start(rules: Rules, hand: Given, units: int) -> Start:
 
 
 def _bags_before(
-    rules: Rules, bids: Sequence[Bid], tricks: Sequence[int], after: Sequence[int]
+    rules: Rules, bids: Sequence[Bid | None], tricks: Sequence[int], after: Sequence[int]
 ) -> list[int]:
     """The bag counts before a hand that leave ``after`` once its bags are counted."""
     units = len(after)

@@ -2,8 +2,10 @@
 
 A file holds one hand, a list of them, or ``{"hands": [...]}``. A hand record gives ``dealer``,
 ``deal`` (its ``deck`` or its ``hands``; ``seed`` and ``commitment`` when it has them),
-``draws``, ``bids``, ``passes``, ``tricks`` and, as the table counted them, ``tricks_won``,
-``points``, ``scores``, ``bags``. A tally gives ``bids`` and ``tricks`` (counts per seat). Either
+``draws``, ``discards`` (the dealer's, under ``dealer_discard``), ``bids``, ``passes``,
+``tricks`` and, as the table counted them, ``tricks_won``, ``points``, ``scores``, ``bags``. A
+tally gives ``bids`` and ``tricks`` (counts per seat). A hand without bidding (``first_hand:
+no_bid``) gives null bids, or none. Either
 may add ``start`` (scores and bags before the hand), ``entropies`` (the game's and each seat's,
 hex) and ``rules``. What a table does not know it leaves out.
 """
@@ -18,7 +20,7 @@ import msgspec
 from domain.bids import Bid
 from domain.cards import Card
 from domain.errors import RuleViolation
-from domain.records import Drawn, Pass, Played
+from domain.records import Discarded, Drawn, Pass, Played
 
 
 class UnreadableRecord(Exception):
@@ -55,7 +57,8 @@ class HandGiven(msgspec.Struct, frozen=True, kw_only=True):
     dealer: int = 0
     deal: DealGiven
     draws: list[Drawn] = []
-    bids: list[Bid]
+    discards: list[Discarded] = []
+    bids: list[Bid | None] = []
     passes: list[Pass] = []
     tricks: list[TrickGiven] = []
     tricks_won: list[int] | None = None
@@ -73,7 +76,7 @@ class TallyGiven(msgspec.Struct, frozen=True, kw_only=True):
 
     hand: int = 1
     dealer: int = 0
-    bids: list[Bid]
+    bids: list[Bid | None] = []
     tricks: list[int]
     points: list[int] | None = None
     scores: list[int] | None = None

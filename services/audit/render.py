@@ -1,9 +1,10 @@
 """One hand told in a terminal (rich), so a person can follow it without the tool.
 
-In the order it happened: the hands as dealt, the draws (two players), the bids and each
-unit's contract, the blind nil passes, every trick with its leader, its cards and its winner
-and the running count of tricks against each bid, then the score line by line, each line
-naming the option of FORMAT.md that decided it, and what the audit found in the hand.
+In the order it happened: the hands as dealt, the draws (two players), the dealer's discard,
+the bids and each unit's contract, the blind nil passes, every trick with its leader, its cards
+and its winner (with two decks, the copy that won) and the running count of tricks against each
+bid, then the score line by line, each line naming the option of FORMAT.md that decided it, and
+what the audit found in the hand.
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ def holding_text(cards: Sequence[Card]) -> Text:
     return Text("   ").join(groups) if groups else Text("—", style="dim")
 
 
-def bid_text(bid: Bid) -> str:
-    return {"nil": "nil", "blind_nil": "blind nil"}.get(str(bid), str(bid))
+def bid_text(bid: Bid | None) -> str:
+    """``nil``, ``blind nil``, ``blind 6``, ``3``; ``-`` for no bid (a hand without bidding)."""
+    if bid is None:
+        return "-"
+    return str(bid).replace("_", " ")
 
 
 def tell_hand(account: HandAccount, problems: Sequence[Problem] = ()) -> RenderableType:
@@ -66,6 +70,8 @@ def tell_hand(account: HandAccount, problems: Sequence[Problem] = ()) -> Rendera
     parts: list[RenderableType] = [_dealt(record, table)]
     if record.draws:
         parts.append(_draws(record))
+    if record.discards:
+        parts.append(_discards(record))
     parts.append(_bids(record, table))
     if record.passes:
         parts.append(_passes(record))
@@ -113,11 +119,24 @@ def _draws(record: HandRecord) -> RenderableType:
     return _section("The draw", grid)
 
 
+def _discards(record: HandRecord) -> RenderableType:
+    grid = Table(show_header=False, box=None)
+    for discarded in record.discards:
+        cards = Text(" ").join(card_text(card) for card in discarded.cards)
+        grid.add_row(f"seat {discarded.seat}", cards)
+    return _section("The dealer's discard, face down and out of play", grid)
+
+
 def _drawn(card: Card, kept: bool) -> Text:
     return Text.assemble(card_text(card), " kept" if kept else " discarded")
 
 
 def _bids(record: HandRecord, table: SeatsAndPack) -> RenderableType:
+    if all(bid is None for bid in record.bids):
+        return _section(
+            "No bidding: the game's first hand (first_hand: no_bid), 10 a trick",
+            Text("-", style="dim"),
+        )
     grid = Table()
     grid.add_column("seat")
     grid.add_column("bid")
@@ -171,6 +190,8 @@ def _tricks(record: HandRecord, table: SeatsAndPack) -> RenderableType:
     legend = "sN/bid: tricks won so far by seat N against its bid"
     if teams:
         legend += "; uN/contract: by unit N toward its contract"
+    if table.rules.decks > 1:
+        legend += "; of two identical cards the one played later wins, and is the one in bold"
     return _section(f"The tricks ({legend})", grid)
 
 

@@ -33,6 +33,7 @@ from domain.commands import (
     AnyCommand,
     CreateGame,
     DealHand,
+    DiscardCards,
     Draw,
     LookAtHand,
     PassCards,
@@ -49,6 +50,7 @@ from domain.events import (
     BidPlaced,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     GameCreated,
     HandDealt,
@@ -229,6 +231,9 @@ def recorded_command(events: Sequence[AnyEvent], deal: DealSource | None) -> Any
     bid = next((event for event in events if isinstance(event, BidPlaced)), None)
     if bid is not None:
         return PlaceBid(bid.seat, bid.bid)
+    discard = next((event for event in events if isinstance(event, CardsDiscarded)), None)
+    if discard is not None:  # it may open with the dealer's look
+        return DiscardCards(discard.seat, discard.cards or ())
     if isinstance(first, SeatTaken):
         return TakeSeat(first.player, first.seat, first.entropy)
     if isinstance(first, SeatTokenReissued):
@@ -492,7 +497,7 @@ class _Replayer:
             if event.hand != hand.number:
                 detail = f"hand {hand.number} is scored as hand {event.hand}"
                 self.found(Problem(version, "replay", detail, "hands are numbered from 1"))
-            bids = [bid if bid is not None else 0 for bid in hand.bids]
+            bids = list(hand.bids)
             units = len(state.scores)
             reneged = [unit for unit in range(units) if hand.reneged >> unit & 1]
             for problem in tally_findings(version, event, bids, hand.won, reneged):

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import replace
+
 from domain.bids import Bid
 from domain.cards import Card
 from domain.commands import (
     AnyCommand,
     CreateGame,
     DealHand,
+    DiscardCards,
     Draw,
     PassCards,
     PlaceBid,
@@ -24,11 +27,12 @@ from domain.commands import (
     RecordTally,
     TakeSeat,
 )
+from domain.deal import is_bidding_hand
 from domain.dealing import DealSource, DealtHands, StackedDeck, deal_out, shuffle
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, CardDrawn, HandDealt, HandScored, TrickWon
 from domain.game import decide, evolve
-from domain.records import Deal, Drawn, HandRecord, Pass, Trick
+from domain.records import Deal, Discarded, Drawn, HandRecord, Pass, Trick
 from domain.rules import Rules
 from domain.scoring import HandScore, score_hand
 from domain.state import Game
@@ -54,8 +58,14 @@ class TableReplay:
     """One hand played again, command by command, as a live game would have taken it."""
 
     def __init__(self, rules: Rules, given: Given, start: Start, where: str) -> None:
+        if given.hand > 1 and rules.first_hand == "no_bid":
+            rules = replace(rules, first_hand="bid")  # the hand is played as a later one is
         self.rules = rules
         self.given = given
+        self.bidding = is_bidding_hand(rules, 1)
+        self.bids: list[Bid | None] = list(given.bids)
+        if not self.bids and not self.bidding:  # a hand without bidding may leave them out
+            self.bids = [None] * rules.players
         self.start = start
         self.where = where
         self.state: Game | None = None
@@ -75,7 +85,7 @@ class TableReplay:
         if isinstance(self.given, HandGiven):
             self.play_out(self.given)
         else:
-            self.bid(self.given.bids)
+            self.bid(self.bids)
             if not self.off_rules:
                 self.send(RecordTally(tuple(self.given.tricks)), "tricks")
         return self.account()
@@ -84,8 +94,12 @@ class TableReplay:
         rules, given = self.rules, self.given
         if not 0 <= given.dealer < rules.players:
             raise UnreadableRecord(f"{self.where}.dealer", f"{given.dealer} is not a seat")
-        if len(given.bids) != rules.players:
+        if len(self.bids) != rules.players:
             raise UnreadableRecord(f"{self.where}.bids", f"needs {rules.players} bids, one a seat")
+        for seat, bid in enumerate(self.bids):
+            if (bid is None) == self.bidding:
+                why = "a bid a seat" if self.bidding else "none: the hand has no bidding (null)"
+                raise UnreadableRecord(f"{self.where}.bids[{seat}]", f"needs {why}")
         entropies = self.entropies()
         create = CreateGame(
             "record",
@@ -155,8 +169,11 @@ class TableReplay:
     def deal(self) -> None:
         table = table_for(self.rules)
         if isinstance(self.given, TallyGiven):
-            hands = deal_out(table.pack, self.rules.players, self.given.dealer, table.hand_size)
+            dealer, discard = self.given.dealer, self.rules.dealer_discard
+            hands = deal_out(table.pack, self.rules.players, dealer, table.hand_size, discard)
             self.setup(DealHand(DealtHands(hands)), "tricks")
+            if discard:  # a score sheet's dealer has looked: it discarded
+                self.setup(DiscardCards(dealer, hands[dealer][table.hand_size :]), "tricks")
             return
         source = self.deal_source(self.given.deal)
         try:
@@ -210,7 +227,9 @@ class TableReplay:
         if given.deal.deck is not None:  # dealt as hands, a draw's result is given: no draw
             self.draw(given.draws)
         if not self.off_rules:
-            self.bid(given.bids)
+            self.discard(given.discards)
+        if not self.off_rules:
+            self.bid(self.bids)
         if not self.off_rules:
             self.pass_cards(given.passes)
         for number, trick in enumerate(given.tricks, start=1):
@@ -238,12 +257,24 @@ class TableReplay:
                 self.off_rules = True
                 return
 
-    def bid(self, bids: Sequence[Bid]) -> None:
-        """The bids in the order they were made: from the left of the dealer round."""
+    def discard(self, discards: Sequence[Discarded]) -> None:
+        """The dealer's discard (``dealer_discard``); a record without one when one is due
+        leaves the hand short of its discard, which the first bid or play then finds."""
+        for discarded in discards:
+            where = f"the discard of seat {discarded.seat}"
+            if self.send(DiscardCards(discarded.seat, tuple(discarded.cards)), where) is None:
+                return
+
+    def bid(self, bids: Sequence[Bid | None]) -> None:
+        """The bids in the order they were made: from the left of the dealer round (none in a
+        hand without bidding)."""
         players = self.rules.players
         for k in range(players):
             seat = (self.given.dealer + 1 + k) % players
-            if self.send(PlaceBid(seat, bids[seat]), f"the bid of seat {seat}") is None:
+            bid = bids[seat]
+            if bid is None:
+                return
+            if self.send(PlaceBid(seat, bid), f"the bid of seat {seat}") is None:
                 return
 
     def pass_cards(self, passes: Sequence[Pass]) -> None:
@@ -313,7 +344,7 @@ class TableReplay:
         account.deal_verified = self.verify_deal(dealt)
         return account
 
-    def tally(self) -> tuple[list[Bid], list[int] | None, int]:
+    def tally(self) -> tuple[list[Bid | None], list[int] | None, int]:
         """The bids, tricks and reneging units to score: the replay's when it reached the
         score, else the record's own."""
         scored = self.scored
@@ -323,9 +354,9 @@ class TableReplay:
             return list(scored.bids), list(scored.tricks), reneged
         given = self.given
         if isinstance(given, TallyGiven):
-            return list(given.bids), list(given.tricks), 0
+            return self.bids, list(given.tricks), 0
         reneged = sum(1 << unit for unit in given.reneged if 0 <= unit < units)
-        return list(given.bids), self.tricks_counted(given), reneged
+        return self.bids, self.tricks_counted(given), reneged
 
     def tricks_counted(self, given: HandGiven) -> list[int] | None:
         """The record's tricks per seat: ``tricks_won``, else its tricks' winners."""
@@ -337,7 +368,9 @@ class TableReplay:
             return None
         return [winners.count(seat) for seat in range(players)]
 
-    def score_of(self, bids: list[Bid], tricks: list[int] | None, reneged: int) -> HandScore | None:
+    def score_of(
+        self, bids: list[Bid | None], tricks: list[int] | None, reneged: int
+    ) -> HandScore | None:
         table = table_for(self.rules)
         if tricks is None or len(tricks) != table.players or sum(tricks) != table.hand_size:
             return None
@@ -359,7 +392,7 @@ class TableReplay:
         units = len(score.points)
         claimed = HandScored(
             given.hand,
-            tuple(given.bids),
+            tuple(self.bids),
             (),
             tuple(given.points if given.points is not None else score.points)[:units],
             tuple(given.scores if given.scores is not None else score.scores)[:units],
@@ -412,7 +445,7 @@ class TableReplay:
                 dealer=given.dealer,
                 deal=Deal(deck=None, hands=[], seed=None, commitment=None),
                 draws=[],
-                bids=list(given.bids),
+                bids=self.bids,
                 passes=[],
                 tricks=[],
                 tricks_won=list(given.tricks),
@@ -431,7 +464,8 @@ class TableReplay:
                 commitment=given.deal.commitment,
             ),
             draws=given.draws,
-            bids=list(given.bids),
+            discards=given.discards,
+            bids=self.bids,
             passes=given.passes,
             tricks=[_trick(self.rules, t) for t in given.tricks],
             tricks_won=list(self.scored.tricks) if self.scored else given.tricks_won or [],

@@ -8,9 +8,10 @@ and short suits for the trumps not already counted.
 
 from __future__ import annotations
 
-from domain.bids import NIL, Bid, is_nil, tricks_bid
+from domain.bids import NIL, Bid, is_blind, is_nil, tricks_bid
+from domain.cards import iter_cards
 from domain.table import TRUMP
-from services.bots.situation import Situation, indexes
+from services.bots.situation import Situation
 
 SIDE_SUITS = (0, 1, 2)
 RUFF_VALUE = 0.6
@@ -24,8 +25,8 @@ the higher cards fall on earlier rounds and the lower honours cash."""
 
 def estimate_tricks(sit: Situation, hand: int | None = None) -> float:
     """The tricks ``hand`` (the seat's own by default) should take, against the cards unseen."""
+    unseen = sit.unseen if hand is None else sit.unseen & ~(hand & ~sit.hand)
     hand = sit.hand if hand is None else hand
-    unseen = sit.table.pack_mask & ~hand & ~sit.gone
     high, spare = _trump_tricks(sit, hand, unseen)
     side = sum(_side_tricks(sit, hand, unseen, suit) for suit in SIDE_SUITS)
     short = sum(_shortness(sit.in_suit(hand, suit).bit_count()) for suit in SIDE_SUITS)
@@ -34,7 +35,7 @@ def estimate_tricks(sit: Situation, hand: int | None = None) -> float:
 
 def _trump_tricks(sit: Situation, hand: int, unseen: int) -> tuple[float, float]:
     """(Tricks from trumps, trumps left over for ruffing)."""
-    mine = sorted(indexes(sit.in_suit(hand, TRUMP)), key=sit.strength, reverse=True)
+    mine = sorted(iter_cards(sit.in_suit(hand, TRUMP)), key=sit.strength, reverse=True)
     count = len(mine)
     high = 0.0
     counted = 0
@@ -55,7 +56,7 @@ def _trump_tricks(sit: Situation, hand: int, unseen: int) -> tuple[float, float]
 
 def _side_tricks(sit: Situation, hand: int, unseen: int, suit: int) -> float:
     """Honours that should cash before the suit is ruffed."""
-    mine = sorted(indexes(sit.in_suit(hand, suit)), key=sit.strength, reverse=True)
+    mine = sorted(iter_cards(sit.in_suit(hand, suit)), key=sit.strength, reverse=True)
     length = len(mine)
     share = _share(sit, unseen, suit)
     honour = LONG_SUIT_HONOUR if share >= 4 else SIDE_HONOUR
@@ -90,14 +91,14 @@ def nil_danger(sit: Situation, hand: int | None = None) -> float:
     hand = sit.hand if hand is None else hand
     table = sit.table
     danger = 0.0
-    trumps = list(indexes(sit.in_suit(hand, TRUMP)))
+    trumps = list(iter_cards(sit.in_suit(hand, TRUMP)))
     for card in trumps:
         depth = sit.higher(card, table.pack_mask).bit_count()
         danger += 3.0 if depth < 4 else 1.0 if depth < 7 else 0.0
     allowed = 3 * table.hand_size // 13
     danger += 1.5 * max(0, len(trumps) - allowed)
     for suit in SIDE_SUITS:
-        cards = sorted(indexes(sit.in_suit(hand, suit)), key=sit.strength)
+        cards = sorted(iter_cards(sit.in_suit(hand, suit)), key=sit.strength)
         for below, card in enumerate(cards):
             # The lowest card of a suit should be a 7 at most, each next one may be two higher.
             exposure = table.power[card] - 2 * below - 7
@@ -165,3 +166,30 @@ def wants_blind_nil(sit: Situation) -> bool:
     behind = best_other - mine
     target = sit.rules.target
     return behind >= max(200, target * 2 // 5) and best_other >= 0.6 * target
+
+
+BLIND_MARGIN = 1
+"""A blind contract may ask at most this many tricks beyond the side's fair share of them."""
+
+
+def wants_blind_bid(sit: Situation, bids: list[Bid]) -> Bid | None:
+    """A blind bid (chosen before looking), the smallest the table allows, only when the score
+    calls for a gamble: far enough behind that ordinary bidding will not catch up before
+    another side reaches the target, and for a contract the side can hope to make unseen."""
+    blind = sorted((bid for bid in bids if is_blind(bid)), key=tricks_bid)
+    if not blind:
+        return None
+    mine = sit.scores[sit.unit]
+    best_other = max(score for unit, score in enumerate(sit.scores) if unit != sit.unit)
+    target = sit.rules.target
+    if best_other - mine < max(150, target * 3 // 10) or best_other < 0.5 * target:
+        return None
+    seats = len(sit.table.units[sit.unit])
+    fair = sit.table.hand_size * seats / sit.players  # the side's share of the tricks
+    partner = sit.partner
+    partner_bid = tricks_bid(sit.bids[partner]) if partner is not None else 0
+    if tricks_bid(blind[0]) + partner_bid > fair + BLIND_MARGIN:
+        return None  # unseen, the side cannot hope for much more than its share
+    if sit.rules.boston and tricks_bid(blind[0]) + partner_bid == sit.table.hand_size:
+        return None
+    return blind[0]

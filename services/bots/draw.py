@@ -7,8 +7,9 @@ count, or, for a hand heading for a clean nil, whether it keeps the nil clean.
 
 from __future__ import annotations
 
+from domain.cards import iter_cards
 from services.bots.bidding import estimate_tricks, nil_danger
-from services.bots.situation import Situation, indexes
+from services.bots.situation import Situation
 
 NIL_PLAN_FROM = 5
 """Cards in hand before a low hand is judged to be heading for a nil."""
@@ -19,11 +20,11 @@ def keeps(sit: Situation) -> bool:
     top = sit.drawn
     if top is None:
         return True
-    unknown = sit.table.pack_mask & ~sit.hand & ~sit.gone & ~(1 << top)
+    unknown = sit.unseen & ~(1 << top)
     if _heading_for_nil(sit):
         return nil_danger(sit, sit.hand | 1 << top) == 0
     base = estimate_tricks(sit)
-    gains = [estimate_tricks(sit, sit.hand | 1 << card) - base for card in indexes(unknown)]
+    gains = [estimate_tricks(sit, sit.hand | 1 << card) - base for card in iter_cards(unknown)]
     expected = sum(gains) / len(gains) if gains else 0.0
     return estimate_tricks(sit, sit.hand | 1 << top) - base >= expected
 

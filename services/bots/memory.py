@@ -22,7 +22,7 @@ Event = Mapping[str, Any] | msgspec.Struct
 class HandMemory:
     """The tricks of the current hand, card by card, as one seat saw them played."""
 
-    __slots__ = ("hand_number", "position", "tricks")
+    __slots__ = ("discarded", "hand_number", "position", "tricks")
 
     def __init__(self) -> None:
         self.hand_number = 0
@@ -31,6 +31,8 @@ class HandMemory:
         """Every trick of the hand in order, the last one still being played: (seat, card)."""
         self.position = -1
         """The stream position of the last event taken in, so a replayed event counts once."""
+        self.discarded: list[Card] = []
+        """The seat's own discard, as dealer (``dealer_discard``): out of play."""
 
     def observe(self, event: Event, position: int | None = None) -> None:
         """Take in one event the seat was sent; ``position`` is its stream position when known."""
@@ -43,6 +45,9 @@ class HandMemory:
         if kind == "hand_dealt":
             self.hand_number = int(fields["hand"])
             self.tricks = [[]]
+            self.discarded = []
+        elif kind == "cards_discarded" and fields.get("cards"):
+            self.discarded = [Card.parse(card) for card in fields["cards"]]
         elif kind == "card_played":
             self.tricks[-1].append((int(fields["seat"]), Card.parse(fields["card"])))
         elif kind == "trick_won":
@@ -51,3 +56,7 @@ class HandMemory:
     def played(self) -> list[Card]:
         """Every card seen played this hand, the trick on the table included."""
         return [card for trick in self.tricks for _, card in trick]
+
+    def earlier_tricks(self) -> list[Card]:
+        """Every card of the hand's finished tricks."""
+        return [card for trick in self.tricks[:-1] for _, card in trick]

@@ -6,13 +6,14 @@ The two pass at the same time, so neither sees the other's cards before choosing
 from __future__ import annotations
 
 from domain.bids import is_nil
+from domain.cards import iter_cards
 from domain.table import TRUMP
-from services.bots.situation import Situation, indexes
+from services.bots.situation import Situation
 
 
 def choose_pass(sit: Situation, count: int) -> list[int]:
     """The ``count`` cards to pass to the partner."""
-    cards = list(indexes(sit.hand))
+    cards = list(iter_cards(sit.hand))
     if is_nil(sit.bids[sit.seat]):
         cards.sort(key=lambda card: exposure(sit, card), reverse=True)
     else:

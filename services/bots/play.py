@@ -10,9 +10,10 @@ purpose, even when the table only penalizes it.
 
 from __future__ import annotations
 
+from domain.cards import iter_cards
 from domain.table import TRUMP
 from services.bots.passing import exposure
-from services.bots.situation import Situation, indexes, mask_of
+from services.bots.situation import Situation, mask_of
 
 
 def choose_card(sit: Situation) -> int:
@@ -39,7 +40,7 @@ def honest_plays(sit: Situation) -> int:
 
 
 def _beaters(sit: Situation, mask: int, winning: int) -> int:
-    return sum(1 << card for card in indexes(mask) if sit.table.beats(card, winning))
+    return sum(1 << card for card in iter_cards(mask) if sit.table.beats(card, winning))
 
 
 # ---------------------------------------------------------------------------- following
@@ -71,7 +72,7 @@ def _follow(sit: Situation, plays: int) -> int:
 
 def _follow_as_nil(sit: Situation, beaters: int, losers: int, later: list[int]) -> int:
     if losers:  # shed the card likeliest to take a trick later, while it is safe to
-        return max(indexes(losers), key=lambda card: exposure(sit, card))
+        return max(iter_cards(losers), key=lambda card: exposure(sit, card))
     if later:
         return _lowest(sit, beaters)  # someone may still play over it
     return _highest(sit, beaters)  # the nil is lost: spend the card likeliest to win again
@@ -91,7 +92,7 @@ def _shield(sit: Situation, beaters: int, losers: int, later: list[int]) -> int:
     if following:
         return _highest(sit, following)
     opponents = [seat for seat in later if seat != sit.partner]
-    ruffs = sorted(indexes(beaters), key=sit.strength)
+    ruffs = sorted(iter_cards(beaters), key=sit.strength)
     safe = [card for card in ruffs if sit.holds(card, opponents, led)]
     return safe[0] if safe else ruffs[-1]
 
@@ -106,7 +107,7 @@ def _contest(
         return _cheapest(sit, losers or beaters)
     if not beaters:
         return _cheapest(sit, losers)
-    safe = [card for card in indexes(beaters) if sit.holds(card, later, led)]
+    safe = [card for card in iter_cards(beaters) if sit.holds(card, later, led)]
     if safe:
         return min(safe, key=sit.strength)
     if partner_has_it and losers:
@@ -123,7 +124,7 @@ def _duck(sit: Situation, beaters: int, losers: int, later: list[int]) -> int:
     if losers:
         return _highest(sit, losers)
     led = sit.suit(sit.trick[0][1])
-    exposed = [card for card in indexes(beaters) if not sit.holds(card, later, led)]
+    exposed = [card for card in iter_cards(beaters) if not sit.holds(card, later, led)]
     if exposed:
         return min(exposed, key=sit.strength)  # the likeliest card to be played over
     return _highest(sit, beaters)  # the trick is ours anyway: spend the likeliest winner
@@ -159,7 +160,7 @@ def _lead_low(sit: Situation, plays: int) -> int:
         above = sit.higher(card, sit.unseen).bit_count()
         return (sit.holds(card, others), sit.suit(card) == TRUMP, -above, sit.table.power[card])
 
-    return min(indexes(plays), key=chance)
+    return min(iter_cards(plays), key=chance)
 
 
 def _lead_for_nil(sit: Situation, plays: int, partner: int) -> int:
@@ -170,7 +171,7 @@ def _lead_for_nil(sit: Situation, plays: int, partner: int) -> int:
         void = bool(sit.voids[partner] >> sit.suit(card) & 1)
         return (sit.holds(card, others), void, sit.strength(card))
 
-    return max(indexes(plays), key=cover)
+    return max(iter_cards(plays), key=cover)
 
 
 def _lead_against_nil(sit: Situation, plays: int, target: int) -> int | None:
@@ -178,7 +179,7 @@ def _lead_against_nil(sit: Situation, plays: int, target: int) -> int | None:
     held = sit.possible(target)
     candidates = [
         card
-        for card in indexes(plays)
+        for card in iter_cards(plays)
         if sit.suit(card) != TRUMP and sit.in_suit(held, sit.suit(card))
     ]
     if not candidates:
@@ -187,7 +188,7 @@ def _lead_against_nil(sit: Situation, plays: int, target: int) -> int | None:
 
     def pressure(card: int) -> tuple[int, int, int]:
         suit_held = sit.in_suit(held, sit.suit(card))
-        under = sum(1 for other in indexes(suit_held) if power[other] < power[card])
+        under = sum(1 for other in iter_cards(suit_held) if power[other] < power[card])
         return (under, suit_held.bit_count(), power[card])
 
     return min(candidates, key=pressure)
@@ -197,14 +198,14 @@ def _lead_to_win(sit: Situation, plays: int) -> int:
     """Cash side winners before they are ruffed, then draw trumps with the top ones; else give
     the lead away cheaply, from a short suit when there are trumps to ruff it later."""
     others = _others(sit)
-    sure = [card for card in indexes(plays) if sit.holds(card, others)]
+    sure = [card for card in iter_cards(plays) if sit.holds(card, others)]
     side = [card for card in sure if sit.suit(card) != TRUMP]
     if side:
         return min(side, key=sit.strength)
     if sure:
         return min(sure, key=sit.strength)
     partner = sit.partner
-    side_plays = [card for card in indexes(plays) if sit.suit(card) != TRUMP]
+    side_plays = [card for card in iter_cards(plays) if sit.suit(card) != TRUMP]
     if partner is not None and sit.in_suit(sit.possible(partner), TRUMP):
         ruffable = [card for card in side_plays if sit.voids[partner] >> sit.suit(card) & 1]
         if ruffable:
@@ -231,11 +232,11 @@ def _nils_to_attack(sit: Situation) -> list[int]:
 
 
 def _lowest(sit: Situation, mask: int) -> int:
-    return min(indexes(mask), key=sit.strength)
+    return min(iter_cards(mask), key=sit.strength)
 
 
 def _highest(sit: Situation, mask: int) -> int:
-    return max(indexes(mask), key=sit.strength)
+    return max(iter_cards(mask), key=sit.strength)
 
 
 def _cheapest(sit: Situation, mask: int) -> int:
@@ -250,4 +251,4 @@ def _cheapest(sit: Situation, mask: int) -> int:
         top = not sit.higher(card, unseen)
         return (suit == TRUMP, top, not short, sit.table.power[card])
 
-    return min(indexes(mask), key=worth)
+    return min(iter_cards(mask), key=worth)

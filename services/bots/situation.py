@@ -3,11 +3,15 @@
 Cards are handled as the engine handles them, as card indexes and bit sets of them
 (:mod:`domain.cards`), ranked by the table of the view's own rules (:func:`domain.table.table_for`):
 which cards are trumps (jokers, the 2♦ under ``jokers_deuces``) and how each ranks in its suit.
+With two decks a set says which cards a seat holds, not how many copies; what is unseen is
+counted copy by copy, and a copy of a card counts among the cards that can beat it (of two
+identical cards the later played wins).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, Literal
 
@@ -20,14 +24,6 @@ from domain.table import TRUMP, Table, table_for
 from services.bots.memory import HandMemory
 
 Goal = Literal["win", "duck"]
-
-
-def indexes(mask: int) -> Iterator[int]:
-    """The card indexes of a bit set, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
 
 
 def mask_of(cards: Any) -> int:
@@ -62,7 +58,10 @@ class Situation(msgspec.Struct, frozen=True, kw_only=True):
     drawn: int | None
     """The card on top of the draw pile, when this seat is drawing."""
     gone: int
-    """Cards seen leave play: earlier tricks this hand, and the draw's face-up discards."""
+    """Cards every copy of which was seen to leave play: earlier tricks this hand, the draw's
+    face-up discards, the seat's own discard as dealer."""
+    unseen: int
+    """Cards a copy of which this seat cannot place: in other hands, or out of play unseen."""
     voids: tuple[int, ...]
     """Per seat, the bit set of suits it has shown out of this hand."""
 
@@ -148,11 +147,6 @@ class Situation(msgspec.Struct, frozen=True, kw_only=True):
             mask |= 1 << card
         return mask
 
-    @property
-    def unseen(self) -> int:
-        """Cards this seat cannot place: in other hands, or out of play unseen."""
-        return self.table.pack_mask & ~self.hand & ~self.gone & ~self.on_table
-
     def higher(self, card: int, mask: int) -> int:
         """The cards of ``mask`` in ``card``'s suit that rank above it."""
         return mask & ranked_above(self.table)[card]
@@ -206,13 +200,15 @@ class Situation(msgspec.Struct, frozen=True, kw_only=True):
 @cache
 def ranked_above(table: Table) -> tuple[int, ...]:
     """Per card index, the bit set of the cards of its suit (as this table counts suits) that
-    rank above it."""
+    can beat it: those that rank above it, and with two decks its own other copy."""
     above = [0] * len(CARDS)
-    for card in table.pack:
-        for other in table.pack:
+    for card in set(table.pack):
+        for other in set(table.pack):
             same = table.suit_of[other.ordinal] == table.suit_of[card.ordinal]
             if same and table.power[other.ordinal] > table.power[card.ordinal]:
                 above[card.ordinal] |= other.bit
+        if table.copies[card.ordinal] > 1:
+            above[card.ordinal] |= card.bit
     return tuple(above)
 
 
@@ -227,14 +223,16 @@ def read_situation(
     rules = rules or resolve_rules(view["rules"])
     table = table_for(rules)
     trick = tuple((int(t["seat"]), Card.parse(t["card"]).ordinal) for t in view["current_trick"])
-    gone = mask_of(view.get("discards") or ())
+    seen = _ordinals(view.get("discards") or ())
     voids = [0] * table.players
     if memory is not None and memory.hand_number == view["hand_number"]:
-        gone |= mask_of(memory.played())
+        seen += _ordinals(memory.earlier_tricks()) + _ordinals(memory.discarded)
         for played in memory.tricks:
             _note_voids(table, played, voids)
     hand = view.get("hand")
+    held = _ordinals(hand or ())
     drawn = view.get("drawn_card")
+    gone, unseen = _counted(table, held, seen, [card for _, card in trick])
     return Situation(
         rules=rules,
         table=table,
@@ -243,7 +241,7 @@ def read_situation(
         turn=view.get("turn"),
         hand_number=int(view["hand_number"]),
         dealer=view.get("dealer"),
-        hand=mask_of(hand or ()),
+        hand=sum(1 << card for card in set(held)),
         looked=hand is not None,
         bids=tuple(view["bids"]),
         tricks=tuple(view["tricks"]),
@@ -252,9 +250,32 @@ def read_situation(
         bags=tuple(view["bags"]),
         legal=tuple(view["legal"]),
         drawn=Card.parse(drawn).ordinal if drawn else None,
-        gone=gone & ~sum(1 << card for _, card in trick),
+        gone=gone,
+        unseen=unseen,
         voids=tuple(voids),
     )
+
+
+def _ordinals(cards: Iterable[Any]) -> list[int]:
+    return [card.ordinal if isinstance(card, Card) else Card.parse(card).ordinal for card in cards]
+
+
+def _counted(
+    table: Table, held: list[int], seen: list[int], on_table: list[int]
+) -> tuple[int, int]:
+    """(The cards every copy of which was seen leave play, the cards a copy of which is
+    unseen), counting copies: with two decks a seat may hold one copy while the other is out."""
+    copies = table.copies
+    seen_count, held_count, table_count = Counter(seen), Counter(held), Counter(on_table)
+    gone = unseen = 0
+    for card in range(len(copies)):
+        if not copies[card]:
+            continue
+        if seen_count[card] >= copies[card] and not table_count[card]:
+            gone |= 1 << card
+        if copies[card] > held_count[card] + seen_count[card] + table_count[card]:
+            unseen |= 1 << card
+    return gone, unseen
 
 
 def _note_voids(table: Table, trick: list[tuple[int, Card]], voids: list[int]) -> None:

@@ -27,7 +27,8 @@ import msgspec
 from domain.bids import BLIND_NIL
 from domain.cards import CARDS
 from domain.rules import Rules, resolve_rules
-from services.bots.bidding import choose_bid, wants_blind_nil
+from services.bots.bidding import choose_bid, wants_blind_bid, wants_blind_nil
+from services.bots.discard import choose_discard
 from services.bots.draw import keeps
 from services.bots.memory import Event, HandMemory
 from services.bots.passing import choose_pass
@@ -79,6 +80,14 @@ class Bot:
         sit = read_situation(data, self.memory, self._rules_of(data["rules"]))
         if "draw" in kinds:
             return {"type": "draw", "keep": keeps(sit)}
+        if "discard" in kinds:
+            if not sit.looked:
+                return {"type": "look"}  # the dealer sees what it discards
+            count = next(action["count"] for action in legal if action["type"] == "discard")
+            return {
+                "type": "discard",
+                "cards": [CARDS[card].value for card in choose_discard(sit, count)],
+            }
         if "pass" in kinds:
             count = next(action["count"] for action in legal if action["type"] == "pass")
             return {
@@ -94,6 +103,9 @@ class Bot:
         if not sit.looked:
             if BLIND_NIL in bids and wants_blind_nil(sit):
                 return {"type": "bid", "bid": BLIND_NIL}
+            blind = wants_blind_bid(sit, bids)
+            if blind is not None:
+                return {"type": "bid", "bid": blind}
             return {"type": "look"}
         return {"type": "bid", "bid": choose_bid(sit, bids)}
 
@@ -119,6 +131,9 @@ class RandomPlayer:
         if not legal:
             return None
         action = dict(self.rng.choice(legal))
-        if action["type"] == "pass":
-            action = {"type": "pass", "cards": self.rng.sample(data["hand"], action.pop("count"))}
+        if action["type"] in ("pass", "discard"):
+            if data["hand"] is None:
+                return {"type": "look"}  # its cards are chosen from the hand: look first
+            count = action.pop("count")
+            action["cards"] = self.rng.sample(data["hand"], count)
         return action

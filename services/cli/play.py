@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Annotated, Any, TypeVar
 
@@ -65,7 +66,8 @@ def terminal_ask(console: Console) -> Ask:
 
 class PromptChooser:
     """Lists the legal actions numbered and reads the player's choice: a number, or a card's
-    name for a play. A pass due (``{"type": "pass", "count": n}``) then asks for n cards."""
+    name for a play. A pass or a discard due (``{"type": "pass", "count": n}``) then asks for
+    n cards of the hand (with two decks a card held twice may be named twice)."""
 
     def __init__(self, console: Console, ask: Ask | None = None) -> None:
         self.console = console
@@ -83,9 +85,13 @@ class PromptChooser:
             if chosen is None:
                 self.console.print(f"[yellow]{answer.strip()!r} is not one of the moves.[/]")
                 continue
-            if chosen.get("type") == "pass" and "count" in chosen:
-                cards = await self._cards_to_pass(view, int(chosen["count"]))
-                return None if cards is None else {"type": "pass", "cards": cards}
+            kind = chosen.get("type")
+            if kind in ("pass", "discard") and "count" in chosen:
+                if view.hand is None:
+                    self.console.print("You look at your cards first.")
+                    return {"type": "look"}
+                cards = await self._cards_to_give(view, str(kind), int(chosen["count"]))
+                return None if cards is None else {"type": kind, "cards": cards}
             return chosen
 
     @staticmethod
@@ -101,10 +107,10 @@ class PromptChooser:
             (a for a in options if a.get("type") == "play" and a.get("card") == card.value), None
         )
 
-    async def _cards_to_pass(self, view: SeatView, count: int) -> list[str] | None:
-        hand = view.hand or []
+    async def _cards_to_give(self, view: SeatView, kind: str, count: int) -> list[str] | None:
+        hand = Counter(view.hand or [])
         while True:
-            answer = await self.ask(f"Cards to pass ({count}, e.g. 2H 3H): ")
+            answer = await self.ask(f"Cards to {kind} ({count}, e.g. 2H 3H): ")
             if answer is None:
                 return None
             try:
@@ -112,8 +118,8 @@ class PromptChooser:
             except RuleViolation as error:
                 self.console.print(f"[yellow]{error.detail}[/]")
                 continue
-            if len(set(cards)) != count or any(card not in hand for card in cards):
-                self.console.print(f"[yellow]Pick {count} different cards of your hand.[/]")
+            if len(cards) != count or not Counter(cards) <= hand:
+                self.console.print(f"[yellow]Pick {count} cards of your hand.[/]")
                 continue
             return [card.value for card in cards]
 
@@ -265,7 +271,11 @@ def _run(url: str, work: Coroutine[Any, Any, T]) -> T:
 @app.command("new-game")
 def new_game(
     preset: Annotated[
-        str, typer.Option(help="partnership, solo, cutthroat, three-player-house, two-player.")
+        str,
+        typer.Option(
+            help="partnership, solo, cutthroat, three-player-house, two-player, six-player, "
+            "jokers-54."
+        ),
     ] = "partnership",
     rules: Annotated[
         str | None,

@@ -17,7 +17,13 @@ SUIT_ORDER = "SHDC"
 """Spades first: the trump suit leads the hand as a player sorts it."""
 RED_SUITS = {"H", "D"}
 RANK_ORDER = "AKQJT98765432"
-PHASE_NAMES = {"draw": "drawing", "bid": "bidding", "pass": "passing", "play": "playing"}
+PHASE_NAMES = {
+    "draw": "drawing",
+    "discard": "the dealer discards",
+    "bid": "bidding",
+    "pass": "passing",
+    "play": "playing",
+}
 
 
 def card_text(card: Card | str) -> Text:
@@ -62,9 +68,10 @@ def seat_name(state: PublicState, seat: int | None) -> str:
 
 
 def _bid_text(bid: Any) -> str:
+    """``3``, ``nil``, ``blind nil``, ``blind 6``; nothing before a bid (or without bidding)."""
     if bid is None:
         return ""
-    return {"nil": "nil", "blind_nil": "blind nil"}.get(str(bid), str(bid))
+    return str(bid).replace("_", " ")
 
 
 def _headline(state: PublicState) -> Text:
@@ -161,6 +168,9 @@ def describe_action(action: Mapping[str, Any]) -> str:
     if kind == "pass":
         count = action.get("count", len(action.get("cards") or []))
         return f"pass {count} cards to your partner"
+    if kind == "discard":
+        count = action.get("count", len(action.get("cards") or []))
+        return f"discard {count} cards face down"
     if kind == "draw":
         return "keep the card" if action.get("keep") else "discard the card"
     if kind == "look":
@@ -191,6 +201,10 @@ def narrate(event: Mapping[str, Any], state: PublicState) -> str:
         return f"{who} bids {_bid_text(event.get('bid'))}."
     if kind == "cards_passed":
         return f"{who} passes cards to {seat_name(state, event.get('to'))}."
+    if kind == "cards_discarded":
+        cards = event.get("cards")
+        what = cards_text(cards).plain if cards else f"{state.rules['dealer_discard']} cards"
+        return f"{who} discards {what} face down."
     if kind == "cards_received":
         return f"{who} receives the passed cards."
     if kind == "card_played":

@@ -15,7 +15,7 @@ from domain.cards import Card
 from domain.records import HandRecord
 
 Status = Literal["waiting", "playing", "finished"]
-Phase = Literal["draw", "bid", "pass", "play"]
+Phase = Literal["draw", "discard", "bid", "pass", "play"]
 
 
 class SeatInfo(msgspec.Struct, frozen=True):
@@ -77,7 +77,8 @@ class SeatView(PublicState, frozen=True, kw_only=True):
     """The card the seat sees on its turn of the two-player draw."""
     legal: list[dict[str, Any]]
     """Every action the seat may send now, exactly as it would be posted; a pass is given as
-    ``{"type": "pass", "count": n}`` (the seat chooses n cards of its hand)."""
+    ``{"type": "pass", "count": n}`` and the dealer's discard as ``{"type": "discard",
+    "count": n}`` (the seat chooses n cards of its hand)."""
 
 
 class Seat(msgspec.Struct, frozen=True):
@@ -229,6 +230,12 @@ class PassAction(msgspec.Struct, frozen=True, tag="pass", tag_field="type"):
     cards: list[Card]
 
 
+class DiscardAction(msgspec.Struct, frozen=True, tag="discard", tag_field="type"):
+    """The dealer's discard (``dealer_discard``)."""
+
+    cards: list[Card]
+
+
 class DrawAction(msgspec.Struct, frozen=True, tag="draw", tag_field="type"):
     keep: bool
 
@@ -237,6 +244,6 @@ class LookAction(msgspec.Struct, frozen=True, tag="look", tag_field="type"):
     pass
 
 
-Action = BidAction | PlayAction | PassAction | DrawAction | LookAction
+Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | LookAction
 """An action as posted to ``POST /v1/games/{id}/actions``; a plain dict (such as an entry of a
 view's ``legal`` list) may be posted as well."""

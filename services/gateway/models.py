@@ -12,12 +12,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.bids import BID_PATTERN
 from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
 from domain.platforms import Seating, Visibility
 from domain.rules import (
     DealKind,
     FailedBid,
     FailedNilTricks,
+    FirstHand,
     FirstLead,
     PresetName,
     Renege,
@@ -44,8 +46,12 @@ CardInput = Annotated[
     ),
 ]
 Bid = Annotated[
-    int | Literal["nil", "blind_nil"],
-    Field(description="A number of tricks, `nil` or `blind_nil`.", examples=[3, "nil"]),
+    int | Annotated[str, Field(pattern=BID_PATTERN)],
+    Field(
+        description="A number of tricks, `nil`, `blind_nil`, or a blind bid `blind_N` "
+        "(`blind_6`: six tricks bid before looking, `blind_bids`).",
+        examples=[3, "nil", "blind_6"],
+    ),
 ]
 Version = Annotated[int, Field(ge=0, description="A game version: how many events made it.")]
 
@@ -122,6 +128,14 @@ class PassAction(_Action):
     cards: list[CardInput] = Field(max_length=54)
 
 
+class DiscardAction(_Action):
+    """The dealer's discard (`dealer_discard`); with two decks a card named twice gives up
+    both copies."""
+
+    type: Literal["discard"]
+    cards: list[CardInput] = Field(max_length=54)
+
+
 class DrawAction(_Action):
     type: Literal["draw"]
     keep: bool
@@ -131,7 +145,7 @@ class LookAction(_Action):
     type: Literal["look"]
 
 
-Action = BidAction | PlayAction | PassAction | DrawAction | LookAction
+Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | LookAction
 """The body of ``POST .../actions``, told apart by ``type``."""
 
 
@@ -144,11 +158,14 @@ class RuleSet(BaseModel):
     preset: PresetName
     players: int
     partnerships: bool
+    decks: int
     deck_remove: list[Card]
     jokers: bool
     trump_order: TrumpOrder
     out_of_play: int
+    dealer_discard: int
     deal: DealKind
+    first_hand: FirstHand
     min_bid: int
     team_min_bid: int
     nil: bool
@@ -157,6 +174,7 @@ class RuleSet(BaseModel):
     blind_nil_value: int
     blind_nil_behind: int | None
     blind_nil_pass: int
+    blind_bids: int
     failed_nil_tricks: FailedNilTricks
     spades_lead: SpadesLead
     first_lead: FirstLead
@@ -168,6 +186,7 @@ class RuleSet(BaseModel):
     bag_penalty: int
     ten_for_two_hundred: bool
     boston: bool
+    blind_boston: bool
     all_tricks_bonus: int
     target: int
     lose_at: int | None
@@ -226,6 +245,13 @@ class LegalPass(BaseModel):
     count: int
 
 
+class LegalDiscard(BaseModel):
+    """The dealer's discard, due: ``count`` cards of its choosing."""
+
+    type: Literal["discard"]
+    count: int
+
+
 class LegalDraw(BaseModel):
     type: Literal["draw"]
     keep: bool
@@ -236,7 +262,8 @@ class LegalLook(BaseModel):
 
 
 LegalAction = Annotated[
-    LegalBid | LegalPlay | LegalPass | LegalDraw | LegalLook, Field(discriminator="type")
+    LegalBid | LegalPlay | LegalPass | LegalDiscard | LegalDraw | LegalLook,
+    Field(discriminator="type"),
 ]
 
 
@@ -318,6 +345,14 @@ class HandLookedEvent(BaseModel):
     cards: list[Card] | None
 
 
+class CardsDiscardedEvent(BaseModel):
+    """The dealer's discard: ``cards`` only for the dealer, null for everyone else."""
+
+    type: Literal["cards_discarded"]
+    seat: int
+    cards: list[Card] | None
+
+
 class BidPlacedEvent(BaseModel):
     type: Literal["bid_placed"]
     seat: int
@@ -354,7 +389,7 @@ class TrickWonEvent(BaseModel):
 class HandScoredEvent(BaseModel):
     type: Literal["hand_scored"]
     hand: int
-    bids: list[Bid]
+    bids: list[Bid | None] = Field(description="All null in a hand without bidding.")
     tricks: list[int]
     points: list[int]
     scores: list[int]
@@ -375,6 +410,7 @@ Event = Annotated[
     | HandDealtEvent
     | CardDrawnEvent
     | HandLookedEvent
+    | CardsDiscardedEvent
     | BidPlacedEvent
     | CardsPassedEvent
     | CardsReceivedEvent
@@ -407,6 +443,11 @@ class Deal(BaseModel):
     hands: list[list[Card]]
     seed: str | None
     commitment: str | None
+
+
+class Discarded(BaseModel):
+    seat: int
+    cards: list[Card]
 
 
 class Drawn(BaseModel):
@@ -450,7 +491,8 @@ class HandRecord(BaseModel):
     dealer: int
     deal: Deal
     draws: list[Drawn]
-    bids: list[Bid]
+    discards: list[Discarded] = Field(description="The dealer's discard, under dealer_discard.")
+    bids: list[Bid | None]
     passes: list[Pass]
     tricks: list[Trick]
     tricks_won: list[int]

@@ -22,6 +22,7 @@ from domain.events import (
     AnyEvent,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     GameCreated,
     HandDealt,
@@ -33,7 +34,7 @@ from services.projections.model import PerGameModel
 from services.projections.schema import hand_progress, hand_records
 from services.projections.store import upsert
 
-RECORDED = (HandDealt, CardDrawn, CardsPassed, CardPlayed, TrickWon, HandScored)
+RECORDED = (HandDealt, CardDrawn, CardsDiscarded, CardsPassed, CardPlayed, TrickWon, HandScored)
 """The events a hand record is made of; the others (bids, looks, receipts) are not kept."""
 
 _encode_pending = msgspec.json.Encoder().encode

@@ -30,7 +30,7 @@ from services.projections.store import upsert
 
 CONTRACT_MADE = frozenset({"contract"})
 CONTRACT_SET = frozenset({"failed_bid", "renege"})
-SPECIAL_CONTRACTS = frozenset({"ten_for_two_hundred", "boston"})
+SPECIAL_CONTRACTS = frozenset({"ten_for_two_hundred", "boston", "blind_boston"})
 NILS = frozenset({"nil_value", "blind_nil_value"})
 BAGS = frozenset({"overtrick_points", "failed_nil_tricks"})
 
@@ -97,7 +97,9 @@ def hand_tallies(rules: Rules, scored: HandScored) -> list[Tally]:
     for seat, bid in enumerate(scored.bids):
         unit = table.unit_of[seat]
         tally = Tally(hands=1, bags=bags[unit])
-        if is_nil(bid):
+        if bid is None:
+            pass  # a hand without bidding (first_hand: no_bid): no bid to make or set
+        elif is_nil(bid):
             tally.nils_made, tally.nils_failed = (1, 0) if nil_made[seat] else (0, 1)
         else:
             tally.bids_made, tally.bids_set = (1, 0) if made[unit] else (0, 1)

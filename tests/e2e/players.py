@@ -1,6 +1,6 @@
 """Random players that sit at a table and play a game to its end, only through the HTTP API.
 
-Every move is taken from the seat's own ``legal`` list; a pass due
+Every move is taken from the seat's own ``legal`` list; a pass or a discard due
 (``{"type": "pass", "count": n}``) is answered with n cards of the seat's ``hand``. The players
 keep what they sent, so a test can hold the hand records up against it.
 """
@@ -22,8 +22,20 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cutthroat": {"preset": "cutthroat", "target": 150, "max_hands": 2},
     "three-player-house": {"preset": "three-player-house", "target": 150, "max_hands": 2},
     "two-player": {"preset": "two-player", "target": 150, "max_hands": 2},
+    "six-player": {"preset": "six-player", "target": 150, "max_hands": 2},
+    "jokers-54": {"preset": "jokers-54", "target": 150, "max_hands": 2},
 }
-NAMES = ("north", "east", "south", "west")
+VARIATIONS: dict[str, Any] = {
+    "preset": "jokers-54",
+    "first_hand": "no_bid",
+    "blind_bids": 6,
+    "boston": True,
+    "blind_boston": True,
+    "target": 150,
+    "max_hands": 2,
+}
+"""The rest of seed 002's table at once: a first hand without bidding, then blind bids."""
+NAMES = ("north", "east", "south", "west", "nadir", "zenith")
 MAX_MOVES = 2000
 """No game of a few hands needs more; beyond this the table is stuck."""
 
@@ -105,6 +117,13 @@ class Table:
             if m.hand == hand and m.action["type"] == "bid"
         }
 
+    def discards_of(self, hand: int) -> list[tuple[int, list[str]]]:
+        return [
+            (m.seat, m.action["cards"])
+            for m in self.moves
+            if m.hand == hand and m.action["type"] == "discard"
+        ]
+
     def plays_of(self, hand: int) -> list[tuple[int, str]]:
         return [
             (m.seat, m.action["card"])
@@ -119,7 +138,7 @@ def _has_move(view: SeatView) -> bool:
 
 def choose(view: SeatView, rng: random.Random, style: Style) -> dict[str, Any]:
     """A random legal action of the seat: looking first sometimes, blind nil as the style
-    leans, a pass made of random cards of its hand."""
+    leans, a pass or a discard made of random cards of its hand (looking first if it must)."""
     legal = view.legal
     if {"type": "look"} in legal and rng.random() < style.look_first:
         return {"type": "look"}
@@ -127,9 +146,12 @@ def choose(view: SeatView, rng: random.Random, style: Style) -> dict[str, Any]:
     if blind in legal and rng.random() < style.blind_nil:
         return blind
     action = dict(rng.choice([a for a in legal if a["type"] != "look"]))
-    if action["type"] == "pass":
-        assert view.hand is not None, "a seat that owes a pass must see its hand"
-        return {"type": "pass", "cards": rng.sample([c.value for c in view.hand], action["count"])}
+    if action["type"] in ("pass", "discard"):
+        if view.hand is None:
+            assert action["type"] == "discard", "a seat that owes a pass must see its hand"
+            return {"type": "look"}
+        cards = rng.sample([c.value for c in view.hand], action["count"])
+        return {"type": action["type"], "cards": cards}
     return action
 
 

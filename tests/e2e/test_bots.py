@@ -30,10 +30,22 @@ async def finished_bot_games(client: SpadesClient) -> set[str]:
         cursor = page.next_cursor
 
 
-async def test_spades_bots_plays_its_games_to_the_end(stack: Stack, client: SpadesClient) -> None:
+@pytest.mark.parametrize(
+    ("preset", "rules"),
+    [
+        ("partnership", None),
+        ("six-player", '{"max_hands": 2}'),
+        ("jokers-54", '{"max_hands": 2, "first_hand": "no_bid", "blind_bids": 6}'),
+    ],
+)
+async def test_spades_bots_plays_its_games_to_the_end(
+    stack: Stack, client: SpadesClient, preset: str, rules: str | None
+) -> None:
     before = await finished_bot_games(client)
     argv = [sys.executable, "-m", "services.cli.main", "bots", "--games", "2"]
-    argv += ["--url", stack.base_url, "--concurrency", "2"]
+    argv += ["--preset", preset, "--url", stack.base_url, "--concurrency", "2"]
+    if rules is not None:
+        argv += ["--rules", rules]
     if stack.api_key:
         argv += ["--api-key", stack.api_key]
     process = await asyncio.create_subprocess_exec(
@@ -52,5 +64,6 @@ async def test_spades_bots_plays_its_games_to_the_end(stack: Stack, client: Spad
         state = await client.state(game_id)
         assert state.status == "finished"
         assert state.winners
+        assert state.rules["preset"] == preset
         audit = await client.audit(game_id)
         assert audit.ok, audit

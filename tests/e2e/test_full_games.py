@@ -7,11 +7,19 @@ import asyncio
 import random
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from services.client import GameSummary, HandRecord, PublicState, Scoreboard, SpadesClient
-from tests.e2e.players import PRESETS, Table, seat_players
+from services.client import (
+    GameSummary,
+    HandRecord,
+    PublicState,
+    Scoreboard,
+    ScoredHandRecord,
+    SpadesClient,
+)
+from tests.e2e.players import PRESETS, VARIATIONS, Table, seat_players
 
 pytestmark = pytest.mark.e2e
 
@@ -20,8 +28,24 @@ LIST_CATCH_UP_S = 10.0
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 async def test_a_whole_game_of_every_preset(client: SpadesClient, preset: str) -> None:
-    rng = random.Random(f"full game {preset}")
-    table = await seat_players(client, PRESETS[preset], rng)
+    await check_a_whole_game(client, PRESETS[preset], f"full game {preset}")
+
+
+async def test_a_whole_game_of_seed_002_s_variations(client: SpadesClient) -> None:
+    """jokers-54 with a first hand without bidding, blind bids and blind Boston."""
+    final, records = await check_a_whole_game(client, VARIATIONS, "full game of variations")
+    first, *later = records
+    assert first.bids == [None] * 4
+    assert first.points == [10 * sum(first.tricks_won[s] for s in unit) for unit in final.units]
+    assert all(None not in record.bids for record in later)
+    assert all(len(record.discards) == 1 for record in records)
+
+
+async def check_a_whole_game(
+    client: SpadesClient, rules: dict[str, Any], seed: str
+) -> tuple[PublicState, list[ScoredHandRecord]]:
+    rng = random.Random(seed)
+    table = await seat_players(client, rules, rng)
 
     final = await table.play_out()
 
@@ -48,6 +72,7 @@ async def test_a_whole_game_of_every_preset(client: SpadesClient, preset: str) -
     assert summary.players[: len(final.seats)] == [seat.player for seat in final.seats]
     assert summary.scores == final.scores
     assert summary.winners == final.winners
+    return final, records
 
 
 async def listed_when_finished(client: SpadesClient, game_id: str, player: str) -> GameSummary:
@@ -70,11 +95,17 @@ async def listed_when_finished(client: SpadesClient, game_id: str, player: str) 
 
 
 def check_record_against_play(table: Table, final: PublicState, record: HandRecord) -> None:
-    """The record holds the bids and plays the players sent, in order, and its deal adds up."""
+    """The record holds the bids, discards and plays the players sent, in order, and its deal
+    adds up, copy by copy with two decks."""
     players = len(final.seats)
     sent_bids = table.bids_of(record.hand)
     assert {seat: record.bids[seat] for seat in sent_bids} == sent_bids
-    assert len(sent_bids) == players
+    if any(bid is not None for bid in record.bids):
+        assert len(sent_bids) == players
+    else:  # first_hand: no_bid
+        assert sent_bids == {}
+    sent_discards = table.discards_of(record.hand)
+    assert [(d.seat, [c.value for c in d.cards]) for d in record.discards] == sent_discards
     played = [(card.seat, card.card.value) for trick in record.tricks for card in trick.cards]
     assert played == table.plays_of(record.hand)
     wins = Counter(trick.winner for trick in record.tricks)
@@ -84,22 +115,33 @@ def check_record_against_play(table: Table, final: PublicState, record: HandReco
         assert [c.seat for c in trick.cards] == [
             (trick.leader + k) % players for k in range(players)
         ]
-    # Every card a seat played was dealt to it or passed to it, and it played all of them.
+    # Every card a seat played was dealt to it or passed to it and not discarded, and it played
+    # all of them: each copy once.
     for seat in range(players):
-        held = set(record.deal.hands[seat])
+        held = Counter(record.deal.hands[seat])
         for exchange in record.passes:
             if exchange.from_seat == seat:
-                held -= set(exchange.cards)
+                held -= Counter(exchange.cards)
             if exchange.to == seat:
-                held |= set(exchange.cards)
-        assert held == {card.card for t in record.tricks for card in t.cards if card.seat == seat}
+                held += Counter(exchange.cards)
+        for discarded in record.discards:
+            if discarded.seat == seat:
+                held -= Counter(discarded.cards)
+        played_by = Counter(
+            card.card for t in record.tricks for card in t.cards if card.seat == seat
+        )
+        assert held == played_by
     assert record.deal.seed, "the seed is revealed in the record"
     deck = record.deal.deck
     assert deck is not None
-    if not record.draws:  # dealt one at a time from the left of the dealer
-        size = len(record.deal.hands[0])
+    if not record.draws:  # dealt one at a time from the left of the dealer, who takes the rest
+        size = len(record.tricks)
         for index, card in enumerate(deck[: size * players]):
             assert card in record.deal.hands[(record.dealer + 1 + index) % players]
+        extra = len(record.deal.hands[record.dealer]) - size
+        assert Counter(deck[size * players : size * players + extra]) <= Counter(
+            record.deal.hands[record.dealer]
+        )
     else:  # the two-player draw: the pile, top card first, is what was drawn
         assert [drawn.card for drawn in record.draws] == deck[: len(record.draws)]
         for seat in range(players):

@@ -51,3 +51,35 @@ async def test_a_simulated_league_plays_every_round_and_prints_its_standings(
             assert [seat.player for seat in state.seats] == table.players
             audit = await client.audit(table.game_id)
             assert audit.ok, audit
+
+
+async def test_a_six_player_league_seats_teams_of_facing_partners(
+    stack: Stack, client: SpadesClient
+) -> None:
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "6", "--rounds", "2", "--bots", "--preset", "six-player"]
+    argv += ["--rules", '{"max_hands": 1}', "--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}): 6 players", err.decode())
+    assert found, err.decode()[-2000:]
+    league_id = found[1]
+    assert f"standings of league {league_id} (2 games)" in out.decode()
+    leagues = LeagueClient(client)
+    standings = await leagues.standings(league_id, min_version=2)
+    assert [row.games for row in standings.players] == [2] * 6
+    partners: set[frozenset[str]] = set()
+    for number in (1, 2):
+        (table,) = (await leagues.round(league_id, number)).tables
+        state = await client.state(table.game_id)
+        assert state.status == "finished"
+        assert state.units == [[0, 3], [1, 4], [2, 5]]
+        partners |= {frozenset({table.players[a], table.players[b]}) for a, b in state.units}
+        audit = await client.audit(table.game_id)
+        assert audit.ok, audit
+    assert len(partners) == 6, "the second round changes every partnership"

@@ -37,8 +37,21 @@ GAMES: dict[str, tuple[dict[str, Any], Style]] = {
     "two-player draw": ({"preset": "two-player", "max_hands": 1}, Style()),
     "cutthroat": ({"preset": "cutthroat", "max_hands": 1}, Style(look_early=0.6)),
     "solo with jokers": (
-        {"preset": "solo", "jokers": True, "deck_remove": ["2C", "2D"], "max_hands": 1},
+        {
+            "preset": "solo",
+            "jokers": True,
+            "trump_order": "jokers",
+            "deck_remove": ["2C", "2D"],
+            "max_hands": 1,
+        },
         Style(look_first=0.8),
+    ),
+    # two copies of every card: a seat may hold a card another seat also holds
+    "six-player": ({"preset": "six-player", "max_hands": 1}, Style(look_early=0.5)),
+    # the dealer's discard, face down; a first hand where every seat picks its cards up at once
+    "jokers-54, the first hand without bidding": (
+        {"preset": "jokers-54", "first_hand": "no_bid", "blind_bids": 6, "max_hands": 2},
+        Style(look_first=0.3),
     ),
 }
 

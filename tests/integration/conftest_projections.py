@@ -100,7 +100,15 @@ def random_logs(count: int, seed: int, prefix: str = "g") -> list[GameLog]:
     """Finished games of every preset, 1 to 3 hands each; every other one in league
     ``north``; created in four distinct minutes, so that several share a creation time."""
     rng = random.Random(seed)
-    presets = ("partnership", "solo", "cutthroat", "three-player-house", "two-player")
+    presets = (
+        "partnership",
+        "solo",
+        "cutthroat",
+        "three-player-house",
+        "two-player",
+        "six-player",
+        "jokers-54",
+    )
     return [
         play_game(
             rng,

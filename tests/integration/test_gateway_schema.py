@@ -101,6 +101,7 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.ScoreLine, HandScoreLine),
     (models.Deal, records.Deal),
     (models.Drawn, records.Drawn),
+    (models.Discarded, records.Discarded),
     (models.Pass, records.Pass),
     (models.Trick, records.Trick),
     (models.Played, records.Played),
@@ -116,6 +117,7 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.HandDealtEvent, events.HandDealt),
     (models.CardDrawnEvent, events.CardDrawn),
     (models.HandLookedEvent, events.HandLooked),
+    (models.CardsDiscardedEvent, events.CardsDiscarded),
     (models.BidPlacedEvent, events.BidPlaced),
     (models.CardsPassedEvent, events.CardsPassed),
     (models.CardsReceivedEvent, events.CardsReceived),
@@ -136,15 +138,25 @@ def test_the_response_models_mirror_the_domain(
         assert get_args(model.model_fields["type"].annotation) == (struct.__struct_config__.tag,)
 
 
-def test_the_response_models_accept_the_domain_values() -> None:
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"jokers": True, "trump_order": "jokers", "deck_remove": ["2C", "2D"]},
+        {"preset": "six-player", "blind_bids": 6},
+        {"preset": "jokers-54"},
+    ],
+    ids=["jokers", "six-player", "jokers-54"],
+)
+def test_the_response_models_accept_the_domain_values(rules: dict[str, Any]) -> None:
     """A dealt table through the domain, rendered as the API renders it, fits the models."""
-    game = fold(decide(None, CreateGame("mirror", {"jokers": True, "deck_remove": ["2C", "2D"]})))
+    game = fold(decide(None, CreateGame("mirror", rules)))
     deal = SeededDeal(b"\x01" * 32)
-    for seat in range(4):
+    assert game is not None
+    for seat in range(game.rules.players):
         game = fold(decide(game, TakeSeat(f"p{seat}"), deal=deal), game)
     assert game is not None
     models.PublicState.model_validate(msgspec.to_builtins(views.public_view(game)))
-    for seat in range(4):
+    for seat in range(game.rules.players):
         shown = msgspec.to_builtins(views.seat_view(game, seat))
         assert models.SeatView.model_validate(shown).legal
 

@@ -13,10 +13,8 @@ from nats.js import JetStreamContext
 from benchmarks.projections import GameLog, GameWriter, play_game
 from contracts.wire import ActRequest, CommandRequest, CreateGameRequest, TakeSeatRequest
 from domain.bids import Bid
-from domain.cards import cards_in
 from domain.commands import (
     CreateGame,
-    PassCards,
     PlaceBid,
     PlayerAction,
     RecordTally,
@@ -24,9 +22,9 @@ from domain.commands import (
     to_api,
 )
 from domain.dealing import SeededDeal
-from domain.game import PassDue, decide, legal_actions
+from domain.game import DiscardDue, PassDue, decide, legal_actions
 from domain.records import hand_records
-from domain.state import Game, held
+from domain.state import Game, cards_held
 from domain.table import table_for
 from services.engine.engine import Engine
 from services.projections import queries
@@ -144,10 +142,10 @@ async def play_through_engine(engine: Engine, game_id: str, rng: random.Random) 
             [(s, a) for s in range(game.rules.players) for a in legal_actions(game, s)]
         )
         action: PlayerAction
-        if isinstance(legal, PassDue):
+        if isinstance(legal, (PassDue, DiscardDue)):
             hand = game.hand
             assert hand is not None
-            action = PassCards(seat, tuple(rng.sample(cards_in(held(hand, seat)), legal.count)))
+            action = legal.choose(tuple(rng.sample(cards_held(hand, seat), legal.count)))
         else:
             action = legal
         await send(ActRequest(seat=seat, action=to_api(action)))

@@ -20,20 +20,28 @@ from msgspec.structs import replace
 
 from contracts.wire import GENESIS, Commit, Refusal, encode_commit, read_commit
 from domain.cards import cards_in
-from domain.commands import AnyCommand, CreateGame, PassCards, PlaceBid, PlayCard, TakeSeat
+from domain.commands import AnyCommand, CreateGame, PlaceBid, PlayCard, TakeSeat
 from domain.dealing import SeededDeal
 from domain.errors import InvalidRules, RuleViolation
 from domain.events import AnyEvent, CardPlayed, HandScored
-from domain.game import PassDue, decide, evolve, legal_actions
+from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions
 from domain.rules import resolve_rules
-from domain.state import Game, held
+from domain.state import Game, cards_held, held
 from services.audit.read_models import ReadModels
 from services.audit.replay import audit_game, replay_game
 from services.projections.hands import HandsModel
 from services.projections.scoreboard import ScoreboardModel
 from services.runtime.game_stream import StoredCommit
 
-PRESETS = ["partnership", "solo", "cutthroat", "three-player-house", "two-player"]
+PRESETS = [
+    "partnership",
+    "solo",
+    "cutthroat",
+    "three-player-house",
+    "two-player",
+    "six-player",
+    "jokers-54",
+]
 OVERRIDES: dict[str, list[Any]] = {
     "must_beat": [True, False],
     "renege": ["reject", "penalize"],
@@ -52,6 +60,9 @@ OVERRIDES: dict[str, list[Any]] = {
     "all_tricks_bonus": [0, 100],
     "team_min_bid": [0, 4],
     "blind_nil_pass": [0, 1, 2],
+    "first_hand": ["bid", "no_bid"],
+    "blind_bids": [0, 6],
+    "blind_boston": [False, True],
 }
 JOKERS = {"jokers": True, "trump_order": "jokers_deuces", "deck_remove": ["2C", "2H"]}
 
@@ -125,8 +136,8 @@ class HonestTable:
         assert hand is not None
         seat = self.seat_to_act()
         action = self.rng.choice(legal_actions(self.state, seat))
-        if isinstance(action, PassDue):
-            return PassCards(seat, tuple(self.rng.sample(cards_in(held(hand, seat)), action.count)))
+        if isinstance(action, (PassDue, DiscardDue)):
+            return action.choose(tuple(self.rng.sample(cards_held(hand, seat), action.count)))
         return action
 
     def refused_action(self) -> AnyCommand:
@@ -163,7 +174,7 @@ def random_rules(preset: str, rng: random.Random) -> dict[str, Any]:
     """A rule set of ``preset`` with a few overrides drawn at random, one the engine accepts."""
     while True:
         raw: dict[str, Any] = {"preset": preset, "max_hands": 2}
-        if rng.random() < 0.3 and preset != "two-player":
+        if rng.random() < 0.3 and preset not in ("two-player", "six-player", "jokers-54"):
             raw.update(JOKERS)
             if resolve_rules({"preset": preset}).players == 3:
                 raw["deck_remove"] = ["2C", "2H", "2D"]
@@ -221,6 +232,7 @@ def test_the_games_built_here_hold_refusals_and_every_kind_of_event() -> None:
         assert audit_game(table.commits).ok
     assert refusals > 10
     assert {"CardsPassed", "CardsReceived", "CardDrawn", "HandLooked", "GameEnded"} <= kinds
+    assert "CardsDiscarded" in kinds
 
 
 def test_a_game_still_being_played_audits_clean_and_reports_only_finished_hands() -> None:

@@ -174,6 +174,47 @@ def test_a_tally_bid_the_rules_refuse() -> None:
     assert problem.rule == "nil_not_allowed"
 
 
+def test_records_with_a_discard_and_a_first_hand_without_bids_import_clean() -> None:
+    rules = {"preset": "jokers-54", "first_hand": "no_bid", "blind_bids": 6, "max_hands": 2}
+    records = exported(rules, 23)
+    assert records[0]["bids"] == [None] * 4
+    assert all(len(record["discards"]) == 1 for record in records)
+    audited = audit_hand_records({"hands": records})
+    assert audited.report.problems == []
+    for hand in audited.report.hands:
+        assert (hand.deal_verified, hand.replayed, hand.score_matches) == (True, True, True)
+    second = audit_hand_records(records[1])  # a later hand alone is bid, whatever first_hand says
+    assert second.report.ok
+
+
+def test_a_record_that_leaves_out_the_dealer_s_discard_is_caught() -> None:
+    (record,) = exported({"preset": "jokers-54", "max_hands": 1, "target": 10}, 24)
+    record["discards"] = []
+    problem = audit_hand_records(record).report.first_problem
+    assert problem is not None
+    assert (problem.check, problem.rule) == ("replay", "wrong_phase")
+
+
+def test_a_tally_of_a_first_hand_without_bidding_scores_ten_a_trick() -> None:
+    rules = {"preset": "partnership", "first_hand": "no_bid"}
+    tally = {"bids": [None] * 4, "tricks": [4, 3, 2, 4], "points": [60, 70]}
+    assert audit_hand_records(tally, rules).report.ok
+    assert audit_hand_records({"tricks": [4, 3, 2, 4], "points": [60, 70]}, rules).report.ok
+    with pytest.raises(UnreadableRecord):
+        audit_hand_records({"bids": [3, 3, 3, 3], "tricks": [4, 3, 2, 4]}, rules)
+
+
+def test_a_tally_with_blind_bids_under_jokers_54() -> None:
+    rules = {"preset": "jokers-54", "blind_bids": 6}
+    tally = {"bids": [2, "blind_6", 1, 2], "tricks": [3, 5, 1, 4], "points": [31, 161]}
+    assert audit_hand_records(tally, rules).report.ok
+    # The dealer (seat 0) discarded, and so has looked: it cannot have bid blind.
+    dealer_blind = {"bids": ["blind_6", 2, 3, 1], "tricks": [4, 3, 3, 3]}
+    problem = audit_hand_records(dealer_blind, rules).report.first_problem
+    assert problem is not None
+    assert problem.rule == "blind_bid_not_allowed"
+
+
 def test_a_tally_with_start_scores_checks_the_totals() -> None:
     start = {"scores": [480, 300], "bags": [9, 0]}
     right = {**WORKED_TALLY, "start": start, "points": [-47, -160], "scores": [433, 140]}

@@ -4,6 +4,7 @@ actions, never renege, and games end; and with fixed seeds they beat random play
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,10 +14,11 @@ from hypothesis import strategies as st
 
 from benchmarks.bots import PRESETS, play_game, run_matchup
 from domain.rules import resolve_rules
+from domain.table import table_for
 from services.bots.memory import Event
 from services.bots.strategy import Bot, Player, RandomPlayer, View, as_json
 
-JOKER_ORDERS = ["standard", "jokers", "jokers_deuce", "jokers_deuces"]
+JOKER_ORDERS = ["jokers", "jokers_deuce", "jokers_deuces"]
 
 
 @st.composite
@@ -25,7 +27,7 @@ def rule_sets(draw: st.DrawFn) -> dict[str, Any]:
     preset = draw(st.sampled_from(PRESETS))
     raw: dict[str, Any] = {"preset": preset, "max_hands": draw(st.sampled_from([1, 2]))}
     base = resolve_rules(raw)
-    if draw(st.booleans()):
+    if base.decks == 1 and not base.jokers and draw(st.booleans()):
         raw["jokers"] = True
         raw["trump_order"] = draw(st.sampled_from(JOKER_ORDERS))
         raw["deck_remove"] = ["2C", "2H", "2D"] if base.players == 3 else ["2C", "2H"]
@@ -45,6 +47,8 @@ def rule_sets(draw: st.DrawFn) -> dict[str, Any]:
         "bag_limit": st.sampled_from([None, 10, 3]),
         "ten_for_two_hundred": st.booleans(),
         "boston": st.booleans(),
+        "first_hand": st.sampled_from(["bid", "no_bid"]),
+        "blind_bids": st.sampled_from([0, 6]),
     }
     if base.partnerships:
         options["team_min_bid"] = st.sampled_from([0, 4])
@@ -74,10 +78,10 @@ class Watched:
         data = as_json(view)
         action = self.player.act(data)
         assert action is not None, f"seat {self.seat} gave no action for {data['legal']}"
-        if action["type"] == "pass":
-            due = next(a for a in data["legal"] if a["type"] == "pass")
-            assert len(set(action["cards"])) == due["count"]
-            assert set(action["cards"]) <= set(data["hand"])
+        if action["type"] in ("pass", "discard"):
+            due = next(a for a in data["legal"] if a["type"] == action["type"])
+            assert len(action["cards"]) == due["count"]
+            assert Counter(action["cards"]) <= Counter(data["hand"])
         else:
             assert action in data["legal"], action
         self.actions += 1
@@ -92,7 +96,7 @@ class Watched:
 )
 @given(
     rules=rule_sets(),
-    bots=st.lists(st.booleans(), min_size=4, max_size=4),
+    bots=st.lists(st.booleans(), min_size=6, max_size=6),
     behind=st.booleans(),
     seed=st.integers(0, 2**16),
 )
@@ -100,7 +104,7 @@ def test_bots_send_only_legal_actions_never_renege_and_games_end(
     rules: dict[str, Any], bots: list[bool], behind: bool, seed: int
 ) -> None:
     resolved = resolve_rules(rules)
-    units = 2 if resolved.partnerships else resolved.players
+    units = len(table_for(resolved).units)
     # Far behind a side near the target, a bot may bid blind nil (and pass, in partnership).
     scores = (0, *[420] * (units - 1)) if behind else None
     rng = random.Random(seed)
@@ -119,6 +123,20 @@ def test_bots_send_only_legal_actions_never_renege_and_games_end(
 def test_a_bot_team_beats_a_random_team_by_a_wide_margin() -> None:
     figures = run_matchup("partnership", "team", games=12, seed=100)
     assert figures.wins >= 11
+    assert figures.win_low > figures.fair_share
+    assert figures.score_difference > 1000
+
+
+def test_a_six_player_bot_team_beats_two_random_teams_by_a_wide_margin() -> None:
+    figures = run_matchup("six-player", "team", games=8, seed=300)
+    assert figures.wins >= 7
+    assert figures.win_low > figures.fair_share
+    assert figures.score_difference > 1000
+
+
+def test_a_jokers_54_bot_team_beats_a_random_team_by_a_wide_margin() -> None:
+    figures = run_matchup("jokers-54", "team", games=8, seed=400)
+    assert figures.wins >= 7
     assert figures.win_low > figures.fair_share
     assert figures.score_difference > 1000
 

@@ -14,9 +14,12 @@ from domain.rules import resolve_rules
 from domain.state import NO_SEAT, Game, Hand, Phase, Player, holdings_of
 from domain.views import seat_view
 from services.bots.memory import HandMemory
+from services.bots.situation import read_situation
 from services.bots.strategy import Bot, RandomPlayer
 
 FULL_HAND = "AS KS QS AH KH QH AD KD QD AC KC QC JC"
+DEALT_15 = "BJ AS 9S 5S 4S AH KH 8H 6H 4H AD QD 9D 3C 7C"
+"""A dealer's 15 cards under jokers-54: two clubs, the shortest side suit, both low."""
 
 
 def cards(text: str) -> list[Card]:
@@ -91,8 +94,8 @@ def chosen(view: dict[str, Any], bot: Bot | None = None) -> dict[str, Any]:
     """The bot's action, checked to be one the view allows."""
     action = (bot or Bot()).act(view)
     assert action is not None
-    if action["type"] == "pass":
-        due = next(a for a in view["legal"] if a["type"] == "pass")
+    if action["type"] in ("pass", "discard"):
+        due = next(a for a in view["legal"] if a["type"] == action["type"])
         assert len(set(action["cards"])) == due["count"]
         assert set(action["cards"]) <= set(view["hand"])
     else:
@@ -331,6 +334,24 @@ def test_no_blind_nil_without_a_partner_to_cover_it() -> None:
     assert chosen(view) == {"type": "look"}
 
 
+def test_a_blind_bid_far_behind_when_the_other_side_nears_the_target() -> None:
+    rules = {"preset": "partnership", "blind_bids": 6, "blind_nil": False}
+    view = at_table(0, FULL_HAND, rules=rules, phase="bid", looked=False, scores=[100, 420])
+    assert chosen(view) == {"type": "bid", "bid": "blind_6"}
+
+
+def test_no_blind_bid_when_not_far_behind() -> None:
+    rules = {"preset": "partnership", "blind_bids": 6, "blind_nil": False}
+    view = at_table(0, FULL_HAND, rules=rules, phase="bid", looked=False, scores=[300, 350])
+    assert chosen(view) == {"type": "look"}
+
+
+def test_no_blind_bid_the_side_could_not_hope_to_make() -> None:
+    rules = {"preset": "partnership", "blind_bids": 9, "blind_nil": False}
+    view = at_table(0, FULL_HAND, rules=rules, phase="bid", looked=False, scores=[100, 420])
+    assert chosen(view) == {"type": "look"}
+
+
 def test_the_team_minimum_is_met() -> None:
     rules = {"preset": "partnership", "team_min_bid": 4}
     view = at_table(2, "2C 3C 5C 7C 2D 4D 6D 3H 4H 6H 8H 2S 3S", rules=rules, phase="bid",
@@ -345,7 +366,23 @@ def test_a_seat_waits_rather_than_look_out_of_turn() -> None:
     assert Bot().act(view) is None
 
 
-# ---------------------------------------------------------------------------- pass and draw
+# ---------------------------------------------------------------------------- pass, discard, draw
+
+
+def test_the_dealer_looks_before_it_discards() -> None:
+    view = at_table(0, DEALT_15, rules={"preset": "jokers-54"}, phase="discard", looked=False)
+    assert chosen(view) == {"type": "look"}
+
+
+def test_the_dealer_keeps_trumps_and_top_cards_and_empties_a_short_suit() -> None:
+    view = at_table(0, DEALT_15, rules={"preset": "jokers-54"}, phase="discard")
+    assert set(chosen(view)["cards"]) == {"3C", "7C"}
+
+
+def test_a_dealer_with_a_nil_hand_discards_its_dangers() -> None:
+    hand = "2S 3S 2H 3H 4H 5H 2D 3D 4D 5D 6D 3C 4C 5C AC"
+    view = at_table(0, hand, rules={"preset": "jokers-54"}, phase="discard")
+    assert set(chosen(view)["cards"]) == {"2S", "AC"}  # the 2S ranks under the jokers only
 
 
 def test_the_blind_nil_bidder_passes_its_most_dangerous_cards() -> None:
@@ -382,6 +419,15 @@ def test_a_hand_heading_for_nil_keeps_low_cards_and_lets_honours_go() -> None:
 
 
 # ---------------------------------------------------------------------------- views and memory
+
+
+def test_with_two_decks_the_other_copy_of_a_card_can_beat_it() -> None:
+    six = {"preset": "six-player"}
+    lead = at_table(0, "AH 2C 3C", rules=six, phase="play", bids=[3] * 6, won=[0] * 6)
+    sit = read_situation(lead)
+    assert not sit.holds(Card.parse("AH").ordinal, [1, 2, 3, 4, 5])
+    single = at_table(0, "AH 2C 3C", phase="play", bids=[3] * 4, won=[0] * 4)
+    assert read_situation(single).holds(Card.parse("AH").ordinal, [1, 2, 3])
 
 
 def test_the_bot_takes_the_domain_s_view_struct_as_well() -> None:

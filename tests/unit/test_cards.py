@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from domain.cards import CARDS, Card, cards_in, mask_of, rank_value
+from domain.cards import CARDS, Card, cards_in, rank_value, set_of
 from domain.errors import RuleViolation
 
 
@@ -82,8 +82,8 @@ def test_rank_suit_and_jokers() -> None:
 
 def test_bit_sets_round_trip_in_canonical_order() -> None:
     cards = [Card.parse(text) for text in ["LJ", "AS", "2C", "TH", "3D"]]
-    mask = mask_of(cards)
+    mask = set_of(cards)
     assert mask.bit_count() == 5
     assert [str(card) for card in cards_in(mask)] == ["2C", "3D", "TH", "AS", "LJ"]
     assert cards_in(0) == []
-    assert cards_in(mask_of(list(CARDS))) == list(CARDS)
+    assert cards_in(set_of(list(CARDS))) == list(CARDS)

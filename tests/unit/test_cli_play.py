@@ -106,7 +106,45 @@ async def test_a_pass_asks_for_that_many_cards_of_the_hand() -> None:
     assert action == {"type": "pass", "cards": ["AS", "2H"]}
     assert prompts[1:] == ["Cards to pass (2, e.g. 2H 3H): "] * 4
     # one card, the same card twice, a card it does not hold: each asked again
-    assert out.getvalue().count("Pick 2 different cards of your hand.") == 3
+    assert out.getvalue().count("Pick 2 cards of your hand.") == 3
+
+
+async def test_a_discard_asks_for_cards_of_the_hand_and_a_card_held_twice_may_go_twice() -> None:
+    due: Legal = [{"type": "discard", "count": 2}]
+    chooser, prompts, out = scripted(["1", "KS KS", "AS AS"])
+    two_decks = view(due, phase="discard", turn=1, hand=[*HAND, "AS"])
+    assert await chooser(two_decks) == {"type": "discard", "cards": ["AS", "AS"]}
+    assert prompts[1:] == ["Cards to discard (2, e.g. 2H 3H): "] * 2
+    assert "1. discard 2 cards face down" in out.getvalue()
+
+
+async def test_a_dealer_who_has_not_looked_looks_before_discarding() -> None:
+    due: Legal = [{"type": "look"}, {"type": "discard", "count": 2}]
+    chooser, _, _ = scripted(["2"])
+    assert await chooser(view(due, phase="discard", hand=None)) == {"type": "look"}
+
+
+def test_six_seats_their_blind_bids_and_the_dealer_s_discard_are_told() -> None:
+    six = view(
+        [{"type": "bid", "bid": "blind_6"}],
+        rules={"preset": "six-player", "dealer_discard": 0},
+        seats=[{"seat": s, "player": f"p{s}"} for s in range(6)],
+        units=[[0, 3], [1, 4], [2, 5]],
+        bids=["blind_6", None, None, 3, None, None],
+        tricks=[0] * 6,
+        scores=[0, 0, 0],
+        bags=[0, 0, 0],
+        hand=["AS", "AS", "KH"],
+    )
+    text = plain(render_table(six))
+    assert "p5" in text
+    assert "blind 6" in text
+    assert text.count("A♠") == 2
+    assert describe_action({"type": "bid", "bid": "blind_6"}) == "bid blind 6"
+    told = narrate({"type": "cards_discarded", "seat": 0, "cards": None}, six)
+    assert told == "seat 0 (p0) discards 0 cards face down."
+    mine = narrate({"type": "cards_discarded", "seat": 0, "cards": ["BJ", "2C"]}, six)
+    assert mine == "seat 0 (p0) discards Big joker 2♣ face down."
 
 
 def plain(renderable: Any) -> str:

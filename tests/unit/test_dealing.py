@@ -70,7 +70,8 @@ PINNED = ["8S", "5H", "AH", "6C", "9D", "QD", "5C", "2S"]
         (b"", [], 1, {"preset": "partnership"}),
         (b"\x00" * 32, [b"", b"\x01", b"\x02\x03", b"", b"z" * 40], 7, {"preset": "solo"}),
         (b"k" * 100, [b"long key"], 3, {"preset": "cutthroat"}),
-        (b"jokers", [b"a", b"b"], 12, {"jokers": True, "deck_remove": ["2C", "2H"]}),
+        (b"jokers", [b"a", b"b"], 12, {"preset": "jokers-54"}),
+        (b"six", [b"a"] * 7, 2, {"preset": "six-player"}),
         (b"two", [b"x", b"y", b"z"], 1, {"preset": "two-player"}),
     ],
 )

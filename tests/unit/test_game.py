@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from domain.bids import Bid
-from domain.cards import CARDS, Card, cards_in, mask_of
+from domain.cards import CARDS, Card, cards_in, set_of
 from domain.commands import (
     AnyCommand,
     CreateGame,
     DealHand,
+    DiscardCards,
     Draw,
     LookAtHand,
     PassCards,
@@ -203,6 +204,16 @@ def over() -> Game:
     return state
 
 
+def discarding() -> Game:
+    """jokers-54, dealer 3: the dealer holds 15 cards, the two jokers among them."""
+    hands = [*BASE[:3], BASE[3] + " BJ LJ"]
+    return dealt(hands, {"preset": "jokers-54"})
+
+
+def blind_bidding() -> Game:
+    return dealt(BASE, {**PARTNERSHIP, "blind_bids": 6})
+
+
 def two_player() -> Game:
     state = seated({"preset": "two-player"}, dealer=0)
     return apply(state, DealHand(StackedDeck(tuple(card for card in CARDS if not card.is_joker))))
@@ -287,6 +298,37 @@ ERRORS: list[tuple[str, Callable[[], Game | None], AnyCommand, str]] = [
         PlaceBid(0, "blind_nil"),
         "blind_nil_not_allowed",
     ),
+    ("blind bid off", bidding, PlaceBid(0, "blind_6"), "blind_bid_not_allowed"),
+    (
+        "blind bid after a look",
+        lambda: apply(blind_bidding(), LookAtHand(0)),
+        PlaceBid(0, "blind_6"),
+        "blind_bid_not_allowed",
+    ),
+    ("blind bid below blind_bids", blind_bidding, PlaceBid(0, "blind_5"), "invalid_bid"),
+    ("blind bid above the hand", blind_bidding, PlaceBid(0, "blind_14"), "invalid_bid"),
+    (
+        "blind bid by the discarding dealer",
+        lambda: bids(
+            apply(
+                dealt([*BASE[:3], BASE[3] + " BJ LJ"], {"preset": "jokers-54", "blind_bids": 6}),
+                DiscardCards(3, cs("BJ LJ")),
+            ),
+            3,
+            3,
+            3,
+        ),
+        PlaceBid(3, "blind_6"),
+        "blind_bid_not_allowed",
+    ),
+    ("bid while the dealer discards", discarding, PlaceBid(0, 3), "wrong_phase"),
+    ("discard while bidding", bidding, DiscardCards(3, cs("2C 3C")), "wrong_phase"),
+    ("discard by another seat", discarding, DiscardCards(0, cs("AS KS")), "not_your_turn"),
+    ("discard too few", discarding, DiscardCards(3, cs("BJ")), "invalid_discard"),
+    ("discard too many", discarding, DiscardCards(3, cs("BJ LJ 2C")), "invalid_discard"),
+    ("discard a card not held", discarding, DiscardCards(3, cs("BJ AS")), "invalid_discard"),
+    ("discard one card twice", discarding, DiscardCards(3, cs("BJ BJ")), "invalid_discard"),
+    ("discard by seat 4", discarding, DiscardCards(4, cs("BJ LJ")), "malformed"),
     ("pass too few", passing, PassCards(2, cs("7S")), "invalid_pass"),
     ("pass too many", passing, PassCards(2, cs("7S 6S 5S")), "invalid_pass"),
     ("pass the same card twice", passing, PassCards(2, cs("7S 7S")), "invalid_pass"),
@@ -982,7 +1024,7 @@ def test_a_deal_must_be_one_hand_per_seat_of_the_pack() -> None:
 
 def test_legal_plays_follow_suit() -> None:
     state = following()
-    assert legal_plays(state, 1) == mask_of(cs("JH TH 9H 8H"))
+    assert legal_plays(state, 1) == set_of(cs("JH TH 9H 8H"))
     assert legal_plays(state, 2) == 0
     assert {str(a.card) for a in legal_actions(state, 1) if isinstance(a, PlayCard)} == {
         "JH",

@@ -9,6 +9,7 @@ what each seat may see is tracked from what happened at the table.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from domain.cards import CARDS, Card, cards_in
 from domain.commands import (
     AnyCommand,
     CreateGame,
+    DiscardCards,
     Draw,
     LookAtHand,
     PassCards,
@@ -37,6 +39,7 @@ from domain.events import (
     BidPlaced,
     CardDrawn,
     CardPlayed,
+    CardsDiscarded,
     CardsPassed,
     CardsReceived,
     GameEnded,
@@ -45,14 +48,30 @@ from domain.events import (
     HandScored,
     TrickWon,
 )
-from domain.game import PassDue, decide, evolve, legal_actions, legal_bids, legal_plays
+from domain.game import (
+    DiscardDue,
+    PassDue,
+    decide,
+    evolve,
+    legal_actions,
+    legal_bids,
+    legal_plays,
+)
 from domain.rules import Rules, resolve_rules
 from domain.scoring import score_hand
-from domain.state import Game, held
+from domain.state import Game, cards_held
 from domain.views import PUBLIC, event_for, public_view, seat_view
 
-PRESETS = ["partnership", "solo", "cutthroat", "three-player-house", "two-player"]
-TRUMP_ORDERS = ["standard", "jokers", "jokers_deuce", "jokers_deuces"]
+PRESETS = [
+    "partnership",
+    "solo",
+    "cutthroat",
+    "three-player-house",
+    "two-player",
+    "six-player",
+    "jokers-54",
+]
+TRUMP_ORDERS = ["jokers", "jokers_deuce", "jokers_deuces"]
 RANKS = "23456789TJQKA"
 CARD_TEXTS = {str(card) for card in CARDS}
 HANDS_PER_GAME = 2
@@ -73,29 +92,26 @@ SETTINGS = settings(
 
 @st.composite
 def rule_sets(draw: st.DrawFn, preset: str) -> dict[str, Any]:
-    """A rule set of ``preset``, with or without a spread of overrides that can be played."""
+    """A rule set of ``preset``, with or without a spread of overrides that can be played:
+    the pack (jokers, two decks, the dealer's discard) as well as the options of play."""
     raw: dict[str, Any] = {"preset": preset}
     if not draw(st.booleans()):
         return raw
+    raw.update(draw(packs(resolve_rules(raw))))
     base = resolve_rules(raw)
-    if draw(st.booleans()):
-        raw["jokers"] = True
-        raw["trump_order"] = draw(st.sampled_from(TRUMP_ORDERS))
-        raw["deck_remove"] = ["2C", "2H", "2D"] if base.players == 3 else ["2C", "2H"]
-    elif base.players == 3 and draw(st.booleans()):
-        raw["deck_remove"] = []
-        raw["out_of_play"] = 1
     optional: dict[str, st.SearchStrategy[Any]] = {
         "must_beat": st.booleans(),
         "renege": st.sampled_from(["reject", "penalize"]),
         "spades_lead": st.sampled_from(["broken", "any"]),
         "first_lead": st.sampled_from(["left_of_dealer", "lowest_club", "dealer"]),
+        "first_hand": st.sampled_from(["bid", "no_bid"]),
         "min_bid": st.sampled_from([0, 1]),
         "nil": st.booleans(),
         "nil_value": st.sampled_from([100, 50]),
         "blind_nil": st.booleans(),
         "blind_nil_value": st.sampled_from([200, 100]),
         "blind_nil_behind": st.sampled_from([None, 100]),
+        "blind_bids": st.sampled_from([0, 1, 6, base.tricks_per_hand]),
         "failed_nil_tricks": st.sampled_from(["bags_if_partner_made", "partner", "none"]),
         "failed_bid": st.sampled_from(["bid", "short"]),
         "overtrick_points": st.sampled_from([1, 0, -1, -10]),
@@ -111,7 +127,51 @@ def rule_sets(draw: st.DrawFn, preset: str) -> dict[str, Any]:
         optional["team_min_bid"] = st.sampled_from([0, 4])
         optional["blind_nil_pass"] = st.sampled_from([0, 1, 2])
     raw.update(draw(st.fixed_dictionaries({}, optional=optional)))
+    if raw.get("boston") and raw.get("blind_bids") and draw(st.booleans()):
+        raw["blind_boston"] = True
     return raw
+
+
+@st.composite
+def packs(draw: st.DrawFn, base: Rules) -> dict[str, Any]:
+    """A pack that divides evenly among ``base``'s players (FORMAT.md's table and ``002``'s
+    paragraphs on jokers and six players, and more), every option of the pack given."""
+    order = draw(st.sampled_from(TRUMP_ORDERS))
+
+    def pack(jokers: bool, decks: int, remove: list[str], discard: int = 0, out: int = 0) -> Any:
+        return {
+            "jokers": jokers,
+            "trump_order": order if jokers else "standard",
+            "decks": decks,
+            "deck_remove": remove,
+            "dealer_discard": discard,
+            "out_of_play": out,
+        }
+
+    choices = {
+        2: [pack(True, 1, ["2C", "2H"]), pack(False, 2, [])],
+        3: [
+            pack(True, 1, ["2C", "2H", "2D"]),
+            pack(True, 1, []),
+            pack(False, 1, [], out=1),
+            pack(False, 2, ["2C", "2C"], discard=3),
+        ],
+        4: [
+            pack(True, 1, ["2C", "2H"]),
+            pack(True, 1, [], discard=2),
+            pack(False, 2, []),
+            pack(True, 2, [], discard=4),
+            pack(True, 2, ["BJ", "LJ", "2C", "2C"]),
+        ],
+        6: [
+            pack(True, 2, []),
+            pack(True, 2, ["2C", "2C"], discard=4),
+            pack(False, 2, [], discard=2),
+            pack(False, 1, [], out=4),
+        ],
+    }[base.players]
+    chosen: dict[str, Any] = draw(st.sampled_from(choices))
+    return chosen
 
 
 # --------------------------------------------------------------------------- FORMAT.md, again
@@ -122,21 +182,32 @@ class Reference:
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
-        removed = {str(card) for card in rules.deck_remove}
+        every = [rank + suit for suit in "CDHS" for rank in RANKS]
+        every += ["BJ", "LJ"] if rules.jokers else []
+        self.pack = Counter(dict.fromkeys(every, rules.decks))
+        self.pack.subtract(str(card) for card in rules.deck_remove)
+        self.pack = +self.pack  # drop the cards taken out of every deck
         spades = [rank + "S" for rank in reversed(RANKS)]
-        jokers = ["BJ", "LJ"] if rules.jokers else []
-        if rules.trump_order == "jokers_deuce":
+        jokers = ["BJ", "LJ"]  # every order but standard needs jokers, and jokers need one
+        if rules.trump_order == "jokers":
+            order = [*jokers, *spades]
+        elif rules.trump_order == "jokers_deuce":
             order = [*jokers, "2S", *spades[:-1]]
         elif rules.trump_order == "jokers_deuces":
             order = [*jokers, "2D", "2S", *spades[:-1]]
         else:
-            # FORMAT.md says the jokers are trumps but not where they rank under "standard";
-            # like the engine (domain/table.py), this puts them on top.
-            order = [*jokers, *spades]
-        self.trumps = [card for card in order if card not in removed]
+            order = spades
+        self.trumps = [card for card in order if card in self.pack]
+        players = rules.players
         self.units: list[list[int]] = (
-            [[0, 2], [1, 3]] if rules.partnerships else [[seat] for seat in range(rules.players)]
+            [[seat, seat + players // 2] for seat in range(players // 2)]
+            if rules.partnerships
+            else [[seat] for seat in range(players)]
         )
+
+    def partner(self, seat: int) -> int | None:
+        unit = self.units[self.unit_of(seat)]
+        return next((other for other in unit if other != seat), None)
 
     def suit(self, card: str) -> str:
         return "S" if card in self.trumps else card[1]
@@ -147,6 +218,10 @@ class Reference:
         return RANKS.index(card[0])
 
     def beats(self, card: str, winning: str) -> bool:
+        """Whether ``card``, played after ``winning``, takes the trick from it; of two identical
+        cards (two decks) the one played later wins."""
+        if card == winning:
+            return True
         if self.suit(card) == self.suit(winning):
             return self.power(card) > self.power(winning)
         return self.suit(card) == "S"
@@ -194,11 +269,14 @@ class Reference:
         rules = self.rules
         hand_size = rules.tricks_per_hand
         floor = 0
-        if rules.partnerships and rules.team_min_bid:
-            partner = bids[(seat + 2) % 4]
-            if partner is not None:
-                floor = rules.team_min_bid - (partner if isinstance(partner, int) else 0)
+        partner = self.partner(seat)
+        if rules.partnerships and rules.team_min_bid and partner is not None:
+            partner_bid = bids[partner]
+            if partner_bid is not None:
+                floor = rules.team_min_bid - self.tricks_of(partner_bid)
         out: set[Bid] = set(range(max(rules.min_bid, floor), hand_size + 1))
+        if rules.blind_bids and not looked:
+            out |= {f"blind_{n}" for n in range(max(rules.blind_bids, floor), hand_size + 1)}
         if rules.nil and floor <= 0:
             out.add("nil")
             unit = self.unit_of(seat)
@@ -211,12 +289,21 @@ class Reference:
                 out.add("blind_nil")
         return out
 
+    @staticmethod
+    def tricks_of(bid: Bid | None) -> int:
+        """What a bid adds to a contract."""
+        if isinstance(bid, int):
+            return bid
+        if isinstance(bid, str) and bid.startswith("blind_") and bid != "blind_nil":
+            return int(bid.removeprefix("blind_"))
+        return 0
+
     def unit_of(self, seat: int) -> int:
         return next(u for u, seats in enumerate(self.units) if seat in seats)
 
     def score(
         self,
-        bids: Sequence[Bid],
+        bids: Sequence[Bid | None],
         tricks: Sequence[int],
         scores: Sequence[int],
         bags: Sequence[int],
@@ -227,34 +314,44 @@ class Reference:
         hand_size = rules.tricks_per_hand
         points_out, scores_out, bags_out = [], [], []
         for unit, seats in enumerate(self.units):
+            cheat = unit in reneged
+            if all(bid is None for bid in bids):  # first_hand: no_bid
+                taken = sum(tricks[seat] for seat in seats)
+                points = 0 if cheat else 10 * taken
+                points_out.append(points)
+                scores_out.append(scores[unit] + points)
+                bags_out.append(bags[unit])
+                continue
             nils = [seat for seat in seats if bids[seat] in ("nil", "blind_nil")]
             bidders = [seat for seat in seats if seat not in nils]
-            contract = sum(int(bids[seat]) for seat in bidders)
+            contract = sum(self.tricks_of(bids[seat]) for seat in bidders)
+            blind = any(str(bids[seat]).startswith("blind_") for seat in bidders)
             nil_tricks = sum(tricks[seat] for seat in nils)
             rule = rules.failed_nil_tricks if rules.partnerships else "none"
             counted = sum(tricks[seat] for seat in bidders)
             if rule == "partner":
                 counted += nil_tricks
-            cheat = unit in reneged
             points = 0
             earned = 0
             if bidders and rules.ten_for_two_hundred and contract == 10:
                 points += 200 if counted == 10 and not cheat else -200
             elif bidders and rules.boston and contract == hand_size:
-                points += 200 if counted == hand_size and not cheat else -200
+                value = 400 if blind and rules.blind_boston else 200
+                points += value if counted == hand_size and not cheat else -value
             elif bidders or rule == "partner":
+                times = 2 if blind else 1
                 made = counted >= contract and not cheat
                 if made:
                     over = counted - contract
-                    points += 10 * contract + over * rules.overtrick_points
+                    points += times * 10 * contract + over * rules.overtrick_points
                     earned += over
                     if rule == "bags_if_partner_made" and bidders:
                         points += nil_tricks * rules.overtrick_points
                         earned += nil_tricks
                 elif rules.failed_bid == "bid":
-                    points -= 10 * contract
+                    points -= times * 10 * contract
                 else:
-                    points -= 10 * max(contract - counted, 0)
+                    points -= times * 10 * max(contract - counted, 0)
             for seat in nils:
                 value = rules.blind_nil_value if bids[seat] == "blind_nil" else rules.nil_value
                 points += value if tricks[seat] == 0 and not cheat else -value
@@ -289,9 +386,19 @@ def texts(cards: Sequence[Card] | None) -> set[str]:
     return {str(card) for card in cards or ()}
 
 
-def hand_texts(state: Game, seat: int) -> set[str]:
+def texts_of(cards: Sequence[Card] | None) -> list[str]:
+    """Each card as text, as often as it is there."""
+    return [str(card) for card in cards or ()]
+
+
+def hand_cards(state: Game, seat: int) -> Counter[str]:
+    """The seat's cards, each as often as it holds it (two decks)."""
     assert state.hand is not None
-    return texts(cards_in(held(state.hand, seat)))
+    return Counter(str(card) for card in cards_held(state.hand, seat))
+
+
+def hand_texts(state: Game, seat: int) -> set[str]:
+    return set(hand_cards(state, seat))
 
 
 def shown(value: Any) -> set[str]:
@@ -319,7 +426,9 @@ class Watch:
     removed: set[str]
     hands_scored: int = 0
     dealer: int = -1
-    dealt: set[str] = field(default_factory=set)
+    number: int = 0
+    dealt: Counter[str] = field(default_factory=Counter)
+    discarded: Counter[str] = field(default_factory=Counter)
     seen: list[set[str]] = field(default_factory=list)
     public: set[str] = field(default_factory=set)
     looked: set[int] = field(default_factory=set)
@@ -338,7 +447,9 @@ class Watch:
 
     def new_hand(self, event: HandDealt) -> None:
         self.dealer = event.dealer
-        self.dealt = {str(card) for hand in event.hands for card in hand}
+        self.number = event.hand
+        self.dealt = Counter(str(card) for hand in event.hands for card in hand)
+        self.discarded = Counter()
         self.seen = [set() for _ in range(self.players)]
         self.public = set()
         self.looked = set()
@@ -357,7 +468,12 @@ def first_leader(rules: Rules, state: Game, dealer: int) -> tuple[int, str | Non
     if rules.first_lead == "dealer":
         return dealer, None
     if rules.first_lead == "lowest_club":
-        holders = {card: seat for seat in range(players) for card in hand_texts(state, seat)}
+        # Of two holders (two decks), the first clockwise from the dealer's left.
+        clockwise = [(dealer + 1 + k) % players for k in range(players)]
+        holders: dict[str, int] = {}
+        for seat in clockwise:
+            for card in hand_texts(state, seat):
+                holders.setdefault(card, seat)
         clubs = [rank + "C" for rank in RANKS if rank + "C" in holders]
         if clubs:
             return holders[clubs[0]], clubs[0]
@@ -418,8 +534,9 @@ class Game_:
         if isinstance(event, HandDealt):
             assert event.dealer == (self.first_dealer + watch.hands_scored) % rules.players
             watch.new_hand(event)
+            self.dealt(event)
         elif isinstance(event, HandLooked):
-            assert texts(event.cards) == hand_texts(before, event.seat)
+            assert Counter(texts_of(event.cards)) == hand_cards(before, event.seat)
             watch.looked.add(event.seat)
             watch.seen[event.seat] |= texts(event.cards)
         elif isinstance(event, CardDrawn):
@@ -427,14 +544,25 @@ class Game_:
             watch.looked.add(event.seat)
             if event.kept:
                 watch.seen[event.seat].add(str(event.card))
-                watch.dealt.add(str(event.card))
+                watch.dealt[str(event.card)] += 1
             else:
                 watch.public.add(str(event.card))
+        elif isinstance(event, CardsDiscarded):
+            # The dealer, once, its dealer_discard cards, from its hand, having looked.
+            assert event.seat == watch.dealer
+            assert not watch.discarded
+            assert event.seat in watch.looked
+            discard = Counter(texts_of(event.cards))
+            assert discard.total() == rules.dealer_discard
+            assert discard <= hand_cards(before, event.seat)
+            watch.discarded = discard
         elif isinstance(event, BidPlaced):
+            assert rules.first_hand == "bid" or watch.number > 1
+            assert not rules.dealer_discard or watch.discarded
             looked = event.seat in watch.looked
             assert event.bid in ref.biddable(event.seat, watch.bids, looked, before.scores)
             watch.bids[event.seat] = event.bid
-            if event.bid != "blind_nil":
+            if event.bid != "blind_nil" and not str(event.bid).startswith("blind_"):
                 assert event.seat in watch.looked
         elif isinstance(event, CardsPassed):
             assert texts(event.cards) <= watch.seen[event.seat]
@@ -457,11 +585,30 @@ class Game_:
             assert event.scores == before.scores
         self.check_event(event)
 
+    def dealt(self, event: HandDealt) -> None:
+        """Card conservation at the deal: every card of the pack is dealt as often as the pack
+        holds it, less what stays out of play; the dealer holds its discard besides."""
+        rules, ref = self.rules, self.ref
+        if not any(event.hands):  # the two-player draw: its pile is the pack
+            assert Counter(texts_of(event.deck)) == ref.pack
+            return
+        sizes = [len(cards) for cards in event.hands]
+        for seat, size in enumerate(sizes):
+            extra = rules.dealer_discard if seat == event.dealer else 0
+            assert size == rules.tricks_per_hand + extra
+        dealt = self.watch.dealt
+        assert dealt <= ref.pack
+        assert (ref.pack - dealt).total() == rules.out_of_play
+        if event.deck is not None:
+            assert Counter(texts_of(event.deck)) == ref.pack
+
     def played(self, before: Game, event: CardPlayed) -> None:
         watch, ref = self.watch, self.ref
         card = str(event.card)
         if not watch.played:
-            assert all(bid is not None for bid in watch.bids)
+            bidding = self.rules.first_hand == "bid" or watch.number > 1
+            assert all((bid is not None) == bidding for bid in watch.bids)
+            assert not self.rules.dealer_discard or watch.discarded
             watch.leader, _ = first_leader(self.rules, before, watch.dealer)
         seat = (watch.leader + len(watch.trick)) % self.rules.players
         assert event.seat == seat
@@ -484,9 +631,10 @@ class Game_:
     def scored(self, before: Game, event: HandScored) -> None:
         watch, ref, rules = self.watch, self.ref, self.rules
         hand_size = rules.tricks_per_hand
-        # Every card dealt is played exactly once; the tricks add up to the hand.
-        assert len(watch.played) == len(set(watch.played)) == rules.players * hand_size
-        assert set(watch.played) == watch.dealt
+        # Card conservation: every card dealt (each copy of it) is played exactly once or
+        # discarded by the dealer; the tricks add up to the hand.
+        assert len(watch.played) == rules.players * hand_size
+        assert Counter(watch.played) + watch.discarded == watch.dealt
         assert list(event.tricks) == watch.won
         assert sum(event.tricks) == hand_size
         assert list(event.bids) == watch.bids
@@ -515,8 +663,8 @@ class Game_:
         # Simple invariants that need no scorer.
         for unit in range(len(ref.units)):
             assert event.scores[unit] == before.scores[unit] + event.points[unit]
-            if rules.bag_limit is None:
-                assert event.bags[unit] == before.bags[unit]
+            if rules.bag_limit is None or all(bid is None for bid in event.bids):
+                assert event.bags[unit] == before.bags[unit]  # no bags without bidding
             else:
                 assert 0 <= event.bags[unit] < rules.bag_limit
         if not (rules.partnerships or rules.ten_for_two_hundred or rules.boston):
@@ -551,19 +699,23 @@ class Game_:
         for seat in range(self.rules.players):
             view = seat_view(game, seat)
             allowed = watch.allowed(seat)
+            drawn: set[str] = set()
             if hand is not None and hand.phase == "draw" and hand.turn == seat:
-                allowed = allowed | {str(hand.pile[hand.drawn])}
-            assert shown(view) <= allowed, seat
+                drawn = {str(hand.pile[hand.drawn])}
+            assert shown(view) <= allowed | drawn, seat
             others = (
                 set().union(*(hand_texts(game, o) for o in range(self.rules.players) if o != seat))
                 if hand
                 else set()
             )
-            assert not shown(view) & others
+            # With two decks another seat may hold a copy of one's own card, of one played, or
+            # of one the rules name (deck_remove takes out one copy).
+            own = hand_texts(game, seat) if hand else set()
+            assert not (shown(view) & others) - own - drawn - watch.public - watch.removed
             if hand is not None:
                 assert (view.hand is not None) == (seat in watch.looked)
                 if view.hand is not None:
-                    assert texts(view.hand) == hand_texts(game, seat)
+                    assert Counter(texts_of(view.hand)) == hand_cards(game, seat)
 
     # ----------------------------------------------------------------------- per step
 
@@ -588,7 +740,9 @@ class Game_:
                 looked = seat in watch.looked
                 expected_bids = ref.biddable(seat, watch.bids, looked, game.scores)
                 assert set(legal_bids(game, seat)) == expected_bids
-                every: list[Bid] = [*range(-1, self.rules.tricks_per_hand + 2), "nil", "blind_nil"]
+                tricks = range(-1, self.rules.tricks_per_hand + 2)
+                every: list[Bid] = [*tricks, "nil", "blind_nil"]
+                every += [f"blind_{n}" for n in tricks if n >= 0]
                 for bid in every:
                     if bid not in expected_bids:
                         self.refused(PlaceBid(seat, bid))
@@ -599,34 +753,38 @@ class Game_:
         assert raised.value.code in CODES
 
     def command(self, action: Any) -> AnyCommand:
-        if isinstance(action, PassDue):
-            hold = cards_in(held(self.game.hand, action.seat)) if self.game.hand else []
-            return PassCards(action.seat, tuple(self.rnd.sample(hold, action.count)))
+        if isinstance(action, (PassDue, DiscardDue)):
+            hand = self.game.hand
+            hold = cards_held(hand, action.seat) if hand else []
+            cards = tuple(self.rnd.sample(hold, action.count))  # both copies, now and then
+            kind = PassCards if isinstance(action, PassDue) else DiscardCards
+            return kind(action.seat, cards)
         assert isinstance(action, (LookAtHand, Draw, PlaceBid, PlayCard))
         return action
 
     def random_action(self) -> AnyCommand:
         rnd, players = self.rnd, self.rules.players
         seat = rnd.randrange(-1, players + 1)
-        kind = rnd.randrange(4)
+        kind = rnd.randrange(5)
         if kind == 0:
             return PlayCard(seat, rnd.choice(CARDS))
         if kind == 1:
-            bid: Bid = rnd.choice([*range(-1, 20), "nil", "blind_nil"])
+            bid: Bid = rnd.choice([*range(-1, 20), "nil", "blind_nil", "blind_0", "blind_6"])
             return PlaceBid(seat, bid)
         if kind == 2:
             return Draw(seat, rnd.random() < 0.5)
-        return PassCards(seat, tuple(rnd.choice(CARDS) for _ in range(rnd.randrange(4))))
+        cards = tuple(rnd.choice(CARDS) for _ in range(rnd.randrange(5)))
+        return PassCards(seat, cards) if kind == 3 else DiscardCards(seat, cards)
 
     def is_legal(self, command: AnyCommand, legal: list[Any]) -> bool:
-        if isinstance(command, PassCards):
-            due = [a for a in legal if isinstance(a, PassDue) and a.seat == command.seat]
-            hand = self.game.hand
+        if isinstance(command, (PassCards, DiscardCards)):
+            due_kind = PassDue if isinstance(command, PassCards) else DiscardDue
+            due = [a for a in legal if isinstance(a, due_kind) and a.seat == command.seat]
             return bool(
                 due
-                and hand is not None
-                and len(command.cards) == len(set(command.cards)) == due[0].count
-                and texts(command.cards) <= hand_texts(self.game, command.seat)
+                and self.game.hand is not None
+                and len(command.cards) == due[0].count
+                and Counter(texts_of(command.cards)) <= hand_cards(self.game, command.seat)
             )
         return command in legal
 
@@ -643,13 +801,13 @@ class Game_:
         progress = [action for action in legal if not isinstance(action, LookAtHand)]
         looks = [action for action in legal if isinstance(action, LookAtHand)]
         assert progress, "a hand in play always has a next action"
-        nils = [a for a in progress if isinstance(a, PlaceBid) and isinstance(a.bid, str)]
+        words = [a for a in progress if isinstance(a, PlaceBid) and isinstance(a.bid, str)]
         pick: Any = self.rnd.choice(progress)
         if looks and self.rnd.random() < 0.1:
             pick = self.rnd.choice(looks)
-        elif nils and self.rnd.random() < 0.3:
-            blind = [a for a in nils if a.bid == "blind_nil"]
-            pick = self.rnd.choice(blind if blind and self.rnd.random() < 0.7 else nils)
+        elif words and self.rnd.random() < 0.3:  # nil, blind nil and blind bids, often
+            blind = [a for a in words if str(a.bid).startswith("blind")]
+            pick = self.rnd.choice(blind if blind and self.rnd.random() < 0.7 else words)
         self.send(self.command(pick))
 
 

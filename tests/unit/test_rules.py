@@ -15,11 +15,14 @@ from domain.rules import PRESETS, Rules, resolve_rules
 DEFAULTS: dict[str, Any] = {
     "players": 4,
     "partnerships": True,
+    "decks": 1,
     "deck_remove": [],
     "jokers": False,
     "trump_order": "standard",
     "out_of_play": 0,
+    "dealer_discard": 0,
     "deal": "deal",
+    "first_hand": "bid",
     "min_bid": 1,
     "team_min_bid": 0,
     "nil": True,
@@ -28,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "blind_nil_value": 200,
     "blind_nil_behind": 100,
     "blind_nil_pass": 2,
+    "blind_bids": 0,
     "failed_nil_tricks": "bags_if_partner_made",
     "spades_lead": "broken",
     "first_lead": "left_of_dealer",
@@ -39,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "bag_penalty": 100,
     "ten_for_two_hundred": False,
     "boston": False,
+    "blind_boston": False,
     "all_tricks_bonus": 0,
     "target": 500,
     "lose_at": None,
@@ -78,6 +83,17 @@ FORMAT_PRESETS: dict[str, dict[str, Any]] = {
         "first_lead": "dealer",
         "failed_nil_tricks": "none",
     },
+    "six-player": {
+        "players": 6,
+        "partnerships": True,
+        "decks": 2,
+        "deck_remove": ["2C", "2C"],
+    },
+    "jokers-54": {
+        "jokers": True,
+        "trump_order": "jokers_deuce",
+        "dealer_discard": 2,
+    },
 }
 
 TRICKS = {
@@ -86,6 +102,8 @@ TRICKS = {
     "cutthroat": 17,
     "three-player-house": 17,
     "two-player": 13,
+    "six-player": 17,
+    "jokers-54": 13,
 }
 
 
@@ -147,7 +165,25 @@ def test_deck_remove_accepts_10_for_ten() -> None:
     assert rules.tricks_per_hand == 12
 
 
-@pytest.mark.parametrize("order", ["standard", "jokers", "jokers_deuce", "jokers_deuces"])
+def test_six_players_hold_17_of_two_decks_less_both_deuces_of_clubs() -> None:
+    rules = resolve_rules({"preset": "six-player"})
+    assert rules.pack_size == 102
+    assert rules.tricks_per_hand == 17
+
+
+def test_the_dealer_s_discard_comes_out_of_the_deal() -> None:
+    rules = resolve_rules({"preset": "jokers-54"})
+    assert (rules.pack_size, rules.dealer_discard, rules.tricks_per_hand) == (54, 2, 13)
+
+
+def test_three_players_with_both_jokers_hold_18() -> None:
+    rules = resolve_rules(
+        {"preset": "cutthroat", "jokers": True, "deck_remove": [], "trump_order": "jokers_deuce"}
+    )
+    assert (rules.pack_size, rules.tricks_per_hand, rules.out_of_play) == (54, 18, 0)
+
+
+@pytest.mark.parametrize("order", ["jokers", "jokers_deuce", "jokers_deuces"])
 def test_every_trump_order_with_jokers(order: str) -> None:
     rules = resolve_rules(
         {"preset": "partnership", "jokers": True, "deck_remove": ["2C", "2H"], "trump_order": order}
@@ -176,7 +212,19 @@ INVALID: list[tuple[str, Any, str]] = [
     ("trump_order without jokers", {"preset": "partnership", "trump_order": "jokers"}, "jokers"),
     ("jokers_deuces without jokers", {"trump_order": "jokers_deuces"}, "jokers"),
     ("pack does not divide", {"preset": "partnership", "players": 3, "partnerships": False}, ""),
-    ("jokers in cutthroat", {"preset": "cutthroat", "jokers": True}, ""),
+    ("jokers in cutthroat", {"preset": "cutthroat", "jokers": True, "trump_order": "jokers"}, ""),
+    ("jokers ranked standard", {"jokers": True, "deck_remove": ["2C", "2H"]}, "trump_order"),
+    ("three decks", {"preset": "six-player", "decks": 3}, "decks"),
+    ("a card out three times", {"preset": "six-player", "deck_remove": ["2C"] * 3}, "2C"),
+    ("two decks do not divide", {"preset": "six-player", "deck_remove": []}, ""),
+    ("partnerships with 5", {"preset": "six-player", "players": 5}, "players"),
+    ("discard with draw", {"preset": "two-player", "dealer_discard": 2}, "dealer_discard"),
+    ("discard does not divide", {"preset": "partnership", "dealer_discard": 1}, ""),
+    ("negative discard", {"preset": "partnership", "dealer_discard": -4}, "dealer_discard"),
+    ("blind_boston alone", {"boston": True, "blind_boston": True}, "blind_boston"),
+    ("blind_boston, no boston", {"blind_bids": 6, "blind_boston": True}, "blind_boston"),
+    ("blind_bids past the hand", {"blind_bids": 14}, "blind_bids"),
+    ("first_hand unknown", {"first_hand": "nil"}, "first_hand"),
     ("one card out in four", {"preset": "solo", "deck_remove": ["2C"]}, ""),
     ("out of play too many", {"preset": "partnership", "out_of_play": 1}, ""),
     ("draw with 3 players", {"preset": "cutthroat", "deal": "draw"}, "draw"),
@@ -188,6 +236,7 @@ INVALID: list[tuple[str, Any, str]] = [
     ("lose_at equal to target", {"preset": "partnership", "lose_at": 500}, "lose_at"),
     ("lose_at above target", {"preset": "partnership", "target": 200, "lose_at": 300}, "lose_at"),
     ("partnerships with 3", {"preset": "cutthroat", "partnerships": True}, "partnerships"),
+    ("partnerships with 2", {"preset": "two-player", "partnerships": True}, "partnerships"),
     ("5 players", {"preset": "solo", "players": 5}, "players"),
     ("target 0", {"preset": "partnership", "target": 0}, "target"),
     ("min_bid above hand", {"preset": "partnership", "min_bid": 14}, "min_bid"),

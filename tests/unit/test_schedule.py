@@ -41,7 +41,7 @@ def play(
     past: list[Seating] = []
     for number in range(rounds):
         ranking = rankings[number] if rankings is not None else None
-        partnerships = size == 4
+        partnerships = size in (4, 6)
         past.append(
             seat_round(pairing, players, size, past, partnerships=partnerships, ranking=ranking)
         )
@@ -181,6 +181,18 @@ def test_partners_change_before_any_pair_partners_twice() -> None:
     past = play("round_robin", players, 4, 3)
     encounters = Encounters(past, partnerships=True)
     assert sorted(encounters.partnerships.values()) == [1] * 6
+
+
+def test_six_players_change_partners_round_by_round() -> None:
+    """Six at one table (six-player), partners facing each other (seats 0 and 3, 1 and 4, 2 and
+    5): three rounds give nine different partnerships; five, none more than twice."""
+    players = names(6)
+    past = play("round_robin", players, 6, 5)
+    assert sorted(Encounters(past[:3], partnerships=True).partnerships.values()) == [1] * 9
+    assert max(Encounters(past, partnerships=True).partnerships.values()) <= 2
+    for seating in past:
+        (table,) = seating.tables
+        assert sorted(table) == players
 
 
 # --------------------------------------------------------------------------- Swiss

@@ -12,7 +12,7 @@ import pytest
 
 from contracts.webhooks import EVENT_TYPES, encode_webhook, read_webhook, type_of
 from contracts.wire import Commit, LeagueCommit
-from domain.events import BidPlaced, CardDrawn, CardPlayed, CardsPassed
+from domain.events import BidPlaced, CardDrawn, CardPlayed, CardsDiscarded, CardsPassed
 from domain.league import CreateLeague, ScheduleRound, decide, fold
 from domain.state import Game
 from services.webhooks.events import (
@@ -73,10 +73,10 @@ def test_a_whole_game_makes_its_creation_each_turn_each_scored_hand_and_its_end(
 
 
 def mover(commit: Commit) -> int | None:
-    """The seat whose move a commit records (a bid, a card, a draw, a pass), or None (a
+    """The seat whose move a commit records (a bid, a card, a draw, a discard, a pass), or None (a
     creation, a seat taken, a look: nothing a turn asked for)."""
     for event in commit.events:
-        if isinstance(event, BidPlaced | CardPlayed | CardDrawn | CardsPassed):
+        if isinstance(event, BidPlaced | CardPlayed | CardDrawn | CardsDiscarded | CardsPassed):
             return event.seat
     return None
 

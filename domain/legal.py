@@ -1,0 +1,154 @@
+"""Every action a seat may send now, from the same limits ``decide`` refuses by.
+
+:func:`legal_actions` is what a seat's view lists as ``legal`` and what the bots and the
+benchmarks choose from; each entry would be accepted by :func:`domain.game.decide`. Plays come
+from :func:`domain.tricks.play_limit`, bids from :mod:`domain.bidding`'s rules.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from domain.bidding import allowed_bids
+from domain.bids import Bid
+from domain.cards import CARDS, SUIT_BITS, Card, CardSet, lowest
+from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
+from domain.passing import pass_is_due
+from domain.pickup import discard_is_due
+from domain.state import Game
+from domain.table import Seat
+from domain.tricks import SEATS, allowed_plays, last_asked, play_limit
+
+
+class PassDue(msgspec.Struct, frozen=True):
+    """A pass the seat owes: ``count`` cards of its choosing (the API's ``{"type": "pass",
+    "count": n}``)."""
+
+    seat: Seat
+    count: int
+
+    def choose(self, cards: tuple[Card, ...]) -> PassCards:
+        """The pass of these cards."""
+        return PassCards(self.seat, cards)
+
+
+class DiscardDue(msgspec.Struct, frozen=True):
+    """The dealer's discard, due: ``count`` cards of its choosing (the API's
+    ``{"type": "discard", "count": n}``)."""
+
+    seat: Seat
+    count: int
+
+    def choose(self, cards: tuple[Card, ...]) -> DiscardCards:
+        """The discard of these cards."""
+        return DiscardCards(self.seat, cards)
+
+
+CardsDue = PassDue | DiscardDue
+"""An action whose cards the seat chooses."""
+
+
+Action = LookAtHand | Draw | PlaceBid | PlayCard | PassDue | DiscardDue
+"""What :func:`legal_actions` lists."""
+
+
+def seat_to_act(state: Game) -> Seat | None:
+    """The seat the game waits on: the seat on turn or, while passes are due, the first seat
+    that owes one; None when no hand is being played."""
+    hand = state.hand
+    if hand is None:  # waiting for seats or a deal, or over
+        return None
+    if hand.phase == "pass":
+        return lowest(hand.passes_due) if hand.passes_due else None
+    return hand.turn
+
+
+def legal_plays(state: Game, seat: Seat) -> CardSet:
+    """The cards ``seat`` may play now (none when it may not play)."""
+    hand = state.hand
+    if state.status != "playing" or hand is None or hand.phase != "play" or hand.turn != seat:
+        return 0
+    return allowed_plays(state.rules, hand, seat)
+
+
+def legal_bids(state: Game, seat: Seat) -> list[Bid]:
+    """Every bid ``seat`` may make now."""
+    hand = state.hand
+    if state.status != "playing" or hand is None or hand.phase != "bid" or hand.turn != seat:
+        return []
+    return allowed_bids(state, hand, seat)
+
+
+def legal_actions(state: Game, seat: Seat) -> list[Action]:
+    """Every action ``seat`` may send now. A pass is given as :class:`PassDue`, the dealer's
+    discard as :class:`DiscardDue` (the cards are the seat's choice)."""
+    hand = state.hand  # None unless a hand is being played (none before, none once over)
+    if hand is None or not 0 <= seat < state.rules.players:
+        return []
+    actions: list[Action] = [] if hand.looked >> seat & 1 else [_LOOKS[seat]]
+    phase = hand.phase
+    if phase == "play":
+        if hand.turn == seat:
+            rules = state.rules
+            last = last_asked[0]  # allowed_plays, written out: this runs for every view
+            if last[1] is hand and last[0] is rules:
+                cards = last[2]
+            else:
+                cards = play_limit(rules, hand, seat)[1]
+                last_asked[0] = (rules, hand, cards)
+            actions.extend(_plays(seat, cards))
+    elif phase == "bid":
+        placed = _PLACED[seat]
+        for bid in legal_bids(state, seat):
+            action = placed.get(bid)
+            if action is None:
+                action = placed[bid] = PlaceBid(seat, bid)
+            actions.append(action)
+    elif phase == "draw":
+        if hand.turn == seat:
+            actions.extend(_DRAWS[seat])
+    elif pass_is_due(hand, seat):
+        actions.append(PassDue(seat, state.rules.blind_nil_pass))
+    elif discard_is_due(hand, seat):
+        actions.append(DiscardDue(seat, state.rules.dealer_discard))
+    return actions
+
+
+# --------------------------------------------------------------------------- shared commands
+
+_LOOKS = [LookAtHand(seat) for seat in range(SEATS)]
+_PLACED: list[dict[Bid, PlaceBid]] = [{} for _ in range(SEATS)]
+"""Per seat, the bids met so far (a few dozen at most)."""
+_DRAWS = [(Draw(seat, True), Draw(seat, False)) for seat in range(SEATS)]
+_PLAYS = [[PlayCard(seat, card) for card in CARDS] for seat in range(SEATS)]
+_SUIT_PLAYS: list[list[tuple[int, dict[int, tuple[PlayCard, ...]]]]] = [
+    [(shift, {}) for shift in (0, 13, 26, 39, 52)] for _ in range(SEATS)
+]
+"""Per seat and suit (13 bits of a hand), the plays of each set of cards met so far."""
+
+
+def _plays_in(seat: Seat, shift: int, chunk: int) -> tuple[PlayCard, ...]:
+    plays = _PLAYS[seat]
+    return tuple([plays[shift + offset] for offset in SUIT_BITS[chunk]])
+
+
+def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[PlayCard]:
+    """The PlayCard commands of a card set, read 13 bits (a suit) at a time."""
+    suits = _SUIT_PLAYS[seat]
+    shift = (cards.bit_length() - 1) // 13 * 13
+    if cards >> shift << shift == cards:  # one suit, as when following: one look-up
+        known = suits[shift // 13][1]
+        chunk = cards >> shift
+        plays = known.get(chunk)
+        if plays is None:
+            plays = known[chunk] = _plays_in(seat, shift, chunk)
+        return plays
+    out: list[PlayCard] = []
+    for shift, known in suits:
+        chunk = cards >> shift & 0x1FFF
+        if chunk:
+            plays = known.get(chunk)
+            if plays is None:
+                plays = known[chunk] = _plays_in(seat, shift, chunk)
+            out.extend(plays)
+    return out
