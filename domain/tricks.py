@@ -84,6 +84,8 @@ def allowed_plays(rules: Rules, hand: Hand, seat: Seat) -> CardSet:
     """Every card the seat on turn may play: :func:`play_limit` asked about no card in
     particular. The answer for the last hand asked about is kept, since a seat's legal list
     and the decision on its play ask in turn about the same hand (hands are immutable)."""
+    if seat != hand.turn:  # the entry answers for the seat on turn only
+        return play_limit(rules, hand, seat)[1]
     last = last_asked[0]
     if last[1] is hand and last[0] is rules:
         return last[2]
