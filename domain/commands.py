@@ -15,6 +15,7 @@ import msgspec
 
 from domain.bids import Bid, read_bid
 from domain.cards import Card
+from domain.clock import Clock
 from domain.dealing import DealSource
 from domain.errors import RuleViolation
 from domain.platforms import Seating, Visibility
@@ -35,6 +36,7 @@ class CreateGame(Command, tag="create_game", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     seating: Seating = "platform"
+    clock: Clock | None = None
 
 
 class TakeSeat(Command, tag="take_seat", frozen=True):

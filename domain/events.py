@@ -11,6 +11,7 @@ import msgspec
 
 from domain.bids import Bid
 from domain.cards import Card
+from domain.clock import Clock
 from domain.platforms import Seating, Visibility
 from domain.rules import Rules
 
@@ -34,6 +35,7 @@ class GameCreated(Event, tag="game_created", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     seating: Seating = "platform"
+    clock: Clock | None = None
 
 
 class SeatTaken(Event, tag="seat_taken", frozen=True):
@@ -138,8 +140,12 @@ class HandScored(Event, tag="hand_scored", frozen=True):
 
 
 class GameEnded(Event, tag="game_ended", frozen=True):
+    """The game is over. ``forfeited`` is the unit that lost by running out of time under a
+    ``forfeit`` clock (the winners are then the others); ``None`` when the game was played out."""
+
     winners: tuple[int, ...]
     scores: tuple[int, ...]
+    forfeited: int | None = None
 
 
 AnyEvent = (
