@@ -98,11 +98,14 @@ def _declares(stream: str, subjects: str) -> tuple[str, ...]:
 
 BROKER_USERS: dict[str, BrokerUser] = {
     "engine": BrokerUser(
-        role="answers the commands; declares the streams and alone appends to them",
+        role=(
+            "answers the commands; declares the streams and alone appends to them; watches the "
+            "games' ends through a durable consumer to finish league rounds"
+        ),
         publish=(
             *_declares(GAMES_STREAM, GAME_SUBJECTS),
             *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
-            *_reads(GAMES_STREAM),
+            *_consumes(GAMES_STREAM),
             *_reads(LEAGUES_STREAM),
         ),
         subscribe=(COMMAND_SUBJECTS, LEAGUE_COMMAND_SUBJECTS, _inbox("engine")),
