@@ -11,7 +11,8 @@ forfeits, then the higher rating ``ordinal``, then the player's name.
   seat's ``forfeit`` clock ran out) is a loss for the unit that ran out of time, counted in its
   players' ``forfeits``, and a win for every other unit; points are the scores as they stood.
 - A bye (a round without a table, when the players do not divide into tables) counts
-  :data:`~domain.league.BYE_WINS` win, no points, no game and no rating change. A withdrawn
+  :data:`~domain.league.BYE_WINS` win, no points, no game and no rating change, from the
+  moment its round is scheduled (the player has nothing left to play in it). A withdrawn
   player gets no byes: they are not in the rounds after they left.
 - A substitute plays for the seat's original player: the game counts in the original player's
   record, never the substitute's.
