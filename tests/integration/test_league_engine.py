@@ -10,6 +10,7 @@ import random
 
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from benchmarks.nats_table import RandomTable
 from contracts.wire import (
@@ -22,6 +23,7 @@ from contracts.wire import (
     TakeSeatRequest,
     league_command_subject,
     league_reply_decoder,
+    league_subject,
 )
 from domain.league import (
     LeagueTable,
@@ -98,23 +100,35 @@ async def test_a_league_is_created_and_its_rounds_follow_the_games(
     early = await client.send_league("north", ScheduleRoundRequest())
     assert (early.code, early.detail) == ("wrong_phase", "round 1 is still being played: north-1-1")
 
+    recorded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def appended(message: Msg) -> None:
+        if b'"round_completed"' in message.data and not recorded.done():
+            recorded.set_result(None)
+
+    watching = await connection.subscribe(league_subject("north"), cb=appended)
     games = [
         await play_table(client, connection, "north", table, seed)
         for seed, table in enumerate(scheduled.tables)
     ]
+    # the engines' round watch records the round over as its last game ends, by itself
+    await asyncio.wait_for(recorded, 30)
+    await watching.unsubscribe()
     second = await client.send_league("north", ScheduleRoundRequest(round=2))
     assert second.ok, second
-    completed, next_round = second.events
-    assert isinstance(completed, RoundCompleted)
+    (next_round,) = second.events
     assert isinstance(next_round, RoundScheduled)
-    assert list(completed.results) == [table_result(game.state) for game in games if game.state]
     first_pairs = {frozenset(table.players) for table in scheduled.tables}
     assert not first_pairs & {frozenset(table.players) for table in next_round.tables}
 
     commits = await league_history(connection, "north")
     assert_chained(commits)
-    assert [len(stored.commit.events) for stored in commits] == [1, 1, 0, 2]
+    assert [len(stored.commit.events) for stored in commits] == [1, 1, 0, 1, 1]
     assert commits[2].commit.refusal is not None
+    (completed,) = commits[3].commit.events
+    assert isinstance(completed, RoundCompleted)
+    assert list(completed.results) == [table_result(game.state) for game in games if game.state]
+    assert commits[3].commit.command_id == f"round-end-{scheduled.tables[-1].game_id}"
     replayed = fold(event for stored in commits for event in stored.commit.events)
     assert replayed is not None
     assert replayed.version == second.version == 4
