@@ -40,6 +40,7 @@ from domain.league import (
     ranking,
     table_result,
 )
+from services.audit.replay import recorded_command
 from services.engine.round_watch import finish_request
 from services.gateway.league_views import (
     RESULTS_CSV,
@@ -317,3 +318,14 @@ def test_results_export_every_seat_of_finished_rounds_and_every_bye() -> None:
     assert parsed[0] == list(RESULTS_CSV)
     assert parsed[2][5] == "'=cmd()"  # never a formula in a spreadsheet
     assert parsed[3][1:4] == ["", "", ""]  # a bye has no table
+
+
+def test_a_tables_clock_is_recorded_and_replayed_by_the_audit() -> None:
+    clock = Clock(turn_s=20, bank_s=60, on_timeout="auto", away_after=2)
+    command = CreateGame("north-1-1", {"preset": "solo"}, league="north", clock=clock)
+    events = decide_game(None, command)
+    (created,) = events
+    assert created.clock == clock  # type: ignore[union-attr]
+    replayed = recorded_command(events, None)
+    assert isinstance(replayed, CreateGame)
+    assert decide_game(None, replayed) == events  # the audit decides the same creation again
