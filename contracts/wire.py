@@ -218,6 +218,9 @@ request_decoder = msgspec.json.Decoder(CommandRequest)
 # concurrency and deduplication as a game's.
 
 LEAGUES_STREAM = "SPADES_LEAGUES"
+ROUND_WATCH_CONSUMER = "spades-league-rounds"
+"""The engines' shared durable consumer of the game stream that finishes league rounds as their
+last games end (:mod:`services.engine.round_watch`)."""
 LEAGUE_SUBJECTS = "spades.leagues.>"
 LEAGUE_COMMAND_SUBJECTS = "spades.league-commands.*"
 MAX_LEAGUE_COMMAND_BYTES = 128 * 1024

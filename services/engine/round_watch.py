@@ -36,6 +36,7 @@ from nats.js import api
 from contracts.wire import (
     GAME_SUBJECTS,
     GAMES_STREAM,
+    ROUND_WATCH_CONSUMER,
     FinishRoundRequest,
     LeagueCommandRequest,
     read_commit,
@@ -47,7 +48,7 @@ from services.projections.consumer import PullFeed
 
 log = structlog.get_logger("spades.engine")
 
-CONSUMER = "spades-league-rounds"
+CONSUMER = ROUND_WATCH_CONSUMER
 BATCH = 256
 IDLE_S = 1.0
 ACK_WAIT_S = 60.0
