@@ -109,10 +109,7 @@ def _declares(stream: str, subjects: str) -> tuple[str, ...]:
 
 BROKER_USERS: dict[str, BrokerUser] = {
     "engine": BrokerUser(
-        role=(
-            "answers the commands; declares the streams and alone appends to them; watches the "
-            "games' ends through a durable consumer to finish league rounds"
-        ),
+        role="answers the commands; declares the streams and alone appends to them; ends rounds",
         publish=(
             *_declares(GAMES_STREAM, GAME_SUBJECTS),
             *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
