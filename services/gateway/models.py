@@ -289,6 +289,15 @@ class SeatTaken(BaseModel):
 # --------------------------------------------------------------------------- events
 
 
+class ClockShown(BaseModel):
+    """A table's clock as recorded (API.md, "Clocks")."""
+
+    turn_s: float
+    bank_s: float
+    on_timeout: Literal["auto", "forfeit"]
+    away_after: int
+
+
 class GameCreatedEvent(BaseModel):
     type: Literal["game_created"]
     game_id: str
@@ -301,6 +310,7 @@ class GameCreatedEvent(BaseModel):
     platform: str | None
     visibility: Visibility
     seating: Seating
+    clock: ClockShown | None = Field(default=None, description="The table's clock; null: none.")
 
 
 class SeatTakenEvent(BaseModel):
@@ -402,6 +412,10 @@ class GameEndedEvent(BaseModel):
     type: Literal["game_ended"]
     winners: list[int]
     scores: list[int]
+    forfeited: int | None = Field(
+        default=None,
+        description="The unit that lost on time (a `forfeit` clock); the winners are the others.",
+    )
 
 
 Event = Annotated[
@@ -613,7 +627,7 @@ class League(BaseModel):
     next_round: int | None = Field(description="The round to schedule next; null: none left.")
     rounds_finished: int = Field(description="Rounds whose every game is over.")
     finished: bool = Field(description="Its last planned round is over (a league of no end never).")
-    clock: TableClock | None = Field(description="The clock of every table it starts.")
+    clock: ClockShown | None = Field(description="The clock of every table it starts.")
     withdrawn: list[str] = Field(description="Players who left; no later round seats them.")
     substitutions: list[Substitution] = Field(description="Substitutes seated, oldest first.")
 
