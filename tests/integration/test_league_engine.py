@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
@@ -21,9 +22,11 @@ from contracts.wire import (
     LeagueCommandReply,
     ScheduleRoundRequest,
     TakeSeatRequest,
+    game_subject,
     league_command_subject,
     league_reply_decoder,
     league_subject,
+    read_league_commit,
 )
 from domain.league import (
     LeagueTable,
@@ -35,7 +38,7 @@ from domain.league import (
 from services.engine.client import EngineClient, new_command_id
 from services.engine.league_stream import LeagueStream, StoredLeagueCommit
 from services.runtime.game_stream import GameStream
-from tests.integration.support import EngineProcess, ready_client
+from tests.integration.support import EngineProcess, forfeit_on_time, ready_client
 
 pytestmark = pytest.mark.integration
 
@@ -211,3 +214,43 @@ async def test_malformed_league_commands_are_refused(
     message = await connection.request(league_command_subject("x"), payload, timeout=5)
     reply: LeagueCommandReply = league_reply_decoder.decode(message.data)
     assert (reply.ok, reply.code) == (False, "malformed")
+
+
+async def test_a_round_whose_last_game_ends_while_no_engine_runs_finishes_when_one_does(
+    engine: EngineProcess, connection: Client, nats_url: str, tmp_path: Path
+) -> None:
+    client = await ready_client(connection)
+    assert (await client.send_league("late", created_league(["ann", "bob"], 2))).ok
+    (scheduled,) = (await client.send_league("late", ScheduleRoundRequest())).events
+    assert isinstance(scheduled, RoundScheduled)
+    (table,) = scheduled.tables
+    await client.send(table.game_id, CreateGameRequest(rules=QUICK_TWO_PLAYER, league="late"))
+    for seat, player in enumerate(table.players):
+        await client.send(table.game_id, TakeSeatRequest(player=player, seat=seat))
+
+    engine.kill()  # kill -9: no engine runs while the table ends
+    # a commit nobody can read on a table's subject first: the watch logs it and goes on
+    await connection.jetstream().publish(game_subject("late-1-9"), b'{"game_ended" garbage')
+    await forfeit_on_time(connection, table.game_id, unit=1)
+    recorded: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    async def appended(message: Msg) -> None:
+        if not recorded.done():
+            recorded.set_result(message.data)
+
+    watching = await connection.subscribe(league_subject("late"), cb=appended)
+    restarted = EngineProcess(nats_url, tmp_path, "engine-restarted")
+    restarted.start()
+    try:
+        data = await asyncio.wait_for(recorded, 30)
+    finally:
+        await watching.unsubscribe()
+        restarted.stop()
+    (completed,) = read_league_commit(data).events
+    assert isinstance(completed, RoundCompleted)
+    (result,) = completed.results
+    assert (result.won, result.forfeited) == ((True, False), (False, True))
+    commits = await league_history(connection, "late")
+    assert sum(isinstance(e, RoundCompleted) for s in commits for e in s.commit.events) == 1
+    log = (tmp_path / "engine-restarted.log").read_text()
+    assert "round watch cannot read a commit" in log

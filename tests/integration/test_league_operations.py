@@ -24,19 +24,23 @@ import httpx
 import pytest
 from nats.aio.client import Client
 
-from contracts.wire import Commit, encode_commit, league_subject
+from contracts.wire import league_subject
 from domain.clock import Clock
-from domain.events import GameCreated, GameEnded
-from domain.game import fold as fold_game
+from domain.events import GameCreated
 from domain.league import RoundCompleted
 from services.bots.runner import play_game
 from services.bots.strategy import Bot
 from services.client import SpadesClient
 from services.engine.league_stream import LeagueStream
-from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ProjectionsProcess, connected, history
+from tests.integration.support import (
+    EngineProcess,
+    ProjectionsProcess,
+    connected,
+    forfeit_on_time,
+    history,
+)
 from tests.integration.test_gateway import (
     ServedGateway,
     assert_problem,
@@ -149,28 +153,6 @@ async def play_tables(
         )
 
 
-async def forfeit(house: Client, game_id: str, unit: int) -> None:
-    """End the game as a ``forfeit`` clock does: ``unit`` lost on time, the others win, at
-    the scores as they stand; appended after the game's last commit, as the engine appends."""
-    stored = await history(house, game_id)
-    game = fold_game(event for one in stored for event in one.commit.events)
-    assert game is not None
-    assert game.status == "playing"
-    others = tuple(u for u in range(len(game.scores)) if u != unit)
-    ended = GameEnded(winners=others, scores=game.scores, forfeited=unit)
-    commit = Commit(
-        game_id=game_id,
-        version=game.version + 1,
-        command_id="clock-forfeit",
-        time="2026-12-01T12:00:00.000Z",
-        previous=stored[-1].digest,
-        events=[ended],
-    )
-    await GameStream(house.jetstream()).append(
-        game_id, encode_commit(commit), expected=stored[-1].sequence, command_id="clock-forfeit"
-    )
-
-
 # --------------------------------------------------------------------------- rounds
 
 
@@ -239,7 +221,7 @@ async def test_a_forfeit_counts_as_a_loss_and_a_bye_as_a_win_in_the_standings(
         started = ok(await http.post(f"{url}/rounds"), 201)
         ((table,), (resting,)) = started["tables"], started["byes"]
         seated = [seat["player"] for seat in table["seats"]]
-        await forfeit(house, table["game_id"], unit=2)
+        await forfeit_on_time(house, table["game_id"], unit=2)
         await watch.until("round_completed")
     finally:
         await subscription.unsubscribe()
