@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 from nats.aio.client import Client
+from typer.testing import CliRunner, Result
 
 from contracts.wire import league_subject
 from domain.clock import Clock
@@ -30,6 +31,7 @@ from domain.events import GameCreated
 from domain.league import RoundCompleted
 from services.bots.runner import play_game
 from services.bots.strategy import Bot
+from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.engine.league_stream import LeagueStream
 from services.runtime.nats_server import EmbeddedNats
@@ -358,3 +360,53 @@ async def test_operations_on_no_league_are_404(http: httpx.AsyncClient) -> None:
         assert_problem(await http.post(f"/v1/leagues/nope/{path}", json={}), 400, "malformed")
     for what in ("standings", "results"):
         assert_problem(await http.get(f"/v1/leagues/nope/exports/{what}"), 404, "league_not_found")
+
+
+async def test_the_cli_exports_withdraws_and_substitutes(
+    gateway: str, http: httpx.AsyncClient, house: Client, tmp_path: Path
+) -> None:
+    players = [f"c{n}" for n in range(5)]
+    league_id = await create_league(http, players, rounds=2)
+    started = ok(await http.post(f"/v1/leagues/{league_id}/rounds"), 201)
+    ((table,), (resting,)) = started["tables"], started["byes"]
+    first, second, third = (seat["player"] for seat in table["seats"][:3])
+
+    def spades(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["league", *args, "--url", gateway])
+
+    def last_line(result: Result) -> Any:
+        assert result.exit_code == 0, result.output
+        # the gateway of this test runs in this process, and logs to stdout
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    subbed = last_line(await asyncio.to_thread(spades, "substitute", league_id, first, "sub"))
+    assert (subbed["player"], subbed["substitute"]) == (first, "sub")
+    assert subbed["token"].startswith("st2.")
+    tokens = {(table["game_id"], subbed["seat"]): subbed["token"]}
+    watch, subscription = await watch_league(house, league_id)
+    try:
+        await play_tables(gateway, [table], tokens)
+        await watch.until("round_completed")
+    finally:
+        await subscription.unsubscribe()
+
+    out = tmp_path / "results.csv"
+    exported = await asyncio.to_thread(spades, "export", league_id, "results", "-o", str(out))
+    assert exported.exit_code == 0, exported.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {(r["player"], r["played_by"], r["result"] == "bye") for r in rows} == {
+        (p, "" if p == resting else "sub" if p == first else p, p == resting) for p in players
+    }
+    standings = await asyncio.to_thread(
+        spades, "export", league_id, "standings", "--format", "json", "-o", str(out)
+    )
+    assert standings.exit_code == 0, standings.output
+    assert {r["player"] for r in json.loads(out.read_text())["players"]} == set(players)
+
+    left = last_line(await asyncio.to_thread(spades, "withdraw", league_id, second))
+    assert (left["player"], left["after_round"], left["running_game"]) == (second, 1, None)
+    refused = await asyncio.to_thread(spades, "withdraw", league_id, third)
+    assert refused.exit_code == 1  # three left could not seat a table of four
+    assert "wrong_phase" in refused.output
+    bad = await asyncio.to_thread(spades, "export", league_id, "cards")
+    assert bad.exit_code != 0
