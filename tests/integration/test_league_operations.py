@@ -35,6 +35,7 @@ from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.engine.league_stream import LeagueStream
 from services.runtime.nats_server import EmbeddedNats
+from tests.e2e.secrecy import cards_shown
 from tests.integration import stack
 from tests.integration.support import (
     EngineProcess,
@@ -236,7 +237,13 @@ async def test_a_forfeit_counts_as_a_loss_and_a_bye_as_a_win_in_the_standings(
     assert (rows[resting]["wins"], rows[resting]["byes"], rows[resting]["games"]) == (1, 1, 0)
     assert standings["players"][-1]["player"] == loser  # fewest wins, ranked last
 
-    results = ok(await http.get(f"{url}/exports/results"))["results"]
+    # the game was forfeited in its first hand: its cards stay hidden everywhere said of it
+    shown = [
+        ok(await http.get(path))
+        for path in (url, f"{url}/rounds/1", f"{url}/standings", f"{url}/exports/results")
+    ]
+    assert not any(cards_shown(document) for document in shown)
+    results = shown[-1]["results"]
     assert [(r["player"], r["result"]) for r in results] == [
         *((player, "forfeit" if player == loser else "win") for player in seated),
         (resting, "bye"),
@@ -284,6 +291,8 @@ async def test_withdraw_and_substitute_round_trip(
     shown = ok(await http.get(f"{url}/rounds/1"))["tables"][0]
     assert shown["players"][1] == seat["player"]
     assert shown["sitting"][1] == "stand-in"
+    assert not cards_shown(subbed)
+    assert not cards_shown(ok(await http.get(url)))
     assert ok(await http.get(url))["substitutions"] == [
         {k: subbed[k] for k in ("round", "game_id", "seat", "player", "substitute")}
     ]
