@@ -80,8 +80,10 @@ def finish_request(game_id: str, data: bytes) -> LeagueCommandRequest | None:
     """The league command a game commit calls for: finishing the round of the table it ends;
     None for a commit of any other game, or one that does not end its game. Raises
     ``msgspec`` errors for a table's commit that cannot be read."""
+    if _ENDED not in data:  # the cheapest test first: most commits do not end a game
+        return None
     place = table_of(game_id)
-    if place is None or _ENDED not in data:
+    if place is None:
         return None
     commit = read_commit(data)
     if not any(isinstance(event, GameEnded) for event in commit.events):

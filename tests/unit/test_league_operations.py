@@ -329,3 +329,11 @@ def test_a_tables_clock_is_recorded_and_replayed_by_the_audit() -> None:
     replayed = recorded_command(events, None)
     assert isinstance(replayed, CreateGame)
     assert decide_game(None, replayed) == events  # the audit decides the same creation again
+
+
+def test_the_round_watch_benchmark_finds_every_table_end_its_peer_finds() -> None:
+    from benchmarks.round_watch import run
+
+    figures = run(games=4, seed=3, rounds=1)
+    assert (figures.games, figures.ending) == (4, 2)
+    assert figures.commits > 4
