@@ -323,7 +323,11 @@ async def withdraw(
     running = league.seat_of(left.player)
     if running is not None:
         table, seat = running
-        await play_out_withdrawn_seat(services, table.game_id, seat)
+        game = (await services.games.latest(table.game_id)).state
+        if game is None or game.status == "finished":
+            running = None  # their table is over: nothing left to play out
+        else:
+            await play_out_withdrawn_seat(services, table.game_id, seat)
     log.info("player withdrawn", after_round=left.after_round)
     return {
         "league_id": league_id,
