@@ -2,17 +2,25 @@
 
 ``decide(state, command, *, seed=..., results=...) -> list[LeagueEvent]`` checks a command and
 returns its events, or raises :class:`~domain.errors.RuleViolation` (``malformed``,
-``invalid_rules``, ``wrong_phase``); ``evolve(state, event)`` applies one event. A league's
+``invalid_rules``, ``wrong_phase``, ``game_over``, ``seat_taken``); ``evolve(state, event)``
+applies one event. A league's
 state is the fold of its events, so every reader, and every read model, can rebuild it.
 
 What a league cannot know by itself comes in as inputs, as a deal's seed does for a game:
 
 - ``seed`` (creating a league): shuffles the players once, into the league's order, which breaks
   every tie of the schedule (:mod:`domain.schedule`); no randomness of the league's own.
-- ``results`` (scheduling a round): how the games of the round before ended, read by the
-  engine from the games' own histories. A round is scheduled only once every game of the round
-  before is over, and the results are recorded then (:class:`RoundCompleted`): Swiss pairing
-  ranks players by them.
+- ``results`` (finishing or scheduling a round, seating a substitute): how the games of the
+  round ended, for those that have, read by the engine from the games' own histories. The
+  service sends :class:`FinishRound` as each table's game ends, and the round is recorded over
+  (:class:`RoundCompleted`) as soon as its last game is; the league is finished
+  (:class:`LeagueFinished`) with its last planned round. A round is scheduled only once every
+  game of the round before is over (recorded then, if it was not yet): Swiss pairing ranks
+  players by the results.
+
+The league's operations: :class:`WithdrawPlayer` (no round scheduled later seats the player)
+and :class:`SubstitutePlayer` (someone else plays the player's running seat, for the player's
+record: the tables, and so the results and standings, keep the player's name).
 
 A league's games are ordinary games: the round's tables name them (:func:`table_game_id`), and
 whoever starts the round creates each one with ``league`` set and seats its players. Standings,
