@@ -254,3 +254,38 @@ async def test_a_round_whose_last_game_ends_while_no_engine_runs_finishes_when_o
     assert sum(isinstance(e, RoundCompleted) for s in commits for e in s.commit.events) == 1
     log = (tmp_path / "engine-restarted.log").read_text()
     assert "round watch cannot read a commit" in log
+
+
+async def test_two_engines_watching_record_a_round_over_once(
+    engine: EngineProcess, second_engine: EngineProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    players = [f"p{n}" for n in range(8)]
+    assert (await client.send_league("pair", created_league(players, 3))).ok
+    (scheduled,) = (await client.send_league("pair", ScheduleRoundRequest())).events
+    assert isinstance(scheduled, RoundScheduled)
+    completed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def appended(message: Msg) -> None:
+        if b'"round_completed"' in message.data and not completed.done():
+            completed.set_result(None)
+
+    watching = await connection.subscribe(league_subject("pair"), cb=appended)
+    try:
+        # the four tables end at once, their ends shared out between the two engines' watches
+        await asyncio.gather(
+            *(
+                play_table(client, connection, "pair", table, seed)
+                for seed, table in enumerate(scheduled.tables)
+            )
+        )
+        await asyncio.wait_for(completed, 30)
+    finally:
+        await watching.unsubscribe()
+    second = await client.send_league("pair", ScheduleRoundRequest(round=2))
+    assert second.ok, second
+    commits = await league_history(connection, "pair")
+    assert_chained(commits)
+    ended = [e for s in commits for e in s.commit.events if isinstance(e, RoundCompleted)]
+    assert [event.round for event in ended] == [1]
+    assert [table.game_id for table in scheduled.tables] == [r.game_id for r in ended[0].results]
