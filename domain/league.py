@@ -235,7 +235,8 @@ class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
 
 class FinishRound(LeagueCommand, tag="finish_round", frozen=True):
     """Record round ``round`` as over if every one of its games has ended (the ``results``
-    input says which have); otherwise, or if it is recorded already, nothing happens. Sent by
+    input says which have); otherwise, if it is recorded already, or if there is no such
+    round, nothing happens (and nothing is recorded: the command is never refused). Sent by
     the service as each table's game ends, so the last one to end finishes the round."""
 
     round: int
@@ -474,7 +475,7 @@ def _schedule(
 def _finish(state: League, number: int, results: Mapping[str, TableResult]) -> list[AnyLeagueEvent]:
     """The round's end once its last game has ended; nothing before, nor a second time."""
     if not 1 <= number <= len(state.rounds):
-        raise RuleViolation("wrong_phase", f"league {state.league_id} has no round {number}")
+        return []  # no such round: no game of it can have ended, and nothing is recorded
     played = state.rounds[number - 1]
     if played.finished or any(table.game_id not in results for table in played.tables):
         return []

@@ -120,8 +120,9 @@ def test_a_round_finishes_with_its_last_game_and_only_then() -> None:
     assert league.rounds[0].finished
     assert league.current is None
     assert not league.finished
-    # a second table's end, or a retry, records nothing more
+    # a second table's end, or a retry, records nothing more; nor does a round not scheduled
     assert decide(league, FinishRound(1), results=results) == []
+    assert decide(league, FinishRound(7), results=results) == []
     # the next round is scheduled from the recorded results, without recording them again
     (next_round,) = decide(league, ScheduleRound(2))
     assert next_round.round == 2  # type: ignore[union-attr]
