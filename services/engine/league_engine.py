@@ -46,9 +46,9 @@ from domain.league import (
     table_result,
 )
 from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
-from services.engine.league_cache import LeagueCache, LoadedLeague
-from services.engine.league_stream import LeagueStream
 from services.runtime.game_cache import GameCache
+from services.runtime.league_cache import LeagueCache, LoadedLeague
+from services.runtime.league_stream import LeagueStream
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from prometheus_client import Counter
 
 from contracts.wire import CommandReply, LeagueCommandReply, LeagueRequestBody, RequestBody
-from services.engine.client import EngineClient, EngineUnavailable, new_command_id
 from services.gateway.problems import ProblemError
+from services.runtime.engine_client import EngineClient, EngineUnavailable, new_command_id
 from services.runtime.logging import get_logger
 
 MAX_IDEMPOTENCY_KEY = 255

@@ -22,7 +22,6 @@ from nats.js import JetStreamContext
 from contracts.wire import GAME_ID
 from domain.league import LEAGUE_ID, League
 from domain.state import Game
-from services.engine.league_cache import LeagueCache
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.commands import Commands, InFlight
@@ -32,6 +31,7 @@ from services.gateway.telemetry import Metrics
 from services.projections.store import Store
 from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import GameStream
+from services.runtime.league_cache import LeagueCache
 from services.webhooks.addresses import AddressPolicy
 
 

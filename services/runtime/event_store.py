@@ -1,7 +1,7 @@
 """An event store on JetStream: one stream, one subject per aggregate, one message per commit.
 
 Games and leagues are both kept this way (:mod:`services.runtime.game_stream`,
-:mod:`services.engine.league_stream`). Appends use optimistic concurrency
+:mod:`services.runtime.league_stream`). Appends use optimistic concurrency
 (``Nats-Expected-Last-Subject-Sequence``, the *stream* sequence of the subject's last message,
 0 for none) and deduplication (``Nats-Msg-Id``, the command id, within the stream's duplicate
 window). Reads replay one subject from a sequence on: a few commits with direct gets of the

@@ -41,13 +41,13 @@ from contracts.wire import (
     LeagueCommit,
 )
 from domain.league import League
-from services.engine.league_stream import LeagueStream
 from services.projections.consumer import PullFeed
 from services.projections.schema import webhook_endpoints
 from services.projections.store import Store, is_store_trouble
 from services.projections.stream_identity import StreamIdentity
 from services.runtime.event_store import EventStream, Stored, stream_sequence
 from services.runtime.game_stream import GameStream
+from services.runtime.league_stream import LeagueStream
 from services.webhooks import outbox
 from services.webhooks.endpoints import Endpoint, every_endpoint, platform_key
 from services.webhooks.events import Made, Seen, game_webhooks, league_webhooks

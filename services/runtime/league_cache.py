@@ -6,8 +6,8 @@ from typing import Any
 
 from contracts.wire import LeagueCommit
 from domain.league import League, evolve
-from services.engine.league_stream import LeagueStream
 from services.runtime.aggregate_cache import AggregateCache, Loaded
+from services.runtime.league_stream import LeagueStream
 
 
 class LoadedLeague(Loaded[League, LeagueCommit]):
