@@ -36,8 +36,6 @@ from services.gateway.routes import (
 )
 from services.gateway.routes.pages import install_pages
 from services.gateway.telemetry import Metrics, RequestTelemetry
-from services.projections.migrations import migrate
-from services.projections.store import open_store
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GameStream
@@ -46,7 +44,9 @@ from services.runtime.league_stream import LeagueStream
 from services.runtime.logging import get_logger
 from services.runtime.nats import connect
 from services.runtime.settings import Settings, get_settings
-from services.webhooks.addresses import AddressPolicy
+from services.runtime.webhook_addresses import AddressPolicy
+from services.store.database import open_store
+from services.store.migrations import migrate
 
 log = get_logger("spades.gateway")
 

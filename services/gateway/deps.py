@@ -28,11 +28,11 @@ from services.gateway.commands import Commands, InFlight
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
-from services.projections.store import Store
 from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import GameStream
 from services.runtime.league_cache import LeagueCache
-from services.webhooks.addresses import AddressPolicy
+from services.runtime.webhook_addresses import AddressPolicy
+from services.store.database import Store
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,21 +43,21 @@ from nats.aio.msg import Msg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import GAMES_STREAM
-from services.projections import positions
-from services.projections.consumer import open_consumer
-from services.projections.metrics import LAG, PARKED, POSITION, REFUSED
 from services.projections.model import Delivered, ReadModel, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
 from services.projections.rebuild import rebuild
-from services.projections.store import Store, is_store_trouble
-from services.projections.stream_identity import (
+from services.runtime.consumer import open_consumer
+from services.runtime.event_store import stream_sequence
+from services.runtime.stream_identity import (
     AUTO_REBUILD_VARIABLE,
     REBUILD_COMMAND,
     StreamIdentity,
     message_digest,
     refusal,
 )
-from services.runtime.event_store import stream_sequence
+from services.store import positions
+from services.store.database import Store, is_store_trouble
+from services.store.metrics import LAG, PARKED, POSITION, REFUSED
 
 log = structlog.get_logger("spades.projections")
 

@@ -32,9 +32,10 @@ from datetime import UTC, datetime
 import httpx
 import structlog
 
-from services.projections.store import Store, is_store_trouble
-from services.webhooks import outbox, signing
-from services.webhooks.addresses import AddressRefused
+from services.runtime import webhook_signing as signing
+from services.runtime.webhook_addresses import AddressRefused
+from services.store.database import Store, is_store_trouble
+from services.webhooks import outbox
 from services.webhooks.schedule import Schedule
 
 log = structlog.get_logger("spades.webhooks")

@@ -16,10 +16,10 @@ from nats.js.manager import JetStreamManager
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from contracts.wire import GAMES_STREAM
-from services.projections import positions
-from services.projections.metrics import LAG, POSITION, REFUSED
 from services.projections.read_models import READ_MODELS
-from services.projections.stream_identity import REBUILD_COMMAND, StreamIdentity, refusal
+from services.runtime.stream_identity import REBUILD_COMMAND, StreamIdentity, refusal
+from services.store import positions
+from services.store.metrics import LAG, POSITION, REFUSED
 
 
 @dataclass(frozen=True, slots=True)

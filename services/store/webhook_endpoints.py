@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections.schema import webhook_deliveries, webhook_endpoints
+from services.store.schema import webhook_deliveries, webhook_endpoints
 
 LOCAL_PLATFORM = ""
 """The platform column of endpoints registered on a server without platform keys."""

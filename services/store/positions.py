@@ -17,9 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections.schema import positions
-from services.projections.store import insert_missing
-from services.projections.stream_identity import Followed, StreamIdentity
+from services.runtime.stream_identity import Followed, StreamIdentity
+from services.store.database import insert_missing
+from services.store.schema import positions
 
 
 @dataclass(frozen=True, slots=True)
