@@ -22,10 +22,10 @@ re-creates its consumer from the new position (0) and replays.
 
 Before it consumes, and again after every reconnection to NATS (before it applies anything the
 new connection delivered), the worker checks that the stream it finds is the one its position
-belongs to (:mod:`.stream_identity`). If it is not, the worker stops: nothing applied, nothing
-skipped, the reason in the position row for ``/readyz`` and in the log with the command that
-fixes it; it looks again every ``idle_s``, and goes on once the model is rebuilt (or the right
-stream is back). With ``auto_rebuild`` it rebuilds its model itself.
+belongs to (:mod:`services.runtime.stream_identity`). If it is not, the worker stops: nothing
+applied, nothing skipped, the reason in the position row for ``/readyz`` and in the log with the
+command that fixes it; it looks again every ``idle_s``, and goes on once the model is rebuilt
+(or the right stream is back). With ``auto_rebuild`` it rebuilds its model itself.
 """
 
 from __future__ import annotations
