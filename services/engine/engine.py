@@ -42,7 +42,7 @@ from domain.state import Game
 from domain.views import event_for
 from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
 from services.runtime.game_cache import GameCache, LoadedGame
-from services.runtime.game_stream import GameStream
+from services.runtime.game_stream import GameStore
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")
@@ -82,7 +82,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
 
     def __init__(
         self,
-        stream: GameStream,
+        stream: GameStore,
         *,
         clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),

@@ -22,7 +22,7 @@ import msgspec
 from contracts.wire import Refusal
 from domain.errors import RuleViolation
 from services.runtime.aggregate_cache import AggregateCache, Loaded
-from services.runtime.event_store import AppendConflict, DuplicateCommand, EventStream, Stored
+from services.runtime.event_store import AppendConflict, DuplicateCommand, EventStore, Stored
 
 MAX_ATTEMPTS = 16
 """Conflicts in a row before a command is answered ``unavailable`` (the client retries)."""
@@ -62,7 +62,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
     """Refusals with no history to record them in (the aggregate does not exist)."""
     NAME: ClassVar[str] = "aggregate"
 
-    def __init__(self, stream: EventStream[C], cache: AggregateCache[Held]) -> None:
+    def __init__(self, stream: EventStore[C], cache: AggregateCache[Held]) -> None:
         self._stream = stream
         self._cache = cache
         self.conflicts = 0

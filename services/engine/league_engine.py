@@ -48,7 +48,7 @@ from domain.league import (
 from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
 from services.runtime.game_cache import GameCache
 from services.runtime.league_cache import LeagueCache, LoadedLeague
-from services.runtime.league_stream import LeagueStream
+from services.runtime.league_stream import LeagueStore
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")
@@ -80,7 +80,7 @@ class LeagueEngine(
 
     def __init__(
         self,
-        stream: LeagueStream,
+        stream: LeagueStore,
         games: GameCache,
         *,
         clock: Callable[[], str] = commit_time,

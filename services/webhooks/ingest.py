@@ -42,7 +42,7 @@ from contracts.wire import (
 )
 from domain.league import League
 from services.runtime.consumer import PullFeed
-from services.runtime.event_store import EventStream, Stored, stream_sequence
+from services.runtime.event_store import EventStore, Stored, stream_sequence
 from services.runtime.game_stream import GameStream
 from services.runtime.league_stream import LeagueStream
 from services.runtime.stream_identity import StreamIdentity
@@ -108,7 +108,7 @@ class Folds(Generic[S, C]):
 
     def __init__(
         self,
-        stream: EventStream[C],
+        stream: EventStore[C],
         key_of: Callable[[C], str],
         make: Callable[[S | None, C], tuple[S | None, list[Made]]],
         platform_of: Callable[[S], str | None],
