@@ -3,13 +3,13 @@
 For each request: read it (a malformed one gets a ``malformed`` reply), load the game (cached in
 memory with its last stream sequence), and let :class:`services.engine.handler.CommandHandler`
 answer a command id seen before with its first answer or decide and append the outcome with
-optimistic concurrency. Each hand is dealt from a fresh secret seed (``secrets``), committed to
-by its hash in the deal and revealed with the hand's score.
+optimistic concurrency. Each hand is dealt from a fresh secret seed
+(:func:`.handler.fresh_seed`), committed to by its hash in the deal and revealed with the hand's
+score.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +40,13 @@ from domain.events import SeatTaken, SeatTokenReissued
 from domain.game import decide
 from domain.state import Game
 from domain.views import event_for
-from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
+from services.engine.handler import (
+    CommandHandler,
+    Refused,
+    body_digest,
+    commit_time,
+    fresh_seed,
+)
 from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import GameStore
 from services.runtime.logging import get_logger
@@ -85,7 +91,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         stream: GameStore,
         *,
         clock: Callable[[], str] = commit_time,
-        seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        seed: Callable[[], bytes] = fresh_seed,
         cache_capacity: int = 2000,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)

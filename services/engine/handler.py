@@ -13,6 +13,7 @@ reached). Subclasses say how to decide, how to write a commit and how to reply.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, TypeVar
@@ -23,6 +24,9 @@ from contracts.wire import Refusal
 from domain.errors import RuleViolation
 from services.runtime.aggregate_cache import AggregateCache, Loaded
 from services.runtime.event_store import AppendConflict, DuplicateCommand, EventStore, Stored
+
+SEED_BYTES = 32
+"""A fresh secret seed's length: 256 bits, as the deal's HMAC key."""
 
 MAX_ATTEMPTS = 16
 """Conflicts in a row before a command is answered ``unavailable`` (the client retries)."""
@@ -43,6 +47,12 @@ def body_digest(body: Any) -> str:
 def commit_time() -> str:
     """Now, as a commit records it (UTC, ISO 8601, milliseconds)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fresh_seed() -> bytes:
+    """A secret seed, drawn for every hand's shuffle and every league's draw: the one source of
+    randomness of the decisions (the domain takes it as an input)."""
+    return secrets.token_bytes(SEED_BYTES)
 
 
 class Refused(Exception):

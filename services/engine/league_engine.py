@@ -16,7 +16,6 @@ of hundreds of players it takes a good fraction of a second, which the games mus
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +44,13 @@ from domain.league import (
     decide,
     table_result,
 )
-from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
+from services.engine.handler import (
+    CommandHandler,
+    Refused,
+    body_digest,
+    commit_time,
+    fresh_seed,
+)
 from services.runtime.game_cache import GameCache
 from services.runtime.league_cache import LeagueCache, LoadedLeague
 from services.runtime.league_stream import LeagueStore
@@ -84,7 +89,7 @@ class LeagueEngine(
         games: GameCache,
         *,
         clock: Callable[[], str] = commit_time,
-        seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        seed: Callable[[], bytes] = fresh_seed,
     ) -> None:
         self.leagues = LeagueCache(stream)
         super().__init__(stream, self.leagues)
