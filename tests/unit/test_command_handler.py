@@ -11,20 +11,34 @@ import msgspec
 import pytest
 
 from contracts.wire import (
+    MAX_COMMAND_BYTES,
     ActRequest,
     CommandReply,
     CommandRequest,
     CreateGameRequest,
+    CreateLeagueRequest,
+    LeagueCommandRequest,
     RequestBody,
+    ScheduleRoundRequest,
     TakeSeatRequest,
 )
 from services.engine.engine import Engine
 from services.engine.handler import MAX_ATTEMPTS
-from services.runtime.event_store import AppendConflict
+from services.engine.league_engine import LeagueEngine
+from services.runtime.event_store import AppendConflict, Stored
+from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GAMES
+from services.runtime.league_stream import LEAGUES
 from services.runtime.memory_store import MemoryEventStore
 
 CREATE = CreateGameRequest(rules={"preset": "partnership"})
+LEAGUE = CreateLeagueRequest(
+    name="North", rules={"preset": "partnership", "max_hands": 1}, players=list("abcdefgh")
+)
+
+
+def _request(command_id: str, game: str, body: RequestBody) -> bytes:
+    return msgspec.json.encode(CommandRequest(command_id=command_id, game_id=game, body=body))
 
 
 def make_engine(store: MemoryEventStore[Any]) -> Engine:
@@ -34,8 +48,7 @@ def make_engine(store: MemoryEventStore[Any]) -> Engine:
 async def send(
     engine: Engine, command_id: str, body: RequestBody, game: str = "g1"
 ) -> CommandReply:
-    request = CommandRequest(command_id=command_id, game_id=game, body=body)
-    return await engine.answer(msgspec.json.encode(request))
+    return await engine.answer(_request(command_id, game, body))
 
 
 @pytest.fixture
@@ -167,3 +180,78 @@ async def test_endless_conflicts_end_in_unavailable_after_a_bounded_number_of_tr
     assert (reply.ok, reply.code) == (False, "unavailable")
     assert engine.conflicts == MAX_ATTEMPTS
     assert len(await store.read("g1")) == 1
+
+
+# --------------------------------------------------------------------------- reading requests
+
+
+@pytest.mark.parametrize(
+    ("message", "detail"),
+    [
+        (b"x" * (MAX_COMMAND_BYTES + 1), f"a command is at most {MAX_COMMAND_BYTES} bytes"),
+        (b"{not json", "not a command request"),
+        (b'{"command_id": "c1"}', "not a command request"),
+        (_request("c1", "no spaces", CREATE), "a game id is 1 to 64 of A-Z a-z 0-9 _ -"),
+        (_request("c 1", "g1", CREATE), "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"),
+    ],
+)
+async def test_an_unreadable_game_request_is_refused_malformed_and_nothing_is_stored(
+    store: MemoryEventStore[Any], message: bytes, detail: str
+) -> None:
+    reply = await make_engine(store).answer(message)
+    assert (reply.ok, reply.code) == (False, "malformed")
+    assert reply.detail.startswith(detail)
+    assert store.appends == 0
+
+
+@pytest.mark.parametrize(
+    ("message", "detail"),
+    [
+        (b"[]", "not a league command request"),
+        (
+            msgspec.json.encode(
+                LeagueCommandRequest(command_id="c1", league_id="x" * 41, body=LEAGUE)
+            ),
+            "a league id is 1 to 40 of A-Z a-z 0-9 _ -",
+        ),
+    ],
+)
+async def test_an_unreadable_league_request_is_refused_malformed(
+    message: bytes, detail: str
+) -> None:
+    leagues = MemoryEventStore(LEAGUES)
+    engine = LeagueEngine(leagues, GameCache(MemoryEventStore(GAMES)))
+    reply = await engine.answer(message)
+    assert (reply.ok, reply.code) == (False, "malformed")
+    assert reply.detail.startswith(detail)
+    assert leagues.appends == 0
+
+
+async def test_a_league_command_runs_through_the_same_path() -> None:
+    leagues = MemoryEventStore(LEAGUES)
+    engine = LeagueEngine(leagues, GameCache(MemoryEventStore(GAMES)), seed=lambda: bytes(32))
+    request = LeagueCommandRequest(command_id="c1", league_id="north", body=LEAGUE)
+    created = await engine.answer(msgspec.json.encode(request))
+    assert created.ok
+    assert await engine.answer(msgspec.json.encode(request)) == created
+    assert leagues.appends == 1
+    missing = LeagueCommandRequest(command_id="c2", league_id="south", body=ScheduleRoundRequest())
+    reply = await engine.answer(msgspec.json.encode(missing))
+    assert (reply.ok, reply.code) == (False, "league_not_found")
+    assert leagues.appends == 1
+
+
+class Unreachable(MemoryEventStore[Any]):
+    """A store whose server does not answer."""
+
+    async def read(
+        self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
+    ) -> list[Stored[Any]]:
+        raise TimeoutError("no answer")
+
+
+async def test_an_unreachable_store_is_answered_unavailable() -> None:
+    engine = make_engine(Unreachable(GAMES))
+    reply = await send(engine, "c1", CREATE)
+    assert (reply.ok, reply.code) == (False, "unavailable")
+    assert engine.games.peek("g1") is None  # forgotten: the next command loads it again
