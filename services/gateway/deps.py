@@ -29,7 +29,7 @@ from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
 from services.runtime.game_cache import GameCache, LoadedGame
-from services.runtime.game_stream import GameStream
+from services.runtime.game_stream import GameStore
 from services.runtime.league_cache import LeagueCache
 from services.runtime.webhook_addresses import AddressPolicy
 from services.store.database import Store
@@ -41,7 +41,7 @@ class Gateway:
 
     connection: Client
     js: JetStreamContext
-    stream: GameStream
+    stream: GameStore
     games: GameCache
     leagues: LeagueCache
     commands: Commands
