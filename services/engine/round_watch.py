@@ -44,7 +44,7 @@ from contracts.wire import (
 from domain.events import GameEnded
 from domain.league import table_of
 from services.engine.league_engine import LeagueEngine
-from services.projections.consumer import PullFeed
+from services.runtime.consumer import PullFeed
 
 log = structlog.get_logger("spades.engine")
 

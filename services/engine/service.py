@@ -5,7 +5,7 @@ Every engine process joins the queue group ``engine`` on ``spades.commands.*`` (
 processes, more throughput. A league's commands are decided by the same process as games'
 because scheduling a round reads the games of the round before, from the same game cache. The
 streams are created (or checked) at start-up from their one definition each
-(:mod:`services.runtime.game_stream`, :mod:`services.engine.league_stream`). Each process also
+(:mod:`services.runtime.game_stream`, :mod:`services.runtime.league_stream`). Each process also
 runs its share of the round watch (:mod:`services.engine.round_watch`): a league round is
 recorded over as soon as its last game ends.
 """
@@ -31,12 +31,12 @@ from contracts.wire import (
 )
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
-from services.engine.league_stream import LeagueStream, leagues_stream_config
 from services.engine.round_watch import RoundWatch
 from services.runtime.broker_users import inbox_prefix
 from services.runtime.credentials import faststream_security
 from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream, games_stream_config
+from services.runtime.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.nats import ensure_stream, servers_of
 
 log = structlog.get_logger("spades.engine")

@@ -27,7 +27,7 @@ from typing import Any
 
 from domain.league import BYE_WINS, League
 from services.gateway.read_models import GameSummary, LeagueStandings, PlayerRecord
-from services.projections.ratings import Standing
+from services.store.ratings import Standing
 
 STANDINGS_CSV = (
     "rank",

@@ -26,9 +26,9 @@ from benchmarks.commands import wait_for_engine
 from contracts.wire import Commit, encode_commit
 from domain.events import GameEnded
 from domain.game import fold as fold_game
-from services.engine.client import EngineClient
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import BrokerCredentials, connect_options
+from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream, StoredCommit
 
 

@@ -33,7 +33,7 @@ from services.bots.runner import play_game
 from services.bots.strategy import Bot
 from services.cli.main import app as cli
 from services.client import SpadesClient
-from services.engine.league_stream import LeagueStream
+from services.runtime.league_stream import LeagueStream
 from services.runtime.nats_server import EmbeddedNats
 from tests.e2e.secrecy import cards_shown
 from tests.integration import stack
