@@ -23,3 +23,36 @@ class Clock(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bank_s: float = 0.0
     on_timeout: OnTimeout = "auto"
     away_after: int = 0
+
+
+MAX_TURN_S = 24 * 3600.0
+"""The longest turn or bank a clock may give (a day): a longer one is no clock."""
+
+
+class SeatClock(msgspec.Struct, frozen=True, gc=False):
+    """One seat's clock: what is left of its bank, its timeouts in a row, whether it is away,
+    and ``since``, when its current turn was given (seconds since the epoch, the commit time
+    of the event that gave it), None while it is not on the clock."""
+
+    bank: float
+    timeouts: int = 0
+    away: bool = False
+    since: float | None = None
+
+
+class Timing(msgspec.Struct, frozen=True, gc=False):
+    """A clocked game's clocks: the clock it was created with, and one per seat."""
+
+    clock: Clock
+    seats: tuple[SeatClock, ...]
+
+    def deadline(self, seat: int) -> float | None:
+        """When ``seat``'s clock runs out (seconds since the epoch), None when it is not on
+        the clock: ``turn_s`` plus what is left of its bank after its turn was given, or at
+        once when it is away."""
+        held = self.seats[seat]
+        if held.since is None:
+            return None
+        if held.away:
+            return held.since
+        return held.since + self.clock.turn_s + held.bank
