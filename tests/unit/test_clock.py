@@ -169,7 +169,8 @@ def test_auto_takes_the_bots_action_marked_as_timed_out_and_away_after_two_in_a_
     assert [type(e).__name__ for e in first[1:]] == ["HandLooked", "BidPlaced"]
     timing = table.game.timing
     assert timing is not None
-    assert timing.seats[0].timeouts == 1 and timing.seats[0].bank == 0.0
+    assert timing.seats[0].timeouts == 1
+    assert timing.seats[0].bank == 0.0
     assert not timing.seats[0].away
     # Round the table, each seat acting for itself (bids by hand).
     for seat in (1, 2, 3):
@@ -179,7 +180,8 @@ def test_auto_takes_the_bots_action_marked_as_timed_out_and_away_after_two_in_a_
         table.run(table.bot_action(seat)[-1], after=1)
     second = table.time_out(0, after=10)  # bank spent: turn_s alone
     assert second[:2] == [TimedOut(0), SeatAway(0, "timeouts")]
-    assert table.game.timing is not None and table.game.timing.seats[0].away
+    assert table.game.timing is not None
+    assert table.game.timing.seats[0].away
     while 0 not in on_clock(table.game):
         seat = on_clock(table.game)[0]
         table.run(table.bot_action(seat)[-1], after=1)
@@ -205,14 +207,16 @@ def test_a_seats_own_action_brings_it_back_and_its_timeouts_start_over() -> None
     events = table.run(action, after=1)
     assert events[0] == SeatReturned(0)
     timing = table.game.timing
-    assert timing is not None and timing.seats[0].timeouts == 0
+    assert timing is not None
+    assert timing.seats[0].timeouts == 0
 
 
 def test_mark_away_then_come_back() -> None:
     table = Table(AUTO)
     assert table.run(MarkAway(2)) == [SeatAway(2, "marked")]
     assert table.run(MarkAway(2)) == []
-    assert table.game.timing is not None and table.game.timing.seats[2].away
+    assert table.game.timing is not None
+    assert table.game.timing.seats[2].away
     assert table.run(ComeBack(2)) == [SeatReturned(2)]
     refused("wrong_phase", table, ComeBack(2))
     assert from_api(2, {"type": "back"}) == ComeBack(2)
@@ -232,7 +236,8 @@ def test_both_seats_owing_a_blind_nil_pass_are_on_the_clock() -> None:
     for seat in (1, 2, 3):
         table.run(LookAtHand(seat))
         table.run(PlaceBid(seat, 3), after=1)
-    assert table.game.hand is not None and table.game.hand.phase == "pass"
+    assert table.game.hand is not None
+    assert table.game.hand.phase == "pass"
     assert set(on_clock(table.game)) == {0, 2}
     passed = table.time_out(2, after=40)
     assert passed[0] == TimedOut(2)
@@ -240,7 +245,9 @@ def test_both_seats_owing_a_blind_nil_pass_are_on_the_clock() -> None:
     hand = table.game.hand
     assert hand is not None
     table.run(PassCards(0, tuple(cards_held(hand, 0)[:2])), after=1)
-    assert table.game.hand is not None and table.game.hand.phase == "play"
+    after = table.game.hand
+    assert after is not None
+    assert after.phase == "play"
 
 
 @settings(max_examples=10, deadline=None)
