@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import nats.errors
+import nats.js.errors
 import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -53,6 +54,7 @@ RETRY_S = 0.05
 UNAVAILABLE_RETRY_S = 1.0
 MAX_TRIES = 40
 HEARTBEAT_S = 5.0
+STREAM_RETRY_S = 0.5
 LATENESS_KEPT = 100_000
 
 Entry = tuple[float, str, int, int]
@@ -107,8 +109,14 @@ class Timers:
             await self.stop()
 
     async def start(self) -> None:
-        """Follow the game stream from its first message."""
-        info = await self._js.stream_info(GAMES_STREAM)
+        """Follow the game stream from its first message (once an engine has made it)."""
+        while True:
+            try:
+                info = await self._js.stream_info(GAMES_STREAM)
+                break
+            except nats.js.errors.NotFoundError:
+                log.info("waiting for the game stream (an engine makes it)")
+                await asyncio.sleep(STREAM_RETRY_S)
         if info.state.messages == 0:
             self.caught_up.set()
         self._subscription = await self._js.subscribe(
