@@ -56,3 +56,23 @@ class Timing(msgspec.Struct, frozen=True, gc=False):
         if held.away:
             return held.since
         return held.since + self.clock.turn_s + held.bank
+
+
+def rfc3339(seconds: float) -> str:
+    """Seconds since the epoch as RFC 3339 in UTC to the millisecond (``...T12:00:00.250Z``),
+    by calendar arithmetic alone (the domain reads no clock and imports no ``datetime``)."""
+    millis = round(seconds * 1000)
+    days, millis = divmod(millis, 86_400_000)
+    # Howard Hinnant's civil_from_days: the proleptic Gregorian date of a day number.
+    z = days + 719_468
+    era, doe = divmod(z, 146_097)
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    hours, millis = divmod(millis, 3_600_000)
+    minutes, millis = divmod(millis, 60_000)
+    secs, millis = divmod(millis, 1000)
+    return f"{year:04d}-{month:02d}-{day:02d}T{hours:02d}:{minutes:02d}:{secs:02d}.{millis:03d}Z"

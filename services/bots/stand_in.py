@@ -41,7 +41,7 @@ def stand_in_actions(game: Game, seat: int) -> tuple[PlayerAction, ...]:
 def _fallback(legal: list[dict[str, Any]], hand: list[Any] | None) -> dict[str, Any] | None:
     """The first move listed when the bot has none (it waits on a look alone): a look when
     that is all there is, a pass or discard of the first cards held."""
-    moves = [action for action in legal if action["type"] != "look"]
+    moves = [action for action in legal if action["type"] not in ("look", "back")]
     if not moves:
         return {"type": "look"} if legal else None
     move = moves[0]

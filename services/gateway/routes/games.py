@@ -8,6 +8,7 @@ import structlog
 from fastapi import APIRouter, Query, Response
 
 from contracts.wire import CreateGameRequest
+from domain.clock import Clock
 from domain.game import fold
 from domain.platforms import Visibility
 from domain.state import Status
@@ -62,6 +63,7 @@ async def create_game(
         platform=platform,
         visibility=body.visibility or default_visibility,
         seating=body.seating,
+        clock=Clock(**body.clock.model_dump()) if body.clock is not None else None,
     )
     with services.in_flight.hold(command_id):
         reply = await services.commands.send(game_id, request, command_id)
