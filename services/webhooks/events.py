@@ -5,11 +5,12 @@ A game's commit is folded event by event: ``game_created`` makes ``game.created`
 the whole commit, each seat that has just come to act makes ``game.turn``. A league's
 ``round_scheduled`` makes ``league.round_started``.
 
-Three event types wait for the clocks of the service (timeouts, forfeits, and the league events
-of a round's and a league's end): :func:`timed_out`, :func:`round_finished` and
-:func:`league_finished` are where their events are mapped, one function each. Until then
-``league.round_finished`` is made from ``round_completed``, which the league records only when
-its next round is scheduled, and the other two make nothing.
+A seat's clock running out (``timed_out``) makes ``game.timed_out`` (:func:`timed_out`), and a
+clocked game's ``game.turn`` carries the seat's deadline (:func:`turn_deadline`). Two league
+event types wait for the league's own work: :func:`round_finished` and :func:`league_finished`
+are where their events are mapped. Until then ``league.round_finished`` is made from
+``round_completed``, which the league records only when its next round is scheduled, and
+``league.finished`` makes nothing.
 
 Nothing here reads a card: every payload is built from what the public view shows.
 """
@@ -25,6 +26,8 @@ from contracts.webhooks import (
     GameCreatedData,
     GameFinished,
     GameFinishedData,
+    GameTimedOut,
+    GameTimedOutData,
     GameTurn,
     GameTurnData,
     HandScored,
@@ -36,8 +39,17 @@ from contracts.webhooks import (
     RoundStartedData,
     TableResultData,
 )
-from contracts.wire import Commit, LeagueCommit
-from domain.events import AnyEvent, GameEnded, HandLooked, SeatTokenReissued
+from contracts.wire import Commit, LeagueCommit, commit_seconds
+from domain.clock import rfc3339
+from domain.events import (
+    AnyEvent,
+    GameEnded,
+    HandLooked,
+    SeatAway,
+    SeatReturned,
+    SeatTokenReissued,
+    TimedOut,
+)
 from domain.events import GameCreated as GameCreatedEvent
 from domain.events import HandScored as HandScoredEvent
 from domain.game import evolve
@@ -45,6 +57,7 @@ from domain.league import AnyLeagueEvent, League, RoundCompleted, RoundScheduled
 from domain.league import evolve as evolve_league
 from domain.state import NO_SEAT, Game, Phase
 from domain.table import table_for
+from domain.timing import stamped
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +103,9 @@ def game_webhooks(before: Seen | None, commit: Commit) -> tuple[Seen | None, lis
             made.append(Made(chain, webhook))
     if state is None:
         return None, made
+    if state.timing is not None and commit.events:  # the clocks run to the commit's time
+        before_game = before.game if before is not None else None
+        state = stamped(before_game, commit.events, state, commit_seconds(commit.time))
     after = Seen(state, league)
     if commit.events:
         made += [Made(chain, turn) for turn in _turns(before, after, commit)]
@@ -107,14 +123,32 @@ def _of_event(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
 
 
 def timed_out(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
-    """``game.timed_out`` for the event that records a seat's clock running out (an action the
-    service took for it, or a forfeit): none exists yet, so nothing is made."""
-    return None
+    """``game.timed_out`` for the event that records a seat's clock running out: the service
+    acted for the seat (``auto``) or the game is forfeited (``forfeit``)."""
+    if not isinstance(event, TimedOut):
+        return None
+    game = seen.game
+    timing = game.timing
+    player = game.players[event.seat] if 0 <= event.seat < len(game.players) else None
+    data = GameTimedOutData(
+        game_id=game.game_id,
+        league=seen.league,
+        seat=event.seat,
+        player=player.name if player else None,
+        outcome=timing.clock.on_timeout if timing is not None else "auto",
+        version=game.version,
+    )
+    return GameTimedOut(timestamp=time, data=data)
 
 
 def turn_deadline(game: Game, seat: int) -> str | None:
-    """When ``seat``'s clock runs out (RFC 3339): no game has a clock yet."""
-    return None
+    """When ``seat``'s clock runs out (RFC 3339); None in a game without a clock, or when the
+    seat is not on the clock."""
+    timing = game.timing
+    if timing is None or not 0 <= seat < len(timing.seats):
+        return None
+    deadline = timing.deadline(seat)
+    return rfc3339(deadline) if deadline is not None else None
 
 
 def _players(game: Game) -> list[str | None]:
@@ -183,7 +217,7 @@ def seats_to_act(game: Game | None) -> dict[int, Phase]:
     return {hand.turn: hand.phase} if hand.turn != NO_SEAT else {}
 
 
-_STANDING_STILL = (HandLooked, SeatTokenReissued)
+_STANDING_STILL = (HandLooked, SeatTokenReissued, SeatAway, SeatReturned)
 """Events after which the seat on turn is still to make the same move."""
 
 
