@@ -56,7 +56,8 @@ class Run:
         return made
 
     def time_out(self, seat: int, at: float) -> list[Made]:
-        assert self.state is not None and self.state.timing is not None
+        assert self.state is not None
+        assert self.state.timing is not None
         auto = self.state.timing.clock.on_timeout == "auto"
         actions = stand_in_actions(self.state, seat) if auto else ()
         return self.commit(TimeOut(seat, at, actions), at)
