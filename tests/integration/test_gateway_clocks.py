@@ -184,3 +184,44 @@ async def test_an_away_seat_is_offered_back_and_comes_back(client: httpx.AsyncCl
         )
         assert again.status_code == 409, again.text
         assert again.json()["code"] == "wrong_phase"
+
+
+async def test_the_platform_marks_a_seat_away_and_it_is_played_for_at_once(
+    client: httpx.AsyncClient,
+) -> None:
+    table = await clocked_table(client, {"turn_s": 600, "on_timeout": "auto"})
+    marked = await client.post(f"{table.url}/seats/2/away")
+    assert marked.status_code == 200, marked.text
+    assert [record["event"] for record in marked.json()["events"]] == [
+        {"type": "seat_away", "seat": 2, "reason": "marked"}
+    ]
+    again = await client.post(f"{table.url}/seats/2/away")
+    assert again.status_code == 200, again.text
+    assert again.json()["events"] == []
+    async with client.stream("GET", f"{table.url}/events/stream") as public:
+        frames = frames_of(public)
+        for seat in (0, 1):  # the seats before it bid for themselves
+            view = await table.view(seat)
+            bid = next(action for action in view["legal"] if action["type"] == "bid")
+            acted = await table.act(seat, {"type": "bid", "bid": bid["bid"]})
+            assert acted.status_code == 200, acted.text
+        bids = []
+        while len(bids) < 3:
+            frame = await next_event(frames)
+            if frame.event == "bid_placed":
+                bids.append(frame.json["seat"])
+        assert bids == [0, 1, 2]  # seat 2's at once, not after 600 s
+    events = [record["event"] for record in await table.events()]
+    assert {"type": "timed_out", "seat": 2} in events
+
+
+async def test_marking_a_seat_away_in_a_game_without_a_clock_is_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    created = await client.post("/v1/games", json={"rules": {"preset": "partnership"}})
+    assert created.status_code == 201
+    response = await client.post(f"/v1/games/{created.json()['game_id']}/seats/0/away")
+    assert response.status_code == 409, response.text
+    assert response.json()["code"] == "wrong_phase"
+    missing = await client.post("/v1/games/no-such-game/seats/0/away")
+    assert missing.status_code == 404
