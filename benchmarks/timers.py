@@ -9,6 +9,8 @@ its turn and a little past its deadline, so players race the timer.
 Once every game is open the measurement window starts. Over it:
 
 - the timer worker's CPU (user + system, from ``/proc``) per timeout in the stream;
+- when the worker sends each timeout, past the deadline (its own lateness: the bench hears the
+  request on its way to the engines);
 - the lateness of each timeout: its commit's time (the engine's clock when it decided it) past
   the seat's deadline, reckoned as the engine does from the commit that gave the turn (p50,
   p99);
@@ -35,13 +37,16 @@ from nats.js import api
 
 from benchmarks.commands import Broker, _nats, wait_for_engine
 from contracts.wire import (
+    COMMAND_SUBJECTS,
     GAME_SUBJECTS,
     GAMES_STREAM,
     ActRequest,
     CreateGameRequest,
     TakeSeatRequest,
+    TimeOutRequest,
     commit_seconds,
     read_commit,
+    request_decoder,
 )
 from domain.clock import Clock
 from domain.commands import to_api
@@ -69,9 +74,13 @@ class TimerFigures(msgspec.Struct):
     timer_cpu_s: float
     timer_cpu_per_timeout_us: float
     timer_rss_mb: float
+    fired_p50_ms: float
+    fired_p99_ms: float
+    """When the worker sent each timeout, past its deadline (the worker's own lateness)."""
     lateness_p50_ms: float
     lateness_p99_ms: float
     lateness_max_ms: float
+    """When the engine decided each timeout, past its deadline (what a player sees)."""
     engine_cpu_per_timeout_us: float
     """The peer: the engine's CPU over the window per timeout."""
     ratio: float
@@ -136,6 +145,8 @@ class Observer:
         self.lateness: list[tuple[float, float]] = []
         """(when seen, seconds past the deadline) of each timeout."""
         self.own_moves: list[float] = []
+        self.fired: list[tuple[float, float]] = []
+        """(when sent, seconds past the deadline) of each timeout request the worker sent."""
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def receive(self, msg: Msg) -> None:
@@ -163,6 +174,23 @@ class Observer:
                 task = asyncio.create_task(self.act(game_id, seat, state.version, delay))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
+
+    async def request(self, msg: Msg) -> None:
+        """A command on its way to the engines: a timer's timeout is timed on arrival."""
+        now = time.time()
+        try:
+            request = request_decoder.decode(msg.data)
+        except msgspec.DecodeError:
+            return
+        body = request.body
+        if not isinstance(body, TimeOutRequest):
+            return
+        state = self.games.get(request.game_id)
+        if state is None or state.timing is None or state.version != body.expected_version:
+            return
+        due = state.timing.deadline(body.seat)
+        if due is not None:
+            self.fired.append((now, now - due))
 
     async def act(self, game_id: str, seat: int, version: int, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -218,6 +246,7 @@ async def measure(
             pending_msgs_limit=-1,
             pending_bytes_limit=-1,
         )
+        requests = await connection.subscribe(COMMAND_SUBJECTS, cb=observer.request)
         clock = Clock(turn_s=turn_s, on_timeout="auto")
         gate = asyncio.Semaphore(OPENING_AT_ONCE)
 
@@ -234,10 +263,12 @@ async def measure(
         end = time.time()
         memory = rss_mb(timer_pid)
         await subscription.unsubscribe()
+        await requests.unsubscribe()
         for task in list(observer.tasks):
             task.cancel()
         late = [late for seen, late in observer.lateness if start <= seen <= end]
         moves = sum(start <= at <= end for at in observer.own_moves)
+        fired = [late for sent, late in observer.fired if start <= sent <= end]
         count = max(1, len(late))
         timer_per = timer_used / count * 1e6
         engine_per = engine_used / count * 1e6
@@ -252,6 +283,8 @@ async def measure(
             timer_cpu_s=round(timer_used, 3),
             timer_cpu_per_timeout_us=timer_per,
             timer_rss_mb=memory,
+            fired_p50_ms=percentile(fired, 0.50) * 1000,
+            fired_p99_ms=percentile(fired, 0.99) * 1000,
             lateness_p50_ms=percentile(late, 0.50) * 1000,
             lateness_p99_ms=percentile(late, 0.99) * 1000,
             lateness_max_ms=max(late, default=0.0) * 1000,
@@ -265,8 +298,8 @@ async def measure(
 def run(
     games: int = 5000,
     acting_share: float = 0.1,
-    turn_s: float = 30.0,
-    window_s: float = 60.0,
+    turn_s: float = 120.0,
+    window_s: float = 120.0,
     seed: int = 1,
     nats_url: str | None = None,
 ) -> TimerFigures:

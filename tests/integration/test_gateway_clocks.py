@@ -205,7 +205,7 @@ async def test_the_platform_marks_a_seat_away_and_it_is_played_for_at_once(
             bid = next(action for action in view["legal"] if action["type"] == "bid")
             acted = await table.act(seat, {"type": "bid", "bid": bid["bid"]})
             assert acted.status_code == 200, acted.text
-        bids = []
+        bids: list[int] = []
         while len(bids) < 3:
             frame = await next_event(frames)
             if frame.event == "bid_placed":
