@@ -140,12 +140,13 @@ class HandRecorder:
 
     def _note_timed_out(self, event: AnyEvent) -> None:
         move: Move | None = _MOVES.get(type(event))
-        seat = self._acting_for
-        if move is None or seat is None or getattr(event, "seat", None) != seat:
+        if move is None:
             return
-        trick = len(self._tricks) + 1 if move == "play" else None
-        self._timed_out.append(TimedOutMove(seat=seat, move=move, trick=trick))
-        self._acting_for = None
+        seat = self._acting_for
+        self._acting_for = None  # the move right after a timeout is the service's, no other
+        if seat is not None and getattr(event, "seat", None) == seat:
+            trick = len(self._tricks) + 1 if move == "play" else None
+            self._timed_out.append(TimedOutMove(seat=seat, move=move, trick=trick))
 
     def _record(self, scored: HandScored) -> HandRecord:
         dealt = self._dealt

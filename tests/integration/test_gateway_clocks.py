@@ -14,7 +14,7 @@ import pytest
 
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ServiceProcess
+from tests.integration.support import EngineProcess, ProjectionsProcess, ServiceProcess
 from tests.integration.test_gateway import (
     ServedGateway,
     Table,
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.integration
 
 engine = stack.engine
 data_dir = stack.data_dir
+projections = stack.projections
 
 
 class TimersProcess(ServiceProcess):
@@ -47,7 +48,11 @@ def timers(
 
 @pytest.fixture(scope="module")
 def gateway(
-    shared_nats: EmbeddedNats, engine: EngineProcess, timers: TimersProcess, data_dir: Path
+    shared_nats: EmbeddedNats,
+    engine: EngineProcess,
+    timers: TimersProcess,
+    projections: ProjectionsProcess,
+    data_dir: Path,
 ) -> Iterator[str]:
     settings = gateway_settings(shared_nats.url, data_dir)
     with ServedGateway(settings, keep_alive_s=0.3, min_version_wait_s=1.0) as served:
@@ -225,3 +230,31 @@ async def test_marking_a_seat_away_in_a_game_without_a_clock_is_refused(
     assert response.json()["code"] == "wrong_phase"
     missing = await client.post("/v1/games/no-such-game/seats/0/away")
     assert missing.status_code == 404
+
+
+async def test_the_hand_record_names_the_moves_the_service_made(
+    client: httpx.AsyncClient,
+) -> None:
+    table = await clocked_table(client, {"turn_s": 0.02, "on_timeout": "auto"})
+    async with client.stream("GET", f"{table.url}/events/stream") as public:
+        frames = frames_of(public)
+        while (frame := await next_event(frames)).event != "game_ended":
+            pass
+        assert frame.id is not None
+        ended = int(frame.id)
+    for _ in range(30):  # the read model catches up (each try waits up to 1 s for it)
+        response = await client.get(f"{table.url}/hands", params={"min_version": ended})
+        if response.status_code != 503:
+            break
+    assert response.status_code == 200, response.text
+    [record] = response.json()["hands"]
+    moves = record["timed_out"]
+    assert len(moves) == 4 + 52
+    assert sum(move["move"] == "bid" for move in moves) == 4
+    plays = [(move["trick"], move["seat"]) for move in moves if move["move"] == "play"]
+    played = [
+        (number, card["seat"])
+        for number, trick in enumerate(record["tricks"], start=1)
+        for card in trick["cards"]
+    ]
+    assert plays == played  # every card of every trick, each in its trick, by its seat
