@@ -90,6 +90,8 @@ class Timers:
         self._tasks: set[asyncio.Task[None]] = set()
         self._subscription: Subscription | None = None
         self.caught_up = asyncio.Event()
+        self.activity = asyncio.Event()
+        """Set whenever a timeout is answered or seen in the stream (for whoever waits on it)."""
         self.fired = 0
         """Timeouts this worker sent that the engine accepted (or had accepted: a twin's)."""
         self.lost = 0
@@ -98,6 +100,8 @@ class Timers:
         """Timeouts seen in the stream, whoever fired them."""
         self.lateness: deque[float] = deque(maxlen=LATENESS_KEPT)
         """Seconds past the deadline at which each timeout seen in the stream was decided."""
+        self.sent_late: deque[float] = deque(maxlen=LATENESS_KEPT)
+        """Seconds past the deadline at which this worker sent each timeout (its own part)."""
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -139,6 +143,12 @@ class Timers:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    async def until(self, done: Callable[[Timers], bool]) -> None:
+        """Return once ``done(self)`` holds, checked after each answer or timeout seen."""
+        while not done(self):
+            self.activity.clear()
+            await self.activity.wait()
+
     @property
     def clocks(self) -> int:
         """Running clocked games held."""
@@ -167,6 +177,7 @@ class Timers:
             first = commit.events[0]
             if before is not None and isinstance(first, TimedOut):
                 self.observed += 1
+                self.activity.set()
                 due = before.timing.deadline(first.seat) if before.timing else None
                 if due is not None:
                     self.lateness.append(at - due)
@@ -230,10 +241,12 @@ class Timers:
         finally:
             self._sent.discard((game_id, seat, version))
             self._slots.release()
+            self.activity.set()
 
     async def _send(self, game_id: str, seat: int, version: int, deadline: float) -> None:
         request = TimeOutRequest(seat=seat, expected_version=version)
         command_id = timeout_command_id(seat, version)
+        self.sent_late.append(self._now() - deadline)
         bound = log.bind(game_id=game_id, seat=seat, version=version)
         for _ in range(MAX_TRIES):
             try:
@@ -261,10 +274,23 @@ class Timers:
 
 
 def stats(timers: Timers) -> dict[str, Any]:
-    """What a worker has done, for logs and the benchmark."""
+    """What a worker has done, for its periodic log line: the clocks it holds, timeouts fired
+    and lost, and how late (ms past the deadline) it sent them and the engine decided them, over
+    the last :data:`LATENESS_KEPT`."""
     return {
         "clocks": timers.clocks,
         "fired": timers.fired,
         "lost": timers.lost,
         "observed": timers.observed,
+        "sent_late_p50_ms": _percentile_ms(timers.sent_late, 0.5),
+        "sent_late_p99_ms": _percentile_ms(timers.sent_late, 0.99),
+        "decided_late_p50_ms": _percentile_ms(timers.lateness, 0.5),
+        "decided_late_p99_ms": _percentile_ms(timers.lateness, 0.99),
     }
+
+
+def _percentile_ms(values: deque[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000, 1)

@@ -40,7 +40,7 @@ from domain.events import (
 )
 from domain.game import evolve
 from domain.state import Game
-from domain.timing import apply_commit, on_clock
+from domain.timing import apply_commit, deadlines, on_clock
 from services.audit.replay import audit_game
 from services.bots.stand_in import stand_in_actions
 from services.engine.client import EngineClient
@@ -245,19 +245,26 @@ async def test_a_timer_killed_while_games_are_overdue_fires_each_timeout_once_af
             for watch in watches:  # the worker is firing: a few moves made in every game
                 await watch.until(lambda w: sum(bool(c.events) for c in w.commits) > 8)
             first.kill()
-            killed_at = time.time()
-            # Let every game go overdue while no timer runs (the clocks are in the stream).
+            # Let every game go overdue while no timer runs (the clocks are in the stream); a
+            # timeout the killed worker sent just before it died may still land meanwhile.
             await asyncio.sleep(0.5)
             assert all(not watch.ended for watch in watches)
             stalled = [len(watch.commits) for watch in watches]
+            restarted_at = time.time()
+            for watch in watches:
+                assert watch.state is not None
+                due = deadlines(watch.state)
+                assert due
+                assert max(due.values()) < restarted_at  # overdue
             second = TimersProcess(nats_url, tmp_path, "timers-restarted")
             second.start()
             try:
                 second.wait_ready("timers ready")
                 for watch, before in zip(watches, stalled, strict=True):
                     await watch.until(lambda w, n=before: len(w.commits) > n)
-                    overdue = commit_seconds(watch.commits[before].time) - killed_at
-                    assert overdue >= 0.5  # fired after the restart, at once
+                    fired = watch.commits[before]
+                    assert commit_seconds(fired.time) >= restarted_at - 0.001
+                    assert isinstance(fired.events[0], TimedOut)  # fired after the restart
                 for watch in watches:
                     await watch.until(lambda w: w.ended, timeout_s=120)
             finally:
@@ -288,3 +295,48 @@ async def test_two_timer_workers_at_once_make_one_action_per_timeout(
         commits = await history(connection, game)
         assert_every_move_timed_out_once(commits)
         assert all(stored.commit.refusal is None for stored in commits)
+
+
+async def test_a_worker_sleeps_until_the_earliest_deadline_of_all_it_holds(
+    nats_url: str, engine: EngineProcess, connection: Client
+) -> None:
+    """Many far clocks and one near: the worker holds them all, fires only the near one when
+    it is due, and sends nothing for the others (it looks at no game to find what is due)."""
+    from services.runtime.nats import connect as connect_as
+    from services.timers.worker import Timers, stats
+    from tests.integration.support import credentials_of
+
+    client = await ready_client(connection)
+    far = [f"far-{n}" for n in range(20)]
+    for game in far:
+        await open_table(client, game, Clock(turn_s=3600, on_timeout="auto"))
+    timers_connection = await connect_as(
+        nats_url, "pytest-timers", user="timers", credentials=credentials_of("timers")
+    )
+    timers = Timers(timers_connection)
+    try:
+        await timers.start()
+        firing = asyncio.create_task(timers.fire_due())
+        await asyncio.wait_for(timers.caught_up.wait(), 30)
+        assert timers.clocks == len(far)
+        async with Watch(connection, "near") as watch:
+            await open_table(client, "near", Clock(turn_s=0.2, on_timeout="forfeit"))
+            await watch.until(lambda w: w.ended)
+        async with asyncio.timeout(10):
+            await timers.until(lambda t: t.observed >= 1 and t.fired + t.lost >= 1)
+        figures = stats(timers)
+        assert figures["fired"] == 1
+        assert figures["lost"] == 0
+        assert timers.clocks == len(far)  # the finished game is forgotten
+        assert figures["sent_late_p50_ms"] is not None
+        assert figures["sent_late_p50_ms"] < 1000
+        firing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await firing
+    finally:
+        await timers.stop()
+        await timers_connection.close()
+    for game in far:  # nothing was sent for them
+        commits = await history(connection, game)
+        assert not any(stored.commit.events and isinstance(stored.commit.events[0], TimedOut)
+                       for stored in commits)  # fmt: skip
