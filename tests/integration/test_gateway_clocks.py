@@ -258,3 +258,21 @@ async def test_the_hand_record_names_the_moves_the_service_made(
         for card in trick["cards"]
     ]
     assert plays == played  # every card of every trick, each in its trick, by its seat
+
+
+async def test_the_python_client_reads_the_clock(gateway: str) -> None:
+    from services.client import SpadesClient
+
+    async with SpadesClient(gateway) as api:
+        created = await api.create_game(
+            {"preset": "partnership"}, clock={"turn_s": 300, "bank_s": 30}
+        )
+        assert created.clock is not None
+        assert created.clock.on_timeout == "auto"
+        for seat in range(4):
+            await api.take_seat(created.game_id, f"p{seat}")
+        state = await api.state(created.game_id)
+    assert state.clock is not None
+    assert state.clock.deadline is not None
+    assert state.clock.seats[state.turn or 0].deadline == state.clock.deadline
+    assert [seat.bank_s for seat in state.clock.seats] == [30] * 4
