@@ -168,6 +168,10 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         elif isinstance(body, MarkAwayRequest):
             command = MarkAway(body.seat)
         elif isinstance(body, TimeOutRequest):
+            if body.expected_version > state.version:  # another engine's commits: read them
+                await self.games.catch_up(held)
+                state = held.state
+                assert state is not None
             command = self._time_out(state, body)
         else:
             revoked = revocation(state, body)

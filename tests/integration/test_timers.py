@@ -14,18 +14,22 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.client import Client
 from nats.js import api
 
 from contracts.wire import (
     ActRequest,
+    CommandRequest,
     Commit,
     CreateGameRequest,
     TakeSeatRequest,
+    TimeOutRequest,
     commit_seconds,
     game_subject,
     read_commit,
+    reply_decoder,
 )
 from domain.clock import Clock
 from domain.commands import to_api
@@ -44,7 +48,8 @@ from domain.timing import apply_commit, deadlines, on_clock
 from services.audit.replay import audit_game
 from services.bots.stand_in import stand_in_actions
 from services.engine.client import EngineClient
-from services.runtime.game_stream import StoredCommit
+from services.engine.engine import Engine
+from services.runtime.game_stream import GameStream, StoredCommit
 from tests.integration.support import EngineProcess, ServiceProcess, history, ready_client
 
 pytestmark = pytest.mark.integration
@@ -340,3 +345,47 @@ async def test_a_worker_sleeps_until_the_earliest_deadline_of_all_it_holds(
         commits = await history(connection, game)
         assert not any(stored.commit.events and isinstance(stored.commit.events[0], TimedOut)
                        for stored in commits)  # fmt: skip
+
+
+async def test_an_engine_whose_copy_is_behind_reads_on_and_takes_the_timeout(
+    engine: EngineProcess, connection: Client
+) -> None:
+    """A timeout often reaches an engine whose copy of the game is behind (another engine
+    appended the last commits): it reads them and takes the timeout, never refusing it as
+    stale, for the timer would not send it again and the table would stall."""
+    client = await ready_client(connection)
+    game = "behind"
+    await open_table(client, game, Clock(turn_s=0.05, on_timeout="auto"))
+    behind = Engine(GameStream(connection.jetstream()))  # no follower: it reads only on demand
+    held = await behind.games.get(game)
+    seated = held.version
+    async with Watch(connection, game) as watch:  # the process engine moves the game on
+        bid = await client.send(game, ActRequest(seat=0, action={"type": "bid", "bid": 3}))
+        assert bid.ok, bid
+        await watch.until(lambda w: w.state is not None and w.state.version > seated)
+        current = watch.state
+    assert current is not None
+    assert held.version == seated  # this engine has not seen the bid
+    await asyncio.sleep(0.06)  # seat 1's clock runs out
+    request = CommandRequest(
+        command_id="timeout-behind",
+        game_id=game,
+        body=TimeOutRequest(seat=1, expected_version=current.version),
+    )
+    reply = reply_decoder.decode(await behind.handle(msgspec.json.encode(request)))
+    assert reply.ok, reply
+    assert isinstance(reply.events[0].event, TimedOut)
+
+
+async def test_two_engines_and_a_timer_play_tables_out(
+    timers: TimersProcess, second_engine: EngineProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    games = [f"two-engines-{n}" for n in range(2)]
+    async with watching(connection, games) as watches:
+        for game in games:
+            await open_table(client, game, Clock(turn_s=0.03, on_timeout="auto"))
+        for watch in watches:
+            await watch.until(lambda w: w.ended, timeout_s=120)
+    for game in games:
+        assert_every_move_timed_out_once(await history(connection, game))
