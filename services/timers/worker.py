@@ -51,8 +51,8 @@ IN_FLIGHT = 256
 """Timeouts sent at once (an overdue backlog after a restart goes out this many at a time)."""
 RETRY_S = 0.05
 """How soon a timeout the engine found early (its clock behind this one's) is sent again."""
+MAX_RETRY_S = 1.0
 UNAVAILABLE_RETRY_S = 1.0
-MAX_TRIES = 40
 HEARTBEAT_S = 5.0
 STREAM_RETRY_S = 0.5
 LATENESS_KEPT = 100_000
@@ -244,14 +244,19 @@ class Timers:
             self.activity.set()
 
     async def _send(self, game_id: str, seat: int, version: int, deadline: float) -> None:
+        """Send the timeout until the engine answers it, or the game moves on without it (a
+        timeout is never dropped while its turn stands: the table would wait for ever)."""
         request = TimeOutRequest(seat=seat, expected_version=version)
         command_id = timeout_command_id(seat, version)
         self.sent_late.append(self._now() - deadline)
         bound = log.bind(game_id=game_id, seat=seat, version=version)
-        for _ in range(MAX_TRIES):
+        early = RETRY_S
+        while True:
             try:
                 reply = await self._engine.send(game_id, request, command_id)
             except EngineUnavailable as error:
+                if not self._current(game_id, seat, version):
+                    return
                 bound.warning("no engine answered the timeout; retrying", error=str(error))
                 await asyncio.sleep(UNAVAILABLE_RETRY_S)
                 continue
@@ -262,15 +267,18 @@ class Timers:
             if reply.code in ("conflict", "game_over", "not_your_turn"):
                 self.lost += 1  # the game moved on first: another timer, or the player
                 return
-            if reply.code == "wrong_phase" and self._current(game_id, seat, version):
-                await asyncio.sleep(RETRY_S)  # the engine's clock is behind this one's
+            if not self._current(game_id, seat, version):
+                return  # moved on meanwhile: its next turn has a deadline of its own
+            if reply.code == "wrong_phase":  # the engine's clock is behind this one's
+                bound.info("the engine finds the timeout early; retrying", detail=reply.detail)
+                await asyncio.sleep(early)
+                early = min(early * 2, MAX_RETRY_S)
                 continue
             if reply.code == "unavailable":
                 await asyncio.sleep(UNAVAILABLE_RETRY_S)
                 continue
             bound.warning("timeout refused", code=reply.code, detail=reply.detail)
             return
-        bound.warning("timeout given up", tries=MAX_TRIES)
 
 
 def stats(timers: Timers) -> dict[str, Any]:
