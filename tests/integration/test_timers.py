@@ -38,6 +38,7 @@ from domain.events import (
     CardPlayed,
     CardsPassed,
     GameEnded,
+    HandLooked,
     SeatAway,
     SeatReturned,
     TimedOut,
@@ -375,6 +376,11 @@ async def test_an_engine_whose_copy_is_behind_reads_on_and_takes_the_timeout(
     reply = reply_decoder.decode(await behind.handle(msgspec.json.encode(request)))
     assert reply.ok, reply
     assert isinstance(reply.events[0].event, TimedOut)
+    # The timer is answered as the public sees the table: the look the service made for the
+    # seat shows no card.
+    looked = [r.event for r in reply.events if isinstance(r.event, HandLooked)]
+    assert looked
+    assert all(event.cards is None for event in looked)
 
 
 async def test_two_engines_and_a_timer_play_tables_out(
