@@ -1,12 +1,15 @@
 """``spades bench timers``: thousands of clocks running at once, and what firing them costs.
 
 An embedded nats-server, one engine and one timer worker (``spades serve timers``), each its own
-process. N games are opened with ``clock: {turn_s: T, on_timeout: auto}``; in most of them
+process. N games are opened with ``clock: {turn_s: T, on_timeout: auto}`` and three of their
+four seats taken; then their last seats are taken one after another over T seconds, so their
+clocks start spread evenly and from then on all N run at once, due at a steady N / T a second.
+In most of them
 nobody ever acts, so every turn ends in a timeout the worker fires and the engine plays with
 its bot; in a share of them (``acting``) each seat acts slowly, at a random moment between half
 its turn and a little past its deadline, so players race the timer.
 
-Once every game is open the measurement window starts. Over it:
+Once every clock has run a whole turn the measurement window starts. Over it:
 
 - the timer worker's CPU (user + system, from ``/proc``) per timeout in the stream;
 - when the worker sends each timeout, past the deadline (its own lateness: the bench hears the
@@ -207,15 +210,20 @@ class Observer:
 
 
 async def _open(client: EngineClient, game_id: str, clock: Clock) -> None:
+    """Create the game and seat three of its four players: its clock is not running yet."""
     created = await client.send(
         game_id, CreateGameRequest(rules={"preset": "partnership"}, dealer=3, clock=clock)
     )
     if not created.ok:
         raise RuntimeError(f"game {game_id} not created: {created.code} {created.detail}")
-    for seat in range(4):
-        taken = await client.send(game_id, TakeSeatRequest(player=f"p{seat}", seat=seat))
-        if not taken.ok:
-            raise RuntimeError(f"seat {seat} of {game_id} not taken: {taken.code}")
+    for seat in range(3):
+        await _seat(client, game_id, seat)
+
+
+async def _seat(client: EngineClient, game_id: str, seat: int) -> None:
+    taken = await client.send(game_id, TakeSeatRequest(player=f"p{seat}", seat=seat))
+    if not taken.ok:
+        raise RuntimeError(f"seat {seat} of {game_id} not taken: {taken.code}")
 
 
 async def measure(
@@ -255,6 +263,18 @@ async def measure(
                 await _open(client, game_id, clock)
 
         await asyncio.gather(*(one(game_id) for game_id in ids))
+        # The last seat of each game, one after another over a whole turn: the clocks start
+        # spread evenly, so from then on every game is on the clock at once and the deadlines
+        # come at a steady rate (games / turn_s a second), not all in one burst.
+        began = time.monotonic()
+        seating: list[asyncio.Task[None]] = []
+        for index, game_id in enumerate(ids):
+            delay = began + index * turn_s / games - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            seating.append(asyncio.create_task(_seat(client, game_id, 3)))
+        await asyncio.gather(*seating)
+        await asyncio.sleep(max(0.0, began + turn_s - time.monotonic()))
         start = time.time()
         timer_cpu, engine_cpu = cpu_seconds(timer_pid), cpu_seconds(engine_pid)
         await asyncio.sleep(window_s)
@@ -298,8 +318,8 @@ async def measure(
 def run(
     games: int = 5000,
     acting_share: float = 0.1,
-    turn_s: float = 120.0,
-    window_s: float = 120.0,
+    turn_s: float = 60.0,
+    window_s: float = 60.0,
     seed: int = 1,
     nats_url: str | None = None,
 ) -> TimerFigures:

@@ -178,8 +178,8 @@ def timers(
     acting: Annotated[
         float, typer.Option(min=0, max=1, help="Share of games whose seats act, slowly.")
     ] = 0.1,
-    turn_s: Annotated[float, typer.Option(min=0.05, help="Each turn's clock.")] = 120.0,
-    window_s: Annotated[float, typer.Option(min=1, help="Seconds measured.")] = 120.0,
+    turn_s: Annotated[float, typer.Option(min=0.05, help="Each turn's clock.")] = 60.0,
+    window_s: Annotated[float, typer.Option(min=1, help="Seconds measured.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of the game ids and the slow seats.")] = 1,
     json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
 ) -> None:
