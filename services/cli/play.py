@@ -199,6 +199,8 @@ async def _wait_for_change(follower: GameFollower, view: SeatView, console: Cons
     """Wait for an event past the view, telling what the other seats did."""
     while True:
         message = await follower.next()
+        if message.event == "clock":
+            continue  # the clock's deadlines; the table is told by its events
         if message.event == "state":
             if _state_of(message).version > view.version:
                 return
@@ -223,7 +225,7 @@ async def watch_game(
     async with GameFollower(client, game_id, token) as follower:
         while True:
             message = await follower.next()
-            if message.is_comment:
+            if message.is_comment or message.event == "clock":
                 continue
             if message.event == "state":
                 state = _state_of(message)

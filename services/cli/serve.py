@@ -97,3 +97,14 @@ def webhooks(nats_url: NatsUrl = None) -> None:
     settings = get_settings()
     configure_logging(settings)
     asyncio.run(serve_webhooks(settings, nats_url=nats_url_or_exit(nats_url)))
+
+
+@app.command("timers")
+def timers(nats_url: NatsUrl = None) -> None:
+    """The timer worker: learns the clocks from the game stream and fires each timeout once
+    through the engine (several may run)."""
+    from services.timers.service import serve_timers
+
+    settings = get_settings()
+    configure_logging(settings)
+    asyncio.run(serve_timers(settings, nats_url=nats_url_or_exit(nats_url)))

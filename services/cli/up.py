@@ -1,9 +1,9 @@
 """``spades up``: the whole stack on one machine, from one command.
 
 Starts the embedded nats-server (unless ``SPADES_NATS_URL`` names a server), then the engine,
-the projection workers, the webhooks worker and the gateway, each as its own process (``spades
-serve ...``) with the same settings and its own broker credentials (``SPADES_NATS_CREDS``: the
-path of its seed file).
+the projection workers, the webhooks worker, the timer worker and the gateway, each as its own
+process (``spades serve ...``) with the same settings and its own broker credentials
+(``SPADES_NATS_CREDS``: the path of its seed file).
 
 It owns what it starts. A child or the server that dies is started again after a pause (the
 services reconnect to the server by themselves). Ctrl-C, SIGTERM or SIGHUP stops every child,
@@ -95,6 +95,7 @@ def children(settings: Settings, nats_url: str, server: EmbeddedNats | None) -> 
         child("engine", "serve", "engine"),
         child("projections", "serve", "projections"),
         child("webhooks", "serve", "webhooks"),
+        child("timers", "serve", "timers"),
         child("gateway", "serve", "gateway", "--host", settings.host, "--port", str(settings.port)),
     ]
 
