@@ -23,6 +23,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from services.cli.discover import Url
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 console = Console(stderr=True)
@@ -46,9 +48,7 @@ def play_bots(
     rules: Annotated[
         str | None, typer.Option(help="Rule overrides as JSON, e.g. '{\"target\": 200}'.")
     ] = None,
-    url: Annotated[
-        str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
-    ] = DEFAULT_URL,
+    url: Url = DEFAULT_URL,
     api_key: Annotated[
         str | None,
         typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),

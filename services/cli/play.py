@@ -21,6 +21,7 @@ from rich.text import Text
 
 from domain.cards import Card
 from domain.errors import RuleViolation
+from services.cli.discover import Url
 from services.cli.errors import server_errors_reported
 from services.cli.follow import GameFollower
 from services.cli.table import describe_action, narrate, render_table, seat_name
@@ -43,9 +44,6 @@ Chooser = Callable[[SeatView], Awaitable[Mapping[str, Any] | None]]
 
 app = typer.Typer(help="Play or watch a game from a terminal.")
 
-Url = Annotated[
-    str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
-]
 ApiKey = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
