@@ -146,17 +146,7 @@ def gateway_listens(url: str) -> bool:
 
 def run_stack(settings: Settings) -> int:
     """Run until a signal; return the exit status."""
-    try:
-        with holding_stack_lock(settings.data_dir):
-            return _run_stack(settings)
-    except StackRunning as error:
-        print(f"error: {error}", file=sys.stderr)  # one line, before anything started
-        return 1
-
-
-def _run_stack(settings: Settings) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    remove_record(settings.data_dir)  # left by a stack that died: not ours to announce
     settings.signing_key()  # made once here, so every child reads the same key file
     stopping = threading.Event()
 
@@ -188,6 +178,28 @@ def _run_stack(settings: Settings) -> int:
             pid=server.pid,
             credentials=str(server.credentials.directory),
         )
+    try:
+        # After the embedded server's own lock, which names the server that holds the store;
+        # this one also holds for a stack on an external NATS.
+        with holding_stack_lock(settings.data_dir):
+            return _supervise(settings, stopping, nats_url, credentials, server)
+    except StackRunning as error:
+        print(f"error: {error}", file=sys.stderr)  # one line, before any service started
+        if server is not None:
+            server.stop()
+        return 1
+
+
+def _supervise(
+    settings: Settings,
+    stopping: threading.Event,
+    nats_url: str,
+    credentials: Path | None,
+    server: EmbeddedNats | None,
+) -> int:
+    """Start the services, announce the stack once its gateway answers, and keep it running
+    until ``stopping`` is set; then stop it all, the server last."""
+    remove_record(settings.data_dir)  # left by a stack that died: not ours to announce
     gateway_url = connectable_url(settings.host, settings.port)
     stack = children(settings, nats_url, server)
     ready = False
