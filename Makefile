@@ -1,5 +1,7 @@
 # Two commands: `make run` and `make test`. Everything else is set up by them.
 PYTHON ?= python3
+# pytest-xdist workers for `make test`: auto is one per core; tests/conftest.py groups the tests.
+TEST_WORKERS ?= auto
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -23,7 +25,7 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
