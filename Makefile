@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck unit bench contracts clean
+.PHONY: install run test lint typecheck unit bench contracts clean spades bots audit lag
 
 install: $(STAMP)
 
@@ -26,6 +26,20 @@ lint: install
 
 test: lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
+
+# The common commands, beside `make run` (they find its stack by themselves).
+spades: install
+	$(BIN)/spades $(ARGS)
+
+bots: install
+	$(BIN)/spades bots --games 4
+
+audit: install
+	@test -n "$(GAME)" || { echo "usage: make audit GAME=<game id> [HAND=<n>]" >&2; exit 2; }
+	$(BIN)/spades audit $(GAME) $(if $(HAND),--hand $(HAND))
+
+lag: install
+	$(BIN)/spades projections lag
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
