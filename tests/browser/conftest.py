@@ -118,12 +118,13 @@ class Browse:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the browser tests after every other: Playwright's sync API marks the thread's event
-    loop as running for as long as its one browser lives (this package's tests), and the async
-    tests cannot start their own loops under it."""
+    """Run the browser tests first, together: the longest unit of work starts first (under
+    pytest-xdist the other workers take everything else meanwhile). Playwright's sync API marks
+    the thread's event loop as running while its browser lives, so the driver and the browser
+    are this package's fixtures: torn down after its last test, before any async test runs."""
     browser = [item for item in items if _is_browser_test(item)]
     if browser:
-        items[:] = [item for item in items if not _is_browser_test(item)] + browser
+        items[:] = browser + [item for item in items if not _is_browser_test(item)]
 
 
 def _is_browser_test(item: pytest.Item) -> bool:
