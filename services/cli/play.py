@@ -171,6 +171,8 @@ class Screen:
         self.status: str | None = None
         self.told = 0
         """The position of the last event in the story (each is told once, stream or not)."""
+        self.seen = 0
+        """The newest version the stream has shown (an event's position, a state's version)."""
 
     def show(self, view: SeatView) -> None:
         """The table as the view has it (and, redrawing, the story under it)."""
@@ -228,6 +230,7 @@ async def play_game(
             view = await client.view(game_id, token)
             if not screen.told:
                 screen.told = view.version  # what came before the seat sat down is not told
+            screen.seen = max(screen.seen, view.version)
             await _tell_what_arrived(follower, view, screen)
             if view.status == "finished":
                 screen.show(view)
@@ -256,26 +259,28 @@ async def play_game(
 
 
 async def _wait_for_change(follower: GameFollower, view: SeatView, screen: Screen) -> None:
-    """Wait for an event past the view, telling what the other seats did."""
-    while True:
-        message = await follower.next()
-        if message.event == "state":
-            if _state_of(message).version > view.version:
-                return
-            continue
-        if message.is_comment:
-            continue
-        screen.tell_event(_position(message), _event_of(message), view)
-        if follower.pending == 0:
-            return
+    """Wait until the stream shows something newer than the view (it may have already),
+    telling what the other seats did."""
+    while screen.seen <= view.version:
+        _take(await follower.next(), view, screen)
 
 
 async def _tell_what_arrived(follower: GameFollower, view: SeatView, screen: Screen) -> None:
     """Tell the events the stream has brought already, without waiting for more."""
     while follower.pending:
-        message = await follower.next()
-        if message.event != "state" and not message.is_comment:
-            screen.tell_event(_position(message), _event_of(message), view)
+        _take(await follower.next(), view, screen)
+
+
+def _take(message: ServerSentEvent, view: SeatView, screen: Screen) -> None:
+    """Note how far the stream has gone, and tell the event a message carries."""
+    if message.is_comment:
+        return
+    if message.event == "state":
+        screen.seen = max(screen.seen, _state_of(message).version)
+        return
+    position = _position(message)
+    screen.seen = max(screen.seen, position)
+    screen.tell_event(position, _event_of(message), view)
 
 
 async def watch_game(

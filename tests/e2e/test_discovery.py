@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.runtime.discovery import find_stack, record_path
+from services.runtime.discovery import StackRecord, find_stack, record_path
 from tests.e2e.stack import READY_TIMEOUT_S, Stack
 
 pytestmark = pytest.mark.e2e
@@ -37,13 +37,24 @@ def spades(*args: str, data_dir: Path, cwd: Path) -> subprocess.CompletedProcess
     )
 
 
+def recorded(stack: Stack) -> StackRecord:
+    """The stack's record, once `spades up` has written it (after it saw the gateway answer)."""
+    assert stack.process is not None
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not record_path(stack.data_dir).exists():
+        assert stack.process.poll() is None, stack.log_tail()
+        assert time.monotonic() < deadline, stack.log_tail()
+        time.sleep(0.01)  # a file appearing: nothing to await
+    return find_stack(stack.data_dir)
+
+
 def test_the_commands_beside_spades_up_find_it_without_flags(tmp_path: Path) -> None:
     data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
     elsewhere.mkdir()
     stack = Stack(data_dir)
     stack.start()
     try:
-        record = find_stack(data_dir)
+        record = recorded(stack)
         assert record.gateway_url == stack.base_url
         assert stack.process is not None
         assert record.pid == stack.process.pid
@@ -77,15 +88,9 @@ def test_the_commands_beside_spades_up_find_it_without_flags(tmp_path: Path) -> 
 def test_ready_is_announced_only_once_the_gateway_answers(tmp_path: Path) -> None:
     stack = Stack(tmp_path / "data")
     stack.start(until=None)  # no waiting for the gateway here: that is what is tested
-    assert stack.process is not None
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not record_path(stack.data_dir).exists():
-            assert stack.process.poll() is None, stack.log_tail()
-            assert time.monotonic() < deadline, stack.log_tail()
-            time.sleep(0.01)  # a file appearing: nothing to await
         # Asked at once, no retry: the record (and "ready") come after the gateway answered.
-        record = find_stack(stack.data_dir)
+        record = recorded(stack)
         assert httpx.get(f"{record.gateway_url}/healthz", timeout=5).status_code == 200
         ready = [line for line in stack.log_path.read_text().splitlines() if '"ready"' in line]
         assert ready, stack.log_tail()
