@@ -20,6 +20,8 @@ from tests.e2e.stack import READY_TIMEOUT_S, Stack
 pytestmark = pytest.mark.e2e
 
 COMMAND_TIMEOUT_S = 180
+SHORT_BOTS = ("bots", "--games", "1", "--preset", "two-player", "--rules", '{"max_hands": 1}')
+"""One short game: what is tested is that the command finds the stack and names its game."""
 
 
 def spades(*args: str, data_dir: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -59,7 +61,7 @@ def test_the_commands_beside_spades_up_find_it_without_flags(tmp_path: Path) -> 
         assert stack.process is not None
         assert record.pid == stack.process.pid
 
-        played = spades("bots", "--games", "1", data_dir=data_dir, cwd=elsewhere)
+        played = spades(*SHORT_BOTS, data_dir=data_dir, cwd=elsewhere)
         assert played.returncode == 0, played.stderr
         game_ids = re.findall(r"^game ([0-9a-f]+)", played.stdout, flags=re.MULTILINE)
         assert len(game_ids) == 1, played.stdout  # `spades bots` says which games it played
