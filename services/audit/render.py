@@ -107,10 +107,11 @@ def _dealt(record: HandRecord, table: SeatsAndPack) -> RenderableType:
     grid = Table(show_header=False, box=None)
     for seat, cards in enumerate(record.deal.hands):
         grid.add_row(_seat_label(table, seat), holding_text(cards))
+    # Folded, never cut: a seed or commitment is checked character for character.
     if record.deal.commitment:
-        grid.add_row("commitment", Text(record.deal.commitment, style="dim"))
+        grid.add_row("commitment", Text(record.deal.commitment, style="dim", overflow="fold"))
     if record.deal.seed:
-        grid.add_row("seed", Text(record.deal.seed, style="dim"))
+        grid.add_row("seed", Text(record.deal.seed, style="dim", overflow="fold"))
     return _section(heading, grid)
 
 
