@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,6 +15,13 @@ app = typer.Typer(no_args_is_help=True, help="Run one service as its own process
 
 GRACEFUL_SHUTDOWN_S = 3
 """How long open event streams may hold a stopping gateway."""
+
+UVICORN_OPTIONS: dict[str, Any] = {
+    "log_config": None,  # our logging, configured before the server starts
+    "access_log": False,  # it prints query strings; the gateway logs requests by path
+    "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
+}
+"""How the gateway runs under uvicorn (``spades bench http`` runs its bare peer the same way)."""
 
 NatsUrl = Annotated[
     str | None,
@@ -78,9 +85,7 @@ def gateway(
         create_app(settings),
         host=settings.host,
         port=settings.port,
-        log_config=None,  # our logging, configured above
-        access_log=False,  # it prints query strings; the gateway logs requests by path
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        **UVICORN_OPTIONS,
         proxy_headers=bool(proxies),
         forwarded_allow_ips=proxies or None,
     )
