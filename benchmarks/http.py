@@ -367,7 +367,7 @@ def run(
     seconds: float = 20.0,
     warmup_s: float = 3.0,
     preset: str = "partnership",
-    lag_every_s: float = 0.05,
+    lag_every_s: float = 0.1,
     profile: Path | None = None,
 ) -> HttpFigures:
     load_before = list(os.getloadavg())
