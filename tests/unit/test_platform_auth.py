@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.gateway import auth
 from services.gateway.auth import PlatformKeys, SeatTokens
 from services.gateway.json_text import has_lone_surrogate
 from services.runtime.settings import bare_key_platform, parse_api_keys
@@ -55,6 +56,25 @@ def test_a_token_grants_its_seat_issue_and_expiry_and_nothing_altered() -> None:
         assert tokens.read(f"{altered}.{mac}") is None
     assert SeatTokens(b"x" * 32, ttl_s=60).read(issued.token) is None  # another service's key
     assert tokens.read(issued.token.replace("st2.", "st1.", 1)) is None
+
+
+def test_verified_tokens_are_kept_and_only_those_and_no_more_than_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "VERIFIED_KEPT", 3)
+    tokens = SeatTokens(b"k" * 32, ttl_s=60, clock=lambda: 1000.0)
+    issued = [tokens.issue("g1", seat, 1).token for seat in range(4)]
+    first = tokens.read(issued[0])
+    assert first is not None
+    assert tokens.read(issued[0]) is first  # kept: not verified again
+    forged = issued[0][:-2] + ("AA" if not issued[0].endswith("AA") else "BB")
+    assert tokens.read(forged) is None  # a kept token's grant is not another token's
+    assert tokens.read(forged) is None  # and a refusal is not kept as a grant
+    for token in issued[1:]:
+        assert tokens.read(token) is not None
+    assert len(tokens._read) == 3  # the bound: the oldest went first
+    assert issued[0] not in tokens._read
+    assert tokens.read(issued[0]) == first  # verified again, the same grant
 
 
 def test_a_lone_surrogate_is_found_anywhere_in_a_json_value() -> None:
