@@ -372,7 +372,7 @@ def run(
 ) -> HttpFigures:
     load_before = list(os.getloadavg())
     settings = {"SPADES_RATE_LIMIT": "off"}
-    with spades_up_process(settings) as (url, process):
+    with spades_up_process(settings) as (url, process, _data_dir):
         processes = {process_name(pid): pid for pid in descendants(process.pid)}
         target = Target("service", url, processes)
         service = drive(target, games, warmup_s, seconds, preset, lag_every_s, profile)

@@ -236,3 +236,33 @@ def http(
             typer.echo(f"{side.name} error: {sample}")
     typer.echo(f"load average before {figures.load_before}, after {figures.load_after}")
     typer.echo(f"ratio (service / bare app actions/s): {figures.ratio:.2f}")
+
+
+@app.command("memory")
+def memory(
+    games: Annotated[int, typer.Option(min=1, help="Games created and read.")] = 10_000,
+    width: Annotated[int, typer.Option(min=1, help="Requests at once.")] = 32,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """The engine's and the gateway's RSS once every process of `make run` has met this many
+    games, against their own RSS holding none."""
+    from benchmarks.memory import run
+
+    figures = run(games, width)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"memory: {figures.games:,} games, caches of {figures.cache_capacity:,}")
+    table.add_column("process")
+    table.add_column("RSS ready (no game)", justify="right")
+    table.add_column(f"RSS with {figures.games:,} games", justify="right")
+    table.add_column("per cached game", justify="right")
+    for name, ready in figures.rss_ready_mb.items():
+        table.add_row(
+            name,
+            f"{ready:.1f} MB",
+            f"{figures.rss_mb[name]:.1f} MB",
+            f"{figures.kb_per_cached_game[name]:.1f} kB",
+        )
+    Console().print(table)
+    typer.echo(f"created and read in {figures.seconds:.0f} s; load average {figures.load}")

@@ -41,7 +41,7 @@ from domain.game import decide
 from domain.state import Game
 from domain.views import event_for
 from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
-from services.runtime.game_cache import GameCache, LoadedGame
+from services.runtime.game_cache import CAPACITY, GameCache, LoadedGame
 from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
 
@@ -86,7 +86,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         *,
         clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
-        cache_capacity: int = 2000,
+        cache_capacity: int = CAPACITY,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)
         super().__init__(stream, self.games)
