@@ -7,7 +7,7 @@ import pytest
 
 from services.gateway import auth
 from services.gateway.auth import PlatformKeys, SeatTokens
-from services.gateway.json_text import has_lone_surrogate
+from services.gateway.json_text import _escapes_surrogate, has_lone_surrogate
 from services.runtime.settings import bare_key_platform, parse_api_keys
 
 
@@ -82,3 +82,23 @@ def test_a_lone_surrogate_is_found_anywhere_in_a_json_value() -> None:
     assert has_lone_surrogate({"a": ["b", {"c": "\ud800"}]})
     assert has_lone_surrogate({"\udfff": 1})
     assert has_lone_surrogate(["x", "\ude00\ud83d"])
+
+
+@pytest.mark.parametrize(
+    ("body", "escapes"),
+    [
+        (b'{"a":"\\ud800"}', True),
+        (b'{"a":"\\uD83D\\uDE00"}', True),
+        (b'{"a":"\\udfff"}', True),
+        (b'{"\\udc00":1}', True),
+        (b'{"a":"\\ud7ff"}', False),
+        (b'{"a":"\\ue000"}', False),
+        (b'{"a":"\\u0041"}', False),
+        (b'{"a":"ud800"}', False),
+        (b'{"type":"play","card":"AS","expected_version":12}', False),
+    ],
+)
+def test_the_cheap_look_finds_every_surrogate_escape_and_no_other(
+    body: bytes, escapes: bool
+) -> None:
+    assert _escapes_surrogate(body) is escapes
