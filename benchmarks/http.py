@@ -186,6 +186,9 @@ _IDLE = (
     "_worker (thread.py",
     "_connection_worker_thread (core.py:59)",  # aiosqlite's thread waiting for work
     "wait (threading.py",
+    # Under uvloop the loop itself is C: a sample whose last Python frame is the runner is
+    # the loop waiting (mostly) or doing its own I/O; neither is the process's Python work.
+    "Runner.run (runners.py",
 )
 """Leaf frames of a process waiting for something to do (py-spy ``--nonblocking`` samples
 them too): not time spent."""
