@@ -9,6 +9,7 @@ by its hash in the deal and revealed with the hand's score.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +47,8 @@ from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")
+_level = logging.getLogger("spades.engine")
+"""The stdlib logger behind ``log``: whether a line at a level would be written at all."""
 
 _reply_encoder = msgspec.json.Encoder()
 
@@ -111,19 +114,19 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
             detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"
             return _refusal(request.command_id, "malformed", detail)
         seat = request.body.seat if isinstance(request.body, ActRequest) else None
-        bound = log.bind(game_id=request.game_id, command_id=request.command_id, seat=seat)
+        about = {"game_id": request.game_id, "command_id": request.command_id, "seat": seat}
         try:
             reply = await self.execute(
                 request.game_id, request.command_id, request, request_digest(request)
             )
         except (nats.errors.Error, nats.js.errors.Error, TimeoutError, OSError) as error:
-            bound.warning("command not answered: event store unreachable", error=str(error))
+            log.warning("command not answered: event store unreachable", **about, error=str(error))
             self.games.forget(request.game_id)
             return _refusal(request.command_id, "unavailable", "the event store did not answer")
-        if reply.ok:
-            bound.debug("command accepted", version=reply.version, events=len(reply.events))
-        else:
-            bound.info("command refused", code=reply.code)
+        if not reply.ok:
+            log.info("command refused", **about, code=reply.code)
+        elif _level.isEnabledFor(logging.DEBUG):  # asked first: a dropped call still costs
+            log.debug("command accepted", **about, version=reply.version, events=len(reply.events))
         return reply
 
     async def decide(self, held: LoadedGame, request: CommandRequest) -> list[Any]:
