@@ -71,6 +71,7 @@ def create_game(command: CreateGame) -> GameCreated:
         platform=command.platform,
         visibility=command.visibility,
         seating=command.seating,
+        clock=command.clock,
     )
 
 

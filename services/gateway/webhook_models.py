@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.webhooks import WebhookType
-from services.webhooks.addresses import MAX_URL_LENGTH
+from services.runtime.webhook_addresses import MAX_URL_LENGTH
 
 
 class CreateWebhook(BaseModel):

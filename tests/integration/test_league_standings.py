@@ -17,10 +17,10 @@ from domain.game import fold as fold_game
 from domain.league import CreateLeague, League, ScheduleRound, decide, fold, table_result
 from domain.state import Game
 from domain.table import table_for
-from services.projections import queries
-from services.projections.ratings import Standing, record_game
 from services.projections.rebuild import rebuild
-from services.projections.store import Store
+from services.store import queries
+from services.store.database import Store
+from services.store.ratings import Standing, record_game
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
@@ -98,12 +98,14 @@ def expected_standings(logs: list[GameLog], league_id: str) -> dict[str, dict[st
         for unit in units:
             for player in unit:
                 standings.setdefault(player, Standing())
-        record_game(standings, units, list(ended[0].scores), list(ended[0].winners))
+        end = ended[0]
+        record_game(standings, units, list(end.scores), list(end.winners), end.forfeited)
     return {
         player: {
             "points": s.points,
             "wins": s.wins,
             "games": s.games,
+            "forfeits": s.forfeits,
             "mu": s.mu,
             "sigma": s.sigma,
             "ordinal": s.ordinal,

@@ -20,7 +20,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.projections import schema as tables
+from services.store import schema as tables
 
 MAX_LIMIT = 200
 GAME_VERSIONS: dict[str, sa.Column[int]] = {

@@ -54,7 +54,7 @@ positions = sa.Table(
 """Per read model: the last stream sequence applied, and how many times it was rebuilt; the
 stream that position belongs to (its name and creation time, null until the model first
 follows one) and the SHA-256 of the message at the position; and why the worker refuses the
-stream it finds now, if it does (see :mod:`services.projections.stream_identity`)."""
+stream it finds now, if it does (see :mod:`services.runtime.stream_identity`)."""
 
 parked = sa.Table(
     "parked",
@@ -201,9 +201,10 @@ league_standings = sa.Table(
     sa.Column("mu", sa.Double, nullable=False),
     sa.Column("sigma", sa.Double, nullable=False),
     sa.Column("ordinal", sa.Double, nullable=False),
+    sa.Column("forfeits", sa.Integer, nullable=False, server_default="0"),
 )
-"""Per league and player: points, wins, games and the openskill rating (``mu``, ``sigma``, and
-``ordinal`` = ``mu - 3 sigma``), as :mod:`services.projections.ratings` defines them."""
+"""Per league and player: points, wins, games, forfeits and the openskill rating (``mu``,
+``sigma``, and ``ordinal`` = ``mu - 3 sigma``), as :mod:`services.store.ratings` defines them."""
 
 # --------------------------------------------------------------------------- webhooks
 
@@ -264,4 +265,4 @@ webhook_positions = sa.Table(
     sa.Column("updated_at", sa.Text, nullable=False),
 )
 """Per stream, the last sequence the webhooks worker turned into deliveries, and the stream it
-belongs to (its creation time, as :mod:`services.projections.stream_identity` reads it)."""
+belongs to (its creation time, as :mod:`services.runtime.stream_identity` reads it)."""
