@@ -28,9 +28,9 @@ from benchmarks.e2e import spades_up_process
 from benchmarks.http import descendants, process_name
 from benchmarks.http_client import Connection
 from contracts.wire import CreateGameRequest, TakeSeatRequest
-from services.engine.client import EngineClient
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import connect_options
+from services.runtime.engine_client import EngineClient
 from services.runtime.game_cache import CAPACITY
 from services.runtime.settings import Settings
 
