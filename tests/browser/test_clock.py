@@ -4,6 +4,9 @@ marked, and an away seat sees "I'm back" and pressing it brings the seat back.""
 
 from __future__ import annotations
 
+import re
+import time
+
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
@@ -106,3 +109,27 @@ def test_the_clock_ticks_marks_timed_out_moves_and_brings_an_away_seat_back(
         expect(page.locator('#controls [data-action="back"]')).to_be_visible()
         screenshot(watcher, "watch-clock")
         screenshot(page, "table-clock")
+
+
+def test_a_device_whose_clock_is_minutes_off_counts_down_on_the_servers_time(
+    browse: Browse, stack: Stack
+) -> None:
+    """The deadline is the server's: a device set ten minutes fast (or slow) would show "time
+    is up" (or ten minutes more) on its own clock. The page takes the server's time from its
+    answers' Date header."""
+    turn_s = 60
+    with httpx.Client(base_url=stack.base_url) as http:
+        game = new_game(
+            http,
+            {"preset": "partnership", "max_hands": 1},
+            ["ann", "bob", "cy", "dee"],
+            {"turn_s": turn_s, "on_timeout": "auto"},
+        )
+        for off_s in (600, -600):
+            watcher = browse.page("/")
+            watcher.clock.set_system_time(time.time() + off_s)
+            watcher.goto(f"/watch/{game.game_id}")
+            shown = watcher.locator("#turn-clock .countdown")
+            expect(shown).to_have_text(re.compile(r"^\d+ s left$"))
+            left = int((shown.text_content() or "").split()[0])
+            assert 0 < left <= turn_s, f"{left} s left on a device {off_s} s off"

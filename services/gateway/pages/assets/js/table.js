@@ -1,7 +1,7 @@
 // The table: /play/{game_id}#token=... for a seat, /watch/{game_id} for anyone who may read it.
 // The state comes from the event stream's `state` event and, after each event, from the API
 // (the seat's view, with its `legal` actions, or the public state); nothing is decided here.
-import { act, follow, fragmentValue, get, pathId, Refusal } from "./api.js";
+import { act, follow, fragmentValue, get, pathId, Refusal, serverOffsetMs } from "./api.js";
 import { bidWords, cardFace, cardWords, groupWords, sortHand, suitGroup } from "./cards.js";
 import { byId, h, replaceChildren } from "./dom.js";
 import { countdownWords, eventWords, phaseWords, refusalWords, turnVerb } from "./words.js";
@@ -594,8 +594,8 @@ function countdown(deadline, bank, label) {
     class: "countdown",
     role: "timer",
     "aria-label": label,
-    dataset: { deadline: String(at), bank: String(bank || 0) },
-  }, countdownWords(at, bank || 0, Date.now()));
+    dataset: { deadline: String(at), bankS: String(bank || 0) },
+  }, countdownWords(at, bank || 0, serverNow()));
 }
 
 /** A seat's clock on the table: its bank, "away", timeouts in a row, and its own countdown
@@ -631,10 +631,15 @@ function renderTurnClock() {
   }), ` (${clock.turn_s} s a turn, then the bank; ${clock.on_timeout === "forfeit" ? "the unit that runs out loses" : "at 0 the service moves"})`);
 }
 
+/** Now on the server's clock, as near as this device can tell (see serverOffsetMs). */
+function serverNow() {
+  return Date.now() + serverOffsetMs();
+}
+
 function tick() {
-  const now = Date.now();
+  const now = serverNow();
   for (const element of document.querySelectorAll(".countdown[data-deadline]")) {
-    element.textContent = countdownWords(Number(element.dataset.deadline), Number(element.dataset.bank), now);
+    element.textContent = countdownWords(Number(element.dataset.deadline), Number(element.dataset.bankS), now);
   }
 }
 
