@@ -134,8 +134,8 @@ async def test_ctrl_c_stops_the_services_before_their_server(stack: Stack) -> No
     lines = stack.log_path.read_text().splitlines()
     told = [json.loads(line) for line in lines if line.startswith("{") and "spades.up" in line]
     order = [e.get("service", "nats-server") for e in told if e["event"].endswith(" stopped")]
-    assert sorted(order[:4]) == ["engine", "gateway", "projections", "webhooks"]
-    assert order[4:] == ["nats-server"]
+    assert sorted(order[:5]) == ["engine", "gateway", "projections", "timers", "webhooks"]
+    assert order[5:] == ["nats-server"]
 
 
 async def test_kill_9_of_spades_up_alone_stops_everything_it_started(stack: Stack) -> None:
