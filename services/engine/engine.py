@@ -19,7 +19,6 @@ import nats.js.errors
 
 from contracts.wire import (
     COMMAND_ID,
-    GAME_ID,
     MAX_COMMAND_BYTES,
     ActRequest,
     CommandReply,
@@ -38,6 +37,7 @@ from domain.commands import AnyCommand, CreateGame, ReissueSeatToken, TakeSeat, 
 from domain.dealing import SeededDeal
 from domain.events import SeatTaken, SeatTokenReissued
 from domain.game import decide
+from domain.seating import GAME_ID, GAME_ID_RULE
 from domain.state import Game
 from domain.views import event_for
 from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
@@ -104,9 +104,8 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
             request = request_decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             return _refusal("", "malformed", f"not a command request: {error}")
-        if not GAME_ID.match(request.game_id):
-            detail = "a game id is 1 to 64 of A-Z a-z 0-9 _ -"
-            return _refusal(request.command_id, "malformed", detail)
+        if not GAME_ID.fullmatch(request.game_id):
+            return _refusal(request.command_id, "malformed", GAME_ID_RULE)
         if not COMMAND_ID.match(request.command_id):
             detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"
             return _refusal(request.command_id, "malformed", detail)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from domain.bids import BID_PATTERN
 from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
 from domain.platforms import Seating, Visibility
 from domain.rules import (
+    CARD_INPUT_PATTERN,
+    PLAYERS,
     DealKind,
     FailedBid,
     FailedNilTricks,
@@ -25,8 +27,16 @@ from domain.rules import (
     Renege,
     SpadesLead,
     TrumpOrder,
+    rule_set_schema,
 )
 from domain.schedule import Pairing
+from domain.seating import (
+    ENTROPY_PATTERN,
+    MAX_ENTROPY_HEX,
+    PLAYER_NAME_PATTERN,
+    PLAYER_NAME_RULE,
+    is_player_name,
+)
 from domain.state import Phase, Status
 
 Card = Annotated[
@@ -40,13 +50,64 @@ Card = Annotated[
 CardInput = Annotated[
     str,
     Field(
-        max_length=8,
+        pattern=CARD_INPUT_PATTERN,
         description="A card as FORMAT.md writes it; `10H` and lower case are accepted too.",
         examples=["QH"],
     ),
 ]
+
+
+def _whole(value: object) -> object:
+    """``3.0`` is the integer 3, as JSON Schema counts integers (``true`` stays refused)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(_whole)]
+"""An integer of a request: ``3`` or ``3.0``, never ``"3"`` or ``true`` (its bounds go before
+the validator, so that the JSON Schema states them)."""
+SeatNumber = Annotated[int, Field(ge=0, le=max(PLAYERS) - 1), BeforeValidator(_whole)]
+"""A seat, 0 for the first; a seat the table does not have is refused by the game."""
+
+
+def _player_name(value: str) -> str:
+    if not is_player_name(value):
+        raise ValueError(PLAYER_NAME_RULE)
+    return value
+
+
+PlayerName = Annotated[
+    str,
+    AfterValidator(_player_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": PLAYER_NAME_PATTERN,
+            "minLength": 1,
+            "maxLength": 64,
+            "description": "1 to 64 characters: no control character, line separator or "
+            "invisible space or mark (a plain space is fine).",
+            "examples": ["ada"],
+        }
+    ),
+]
+Entropy = Annotated[
+    str,
+    Field(
+        pattern=ENTROPY_PATTERN,
+        max_length=MAX_ENTROPY_HEX,
+        description="Whole bytes of hex (at most 256 digits) the deal mixes in.",
+    ),
+]
+RuleSetInput = Annotated[
+    dict[str, Any],
+    WithJsonSchema(rule_set_schema()),
+]
+"""``{"preset": NAME, ...overrides}``: its schema is generated from the domain's options
+(:func:`domain.rules.rule_set_schema`); the domain resolves and checks it."""
 Bid = Annotated[
-    int | Annotated[str, Field(pattern=BID_PATTERN)],
+    Whole | Annotated[str, Field(pattern=BID_PATTERN)],
     Field(
         description="A number of tricks, `nil`, `blind_nil`, or a blind bid `blind_N` "
         "(`blind_6`: six tricks bid before looking, `blind_bids`).",
@@ -54,6 +115,11 @@ Bid = Annotated[
     ),
 ]
 Version = Annotated[int, Field(ge=0, description="A game version: how many events made it.")]
+VersionInput = Annotated[
+    int,
+    Field(ge=0, le=2**53, description="A game version: how many events made it."),
+    BeforeValidator(_whole),
+]
 
 
 class _Strict(BaseModel):
@@ -64,14 +130,13 @@ class _Strict(BaseModel):
 
 
 class CreateGame(_Strict):
-    rules: dict[str, Any] = Field(
-        description='`{"preset": NAME, ...overrides}` with FORMAT.md\'s options.',
-        examples=[{"preset": "partnership", "target": 300}],
+    rules: RuleSetInput
+    dealer: SeatNumber | None = Field(
+        default=None,
+        description="The first dealer; absent, the game's shuffle cuts for it. A seat the "
+        "table does not have is 422 `invalid_rules`.",
     )
-    dealer: int | None = Field(
-        default=None, description="The first dealer; absent, the game's shuffle cuts for it."
-    )
-    entropy: str = Field(default="", max_length=256, description="Hex the deal mixes in.")
+    entropy: Entropy = ""
     visibility: Visibility | None = Field(
         default=None,
         description="`public`: anyone may read and watch it; `private`: its platform and its "
@@ -81,7 +146,7 @@ class CreateGame(_Strict):
         default="platform",
         description="`platform`: its platform seats its users; `open`: anyone may sit.",
     )
-    league: str | None = Field(
+    league: Annotated[str | None, WithJsonSchema({"type": "null"})] = Field(
         default=None,
         max_length=64,
         description="Never settable: a game joins a league only through the league's rounds "
@@ -90,25 +155,28 @@ class CreateGame(_Strict):
 
 
 class TakeSeat(_Strict):
-    player: str = Field(max_length=64, examples=["ada"])
-    seat: int | None = Field(default=None, description="Absent: the first free seat.")
-    entropy: str = Field(default="", max_length=256, description="Hex the deals mix in.")
+    player: PlayerName
+    seat: SeatNumber | None = Field(
+        default=None,
+        description="Absent: the first free seat. One the table does not have is 409 "
+        "`seat_taken`, as a taken one.",
+    )
+    entropy: Entropy = ""
 
 
 class ReissueToken(_Strict):
-    player: str | None = Field(
+    player: PlayerName | None = Field(
         default=None,
-        max_length=64,
         description="A substitute who sits in the seat from now on; absent: the same player.",
         examples=["bea"],
     )
 
 
 class _Action(_Strict):
-    expected_version: Version | None = Field(
+    expected_version: VersionInput | None = Field(
         default=None, description="Refused with 409 `conflict` when the game has moved on."
     )
-    seat: int | None = Field(
+    seat: SeatNumber | None = Field(
         default=None, description="Optional; when given it must be the seat token's seat."
     )
 
@@ -547,19 +615,21 @@ class GameList(BaseModel):
 
 # --------------------------------------------------------------------------- leagues
 
-PlayerName = Annotated[str, Field(min_length=1, max_length=64, examples=["ada"])]
-
 
 class CreateLeague(_Strict):
-    name: str = Field(min_length=1, max_length=64, examples=["Tuesday league"])
-    rules: dict[str, Any] = Field(
-        description="The rule set of every game, as for a game.", examples=[{"preset": "solo"}]
+    name: PlayerName = Field(
+        description="As a player's name, 1 to 64 printable characters.",
+        examples=["Tuesday league"],
     )
+    rules: RuleSetInput = Field(description="The rule set of every game, as for a game.")
     players: list[PlayerName] = Field(
-        min_length=2, max_length=MAX_PLAYERS, description="Each name once."
+        min_length=2,
+        max_length=MAX_PLAYERS,
+        description="Each name once.",
+        json_schema_extra={"uniqueItems": True},
     )
-    rounds: int | None = Field(
-        default=None, ge=1, le=MAX_ROUNDS, description="The league's rounds; absent: no end."
+    rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS), BeforeValidator(_whole)] | None = Field(
+        default=None, description="The league's rounds; absent: no end."
     )
     pairing: PairingChoice = Field(
         default="auto",
@@ -573,8 +643,9 @@ class CreateLeague(_Strict):
 
 
 class ScheduleRound(_Strict):
-    round: int | None = Field(
-        default=None, ge=1, description="The round meant; refused (409) if another is next."
+    round: Annotated[int, Field(ge=1, le=2**53), BeforeValidator(_whole)] | None = Field(
+        default=None,
+        description="The round meant; refused (409) if another is next.",
     )
 
 

@@ -24,7 +24,9 @@ _CODES: dict[int, str] = {
     "address is one webhooks may not reach.",
     404: "`game_not_found`, `hand_not_found`, `league_not_found`, `round_not_found`, "
     "`webhook_not_found`, or `not_found`.",
-    409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict`.",
+    409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict` (an "
+    "`expected_version` the game has moved past, a `min_version` it has not reached, a "
+    "command still in flight).",
     422: "Every other FORMAT.md code, `invalid_rules` (a league's cap included), "
     "`idempotency_key_reused`.",
     429: "`rate_limited`: over the caller's rate limit; retry after `Retry-After` seconds.",
@@ -55,6 +57,53 @@ _RATE_LIMITED = {
 }
 
 
+def _event_types() -> list[str]:
+    from typing import get_args
+
+    from domain.events import AnyEvent
+
+    return sorted(str(kind.__struct_config__.tag) for kind in get_args(AnyEvent))
+
+
+def _sse_event(name: dict[str, Any], data: dict[str, Any], what: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": what,
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": name,
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": "Its version."},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": data,
+            },
+        },
+    }
+
+
+def event_stream_schema() -> dict[str, Any]:
+    """Each server-sent event of a game's stream (OpenAPI 3.1: the schema of one event, its
+    ``data`` JSON typed by ``contentSchema``): first ``state``, the public state or the seat's
+    view, then each event, named by its type, as ``GET .../events`` shows it to the reader."""
+    state = {
+        "anyOf": [
+            {"$ref": "#/components/schemas/SeatView"},
+            {"$ref": "#/components/schemas/PublicState"},
+        ]
+    }
+    return {
+        "oneOf": [
+            _sse_event({"const": "state"}, state, "The table as the reader sees it."),
+            _sse_event(
+                {"enum": _event_types()},
+                {"$ref": "#/components/schemas/EventRecord/properties/event"},
+                "An event as it is committed, as the reader may see it.",
+            ),
+        ]
+    }
+
+
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses=`` of a route that can answer these problem statuses."""
     documented: dict[int | str, dict[str, Any]] = {}
@@ -76,6 +125,9 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     for path in document.get("paths", {}).values():
         for operation in path.values():
             for status, response in operation.get("responses", {}).items():
+                stream = response.get("content", {}).get("text/event-stream", {})
+                if "oneOf" in stream.get("schema", {}):  # FastAPI adds its `string` beside
+                    stream["schema"].pop("type", None)
                 if int(status) >= 400:
                     response["content"] = _problem_content()
                     response["description"] = _CODES.get(int(status), response["description"])

@@ -14,6 +14,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from services.runtime.logging import get_logger
 
@@ -109,9 +110,23 @@ async def _on_invalid_request(_request: Request, error: Exception) -> JSONRespon
     return problem_response("malformed", _validation_detail(error))
 
 
-async def _on_http_error(_request: Request, error: Exception) -> JSONResponse:
+def allowed_methods(request: Request) -> str:
+    """Every method some route answers at the request's path, for ``Allow`` (RFC 9110): the
+    router names only those of the first route whose path matched."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
+
+
+async def _on_http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)
-    return problem_response(code_of_status(error.status_code), str(error.detail))
+    headers = dict(error.headers) if error.headers else None
+    if error.status_code == 405:
+        headers = {**(headers or {}), "Allow": allowed_methods(request)}
+    return problem_response(code_of_status(error.status_code), str(error.detail), headers)
 
 
 async def _on_store_unreachable(request: Request, error: Exception) -> JSONResponse:

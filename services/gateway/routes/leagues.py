@@ -238,7 +238,7 @@ async def league_round(
 @router.get(
     "/{league_id}/standings",
     response_model=StandingsModel,
-    responses=problems(401, 404, 429, 503),
+    responses=problems(401, 404, 409, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services: Services) -> Any:
