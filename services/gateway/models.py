@@ -18,15 +18,7 @@ from domain.platforms import Seating, Visibility
 from domain.rules import (
     CARD_INPUT_PATTERN,
     PLAYERS,
-    DealKind,
-    FailedBid,
-    FailedNilTricks,
-    FirstHand,
-    FirstLead,
     PresetName,
-    Renege,
-    SpadesLead,
-    TrumpOrder,
     rule_set_schema,
 )
 from domain.schedule import Pairing
@@ -120,6 +112,11 @@ VersionInput = Annotated[
     Field(ge=0, le=2**53, description="A game version: how many events made it."),
     BeforeValidator(_whole),
 ]
+
+
+DOMAIN_SCHEMA = "x-spades-domain-schema"
+"""Marks where the document takes a schema from the domain's structs: the OpenAPI tidying
+(:mod:`services.gateway.openapi`) puts a ``$ref`` to the named component there."""
 
 
 class _Strict(BaseModel):
@@ -220,45 +217,9 @@ Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | Look
 # --------------------------------------------------------------------------- game state
 
 
-class RuleSet(BaseModel):
-    """Every option of FORMAT.md, resolved."""
-
-    preset: PresetName
-    players: int
-    partnerships: bool
-    decks: int
-    deck_remove: list[Card]
-    jokers: bool
-    trump_order: TrumpOrder
-    out_of_play: int
-    dealer_discard: int
-    deal: DealKind
-    first_hand: FirstHand
-    min_bid: int
-    team_min_bid: int
-    nil: bool
-    nil_value: int
-    blind_nil: bool
-    blind_nil_value: int
-    blind_nil_behind: int | None
-    blind_nil_pass: int
-    blind_bids: int
-    failed_nil_tricks: FailedNilTricks
-    spades_lead: SpadesLead
-    first_lead: FirstLead
-    must_beat: bool
-    renege: Renege
-    failed_bid: FailedBid
-    overtrick_points: int
-    bag_limit: int | None
-    bag_penalty: int
-    ten_for_two_hundred: bool
-    boston: bool
-    blind_boston: bool
-    all_tricks_bonus: int
-    target: int
-    lose_at: int | None
-    max_hands: int | None
+RuleSet = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Rules"})]
+"""Every option of FORMAT.md, resolved: the domain's :class:`domain.rules.Rules`, its schema
+generated from the struct."""
 
 
 class SeatInfo(BaseModel):
@@ -357,138 +318,13 @@ class SeatTaken(BaseModel):
 # --------------------------------------------------------------------------- events
 
 
-class GameCreatedEvent(BaseModel):
-    type: Literal["game_created"]
-    game_id: str
-    rules: RuleSet
-    dealer: int | None
-    entropy: str
-    scores: list[int] | None
-    bags: list[int] | None
-    league: str | None
-    platform: str | None
-    visibility: Visibility
-    seating: Seating
-
-
-class SeatTakenEvent(BaseModel):
-    type: Literal["seat_taken"]
-    seat: int
-    player: str
-    entropy: str
-
-
-class SeatTokenReissuedEvent(BaseModel):
-    """The seat's earlier tokens are revoked; ``player`` sits there from now on."""
-
-    type: Literal["seat_token_reissued"]
-    seat: int
-    issue: int
-    player: str
-
-
-class HandDealtEvent(BaseModel):
-    """The deal: its cards are never shown here (``hands`` empty, ``deck`` and ``seed`` null);
-    the hand record has them once the hand is over."""
-
-    type: Literal["hand_dealt"]
-    hand: int
-    dealer: int
-    commitment: str | None
-    hands: list[list[Card]]
-    deck: list[Card] | None
-    seed: str | None
-
-
-class CardDrawnEvent(BaseModel):
-    type: Literal["card_drawn"]
-    seat: int
-    card: Card | None
-    kept: bool
-
-
-class HandLookedEvent(BaseModel):
-    type: Literal["hand_looked"]
-    seat: int
-    cards: list[Card] | None
-
-
-class CardsDiscardedEvent(BaseModel):
-    """The dealer's discard: ``cards`` only for the dealer, null for everyone else."""
-
-    type: Literal["cards_discarded"]
-    seat: int
-    cards: list[Card] | None
-
-
-class BidPlacedEvent(BaseModel):
-    type: Literal["bid_placed"]
-    seat: int
-    bid: Bid
-
-
-class CardsPassedEvent(BaseModel):
-    type: Literal["cards_passed"]
-    seat: int
-    to: int
-    cards: list[Card] | None
-
-
-class CardsReceivedEvent(BaseModel):
-    type: Literal["cards_received"]
-    seat: int
-    giver: int
-    cards: list[Card] | None
-
-
-class CardPlayedEvent(BaseModel):
-    type: Literal["card_played"]
-    seat: int
-    card: Card
-    renege: bool
-
-
-class TrickWonEvent(BaseModel):
-    type: Literal["trick_won"]
-    trick: int
-    seat: int
-
-
-class HandScoredEvent(BaseModel):
-    type: Literal["hand_scored"]
-    hand: int
-    bids: list[Bid | None] = Field(description="All null in a hand without bidding.")
-    tricks: list[int]
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
-    reneged: list[int]
-    seed: str | None
-
-
-class GameEndedEvent(BaseModel):
-    type: Literal["game_ended"]
-    winners: list[int]
-    scores: list[int]
-
-
 Event = Annotated[
-    GameCreatedEvent
-    | SeatTakenEvent
-    | HandDealtEvent
-    | CardDrawnEvent
-    | HandLookedEvent
-    | CardsDiscardedEvent
-    | BidPlacedEvent
-    | CardsPassedEvent
-    | CardsReceivedEvent
-    | CardPlayedEvent
-    | TrickWonEvent
-    | HandScoredEvent
-    | GameEndedEvent
-    | SeatTokenReissuedEvent,
-    Field(discriminator="type"),
+    dict[str, Any],
+    WithJsonSchema({DOMAIN_SCHEMA: "Event"}),
 ]
+"""An event as the reader may see it: the domain's own struct (:data:`domain.events.AnyEvent`),
+encoded by msgspec. Its schema is generated from the domain (:mod:`services.gateway.openapi`
+puts the struct's JSON Schema in the document), so no shape here mirrors it by hand."""
 
 
 class EventRecord(BaseModel):

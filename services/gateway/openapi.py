@@ -7,12 +7,16 @@ every error response is rewritten to the one Problem schema after FastAPI genera
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, get_args
 
+import msgspec
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from services.gateway.models import Problem
+from domain.events import AnyEvent
+from domain.rules import Rules
+from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
 
 _CODES: dict[int, str] = {
@@ -58,10 +62,6 @@ _RATE_LIMITED = {
 
 
 def _event_types() -> list[str]:
-    from typing import get_args
-
-    from domain.events import AnyEvent
-
     return sorted(str(kind.__struct_config__.tag) for kind in get_args(AnyEvent))
 
 
@@ -97,7 +97,7 @@ def event_stream_schema() -> dict[str, Any]:
             _sse_event({"const": "state"}, state, "The table as the reader sees it."),
             _sse_event(
                 {"enum": _event_types()},
-                {"$ref": "#/components/schemas/EventRecord/properties/event"},
+                {"$ref": "#/components/schemas/Event"},
                 "An event as it is committed, as the reader may see it.",
             ),
         ]
@@ -135,7 +135,35 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     schemas["Problem"] = Problem.model_json_schema()
-    return document
+    _add_domain_schemas(schemas)
+    tidied: dict[str, Any] = _point_at_domain_schemas(document)
+    return tidied
+
+
+def _add_domain_schemas(schemas: dict[str, Any]) -> None:
+    """``Event`` and ``Rules``: the JSON Schemas of the domain's events and resolved rule set,
+    from their msgspec structs, with the components they need (renamed ``<name>Event`` where
+    the document has a schema of that name, e.g. ``SeatTaken``, the answer to taking a seat)."""
+    (event, _rules), components = msgspec.json.schema_components(
+        [AnyEvent, Rules], ref_template="#/components/schemas/{name}"
+    )
+    renames = {name: f"{name}Event" for name in components if name in schemas}
+    text = json.dumps({"Event": event, **components})
+    for old, new in renames.items():
+        text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
+    for name, schema in json.loads(text).items():
+        schemas[renames.get(name, name)] = schema
+
+
+def _point_at_domain_schemas(node: Any) -> Any:
+    """Replace each ``{DOMAIN_SCHEMA: name}`` placeholder with a ``$ref`` to the component."""
+    if isinstance(node, dict):
+        if DOMAIN_SCHEMA in node:
+            return {"$ref": f"#/components/schemas/{node[DOMAIN_SCHEMA]}"}
+        return {key: _point_at_domain_schemas(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_point_at_domain_schemas(item) for item in node]
+    return node
 
 
 def install_openapi(app: FastAPI) -> None:

@@ -6,6 +6,7 @@ Every refusal the gateway sends is ``application/problem+json`` with ``type``, `
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -14,7 +15,6 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from services.runtime.logging import get_logger
 
@@ -110,22 +110,25 @@ async def _on_invalid_request(_request: Request, error: Exception) -> JSONRespon
     return problem_response("malformed", _validation_detail(error))
 
 
-def allowed_methods(request: Request) -> str:
-    """Every method some route answers at the request's path, for ``Allow`` (RFC 9110): the
-    router names only those of the first route whose path matched."""
+def allowed_methods(request: Request) -> str | None:
+    """Every method the API document gives the request's path, for ``Allow`` (RFC 9110; HEAD
+    with GET, as the router answers it); None for a path it does not describe. (The router
+    names only the methods of the first route whose path matched.)"""
+    path = request.url.path
     methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match is not Match.NONE:
-            methods |= getattr(route, "methods", None) or set()
-    return ", ".join(sorted(methods))
+    for template, operations in request.app.openapi()["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^/]+\}", "[^/]+", template), path):
+            methods |= {method.upper() for method in operations}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods)) or None
 
 
 async def _on_http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)
     headers = dict(error.headers) if error.headers else None
-    if error.status_code == 405:
-        headers = {**(headers or {}), "Allow": allowed_methods(request)}
+    if error.status_code == 405 and (allowed := allowed_methods(request)) is not None:
+        headers = {**(headers or {}), "Allow": allowed}
     return problem_response(code_of_status(error.status_code), str(error.detail), headers)
 
 
