@@ -31,10 +31,10 @@ from nats.js import api
 
 from benchmarks.nats_table import RandomTable
 from contracts.wire import ActRequest
-from services.engine.client import EngineClient, EngineUnavailable
 from services.engine.service import ensure_streams
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import connect_options
+from services.runtime.engine_client import EngineClient, EngineUnavailable
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import get_settings

@@ -18,7 +18,7 @@ from domain.commands import to_api
 from domain.events import AnyEvent, HandDealt
 from domain.game import DiscardDue, PassDue, evolve, legal_actions, seat_to_act
 from domain.state import Game, cards_held
-from services.engine.client import EngineClient, new_command_id
+from services.runtime.engine_client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
 
 

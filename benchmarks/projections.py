@@ -50,22 +50,22 @@ from domain.events import AnyEvent
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.records import HandRecorder
 from domain.state import Game, cards_held
-from services.projections import positions
-from services.projections.consumer import (
+from services.projections.read_models import READ_MODELS
+from services.projections.service import Projections
+from services.projections.worker import BATCH_SIZE, Message
+from services.runtime.broker_users import ADMIN
+from services.runtime.consumer import (
     consumer_config,
     consumer_name,
     open_consumer,
 )
-from services.projections.read_models import READ_MODELS
-from services.projections.service import Projections
-from services.projections.store import Store, open_store, store_url
-from services.projections.worker import BATCH_SIZE, Message
-from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import faststream_security
 from services.runtime.event_store import stream_sequence
 from services.runtime.game_stream import games_stream_config
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
+from services.store import positions
+from services.store.database import Store, open_store, store_url
 
 PRESETS = ("partnership", "solo", "cutthroat", "three-player-house", "two-player")
 LEAGUES = (None, None, "north", "south")

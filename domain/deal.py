@@ -22,7 +22,9 @@ from domain.dealing import (
     commitment,
     cut_for_dealer,
     deal_out,
+    entropy_bytes,
     shuffle,
+    table_entropies,
 )
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, HandDealt
@@ -50,7 +52,7 @@ def deal_hand(state: Game, source: DealSource) -> HandDealt:
     promise: str | None = None
     deck: tuple[Card, ...] | None = None
     if isinstance(source, SeededDeal):
-        deck = shuffle(source.seed, _entropies(state), number, table.pack)
+        deck = shuffle(source.seed, entropy_bytes(entropies_of(state)), number, table.pack)
         seed_hex, promise = source.seed.hex(), commitment(source.seed)
         if state.first_dealer is None:
             dealer = (cut_for_dealer(deck, rules.players) + state.hands_played) % rules.players
@@ -68,10 +70,11 @@ def deal_hand(state: Game, source: DealSource) -> HandDealt:
     return HandDealt(number, dealer, promise, hands, deck, seed_hex)
 
 
-def _entropies(state: Game) -> list[bytes]:
-    return [bytes.fromhex(state.entropy)] + [
-        bytes.fromhex(player.entropy) if player else b"" for player in state.players
-    ]
+def entropies_of(state: Game) -> list[str]:
+    """The entropies a hand of this game is shuffled with, in hex (see
+    :func:`domain.dealing.table_entropies`)."""
+    seats = [player.entropy if player is not None else None for player in state.players]
+    return table_entropies(state.entropy, seats)
 
 
 def check_deck(table: Table, deck: Sequence[Card]) -> tuple[Card, ...]:

@@ -48,6 +48,17 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
+def table_entropies(game: str, seats: Sequence[str | None]) -> list[str]:
+    """What every hand's shuffle mixes in (step 1), in hex: the game's entropy, then each
+    seat's in seat order (empty for a seat no one took). The one place that order is made."""
+    return [game, *(seat if seat is not None else "" for seat in seats)]
+
+
+def entropy_bytes(entropies: Sequence[str]) -> list[bytes]:
+    """Hex entropies as the shuffle takes them; raises ``ValueError`` when one is not hex."""
+    return [bytes.fromhex(entropy) for entropy in entropies]
+
+
 def entropy_mix(hand: int, entropies: Sequence[bytes]) -> bytes:
     """Step 1: the players' contribution to a hand's shuffle, bound to the hand number."""
     parts = [_LABEL, struct.pack(">I", hand)]

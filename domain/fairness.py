@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from domain.cards import Card
-from domain.dealing import commitment, shuffle
+from domain.dealing import commitment, entropy_bytes, shuffle
 from domain.rules import Rules
 from domain.table import table_for
 
@@ -41,7 +41,7 @@ def deal_problems(
     if commitment(seed) != promised:
         problems.append("the revealed seed does not hash to the commitment")
     if deck is not None:
-        derived = shuffle(seed, [bytes.fromhex(e) for e in entropies], hand, table_for(rules).pack)
+        derived = shuffle(seed, entropy_bytes(entropies), hand, table_for(rules).pack)
         if tuple(deck) != derived:
             problems.append("the deck dealt is not the deck the seed derives")
     return problems

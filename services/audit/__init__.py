@@ -1,4 +1,5 @@
-"""Audit by replay: check a game's record and settle a disputed hand from it.
+"""Audit by replay: check a game's record and settle a disputed hand from it (a library of the
+CLI and the gateway, in the shared layer: it imports only :mod:`services.runtime`).
 
 - :mod:`.replay`: :func:`~.replay.audit_game`, a game's stored commits decided again by the
   rules, event by event (the HTTP audit and ``spades audit GAME_ID``);

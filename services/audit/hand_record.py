@@ -17,10 +17,10 @@ from typing import Any
 import msgspec
 
 from domain.bids import Bid
+from domain.deal import entropies_of
 from domain.errors import RuleViolation
 from domain.rules import Rules, resolve_rules
 from domain.scoring import score_hand
-from domain.state import Game
 from domain.table import table_for
 from services.audit.history import Problem
 from services.audit.record_file import Given, Start, TallyGiven, UnreadableRecord, read_hand_records
@@ -150,7 +150,7 @@ def exported_records(replay: Replay) -> list[dict[str, Any]]:
     needs to audit it alone: the ``rules``, the ``start`` scores and bags, and the
     ``entropies`` that, with the revealed seed, derive the deck."""
     state = replay.state
-    entropies = [] if state is None else [state.entropy, *_seat_entropies(state)]
+    entropies = [] if state is None else entropies_of(state)
     exported: list[dict[str, Any]] = []
     for account in replay.hands:
         if account.record is None:
@@ -161,7 +161,3 @@ def exported_records(replay: Replay) -> list[dict[str, Any]]:
         record["entropies"] = entropies
         exported.append(record)
     return exported
-
-
-def _seat_entropies(state: Game) -> list[str]:
-    return [player.entropy if player is not None else "" for player in state.players]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from contracts.wire import GENESIS
+from domain.dealing import table_entropies
 from domain.events import GameCreated, HandDealt, HandScored, SeatTaken
 from domain.fairness import deal_problems
 from domain.rules import Rules
@@ -102,10 +103,10 @@ def deal_checks(commits: Sequence[StoredCommit]) -> list[Problem]:
             elif isinstance(event, HandDealt):
                 dealt, dealt_at = event, version
             elif isinstance(event, HandScored) and dealt is not None and rules is not None:
-                seats = [entropies.get(seat, "") for seat in range(rules.players)]
+                seats = [entropies.get(seat) for seat in range(rules.players)]
                 for detail in deal_problems(
                     rules,
-                    [game_entropy, *seats],
+                    table_entropies(game_entropy, seats),
                     dealt.hand,
                     dealt.commitment,
                     event.seed,

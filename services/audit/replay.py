@@ -43,7 +43,8 @@ from domain.commands import (
     ReissueSeatToken,
     TakeSeat,
 )
-from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck
+from domain.deal import entropies_of
+from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck, entropy_bytes
 from domain.errors import RuleViolation
 from domain.events import (
     AnyEvent,
@@ -530,7 +531,6 @@ class _Replayer:
 def _entropies(state: Game) -> list[bytes] | None:
     """The game's and each seat's entropy, as the shuffle takes them; None if not hex."""
     try:
-        seats = [bytes.fromhex(p.entropy) if p is not None else b"" for p in state.players]
-        return [bytes.fromhex(state.entropy), *seats]
+        return entropy_bytes(entropies_of(state))
     except ValueError:
         return None

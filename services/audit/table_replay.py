@@ -28,7 +28,7 @@ from domain.commands import (
     TakeSeat,
 )
 from domain.deal import is_bidding_hand
-from domain.dealing import DealSource, DealtHands, StackedDeck, deal_out, shuffle
+from domain.dealing import DealSource, DealtHands, StackedDeck, deal_out, entropy_bytes, shuffle
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, CardDrawn, HandDealt, HandScored, TrickWon
 from domain.game import decide, evolve
@@ -203,7 +203,7 @@ class TableReplay:
         if isinstance(given, TallyGiven) or given.entropies is None:
             return None
         try:
-            return [bytes.fromhex(entropy) for entropy in given.entropies]
+            return entropy_bytes(given.entropies)
         except ValueError:
             raise UnreadableRecord(f"{self.where}.entropies", "not hex") from None
 

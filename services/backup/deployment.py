@@ -37,8 +37,8 @@ from services.backup.manifest import (
 )
 from services.backup.outside import NOT_KEPT, OUTSIDE_THE_STREAM
 from services.backup.stream_copy import Progress, export_stream, import_stream
-from services.engine.league_stream import leagues_stream_config
 from services.runtime.game_stream import games_stream_config
+from services.runtime.league_stream import leagues_stream_config
 from services.runtime.nats import ensure_stream
 from services.runtime.settings import Settings
 

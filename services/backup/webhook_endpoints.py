@@ -18,11 +18,11 @@ import sqlalchemy as sa
 
 from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
 from services.backup.manifest import MANIFEST_FILE, BackupError, KeptCopy, Manifest
-from services.projections.migrations import migrate
-from services.projections.schema import webhook_endpoints
-from services.projections.store import Store, open_store, store_url
 from services.runtime.settings import Settings
-from services.webhooks.endpoints import Endpoint, every_endpoint
+from services.store.database import Store, open_store, store_url
+from services.store.migrations import migrate
+from services.store.schema import webhook_endpoints
+from services.store.webhook_endpoints import Endpoint, every_endpoint
 
 
 class SavedEndpoint(msgspec.Struct, frozen=True, kw_only=True):

@@ -30,9 +30,9 @@ from services.runtime.logging import configure_logging
 from services.runtime.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from services.projections.lag import WorkerLag
     from services.projections.parking import ParkedMessage
-    from services.projections.store import Store
+    from services.store.database import Store
+    from services.store.lag import WorkerLag
 
 app = typer.Typer(no_args_is_help=True, help="Read models: parked messages, rebuilds, lag.")
 console = Console()
@@ -53,8 +53,8 @@ def _settings() -> Settings:
 
 
 def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
-    from services.projections.migrations import migrate
-    from services.projections.store import open_store
+    from services.store.database import open_store
+    from services.store.migrations import migrate
 
     async def run() -> T:
         store = open_store(settings.read_model_database_url)
@@ -160,7 +160,7 @@ def lag_command(
 ) -> None:
     """Each read model's position and how far it is behind the game stream, and why it refuses
     the stream, if it does (exit status 1 then)."""
-    from services.projections.lag import refusals
+    from services.store.lag import refusals
 
     report = asyncio.run(_lag(_settings(), None))
     refused = refusals(report)
@@ -189,11 +189,11 @@ def lag_command(
 async def _lag(
     settings: Settings, models: list[str] | None, *, until_caught_up: bool = False
 ) -> dict[str, WorkerLag]:
-    from services.projections.lag import projection_lag
-    from services.projections.store import open_store
     from services.runtime.broker_users import ADMIN
     from services.runtime.nats import connect
     from services.runtime.nats_server import embedded_url
+    from services.store.database import open_store
+    from services.store.lag import projection_lag
 
     url = settings.nats_url or embedded_url(settings.nats_store_dir)
     if url is None:

@@ -3,22 +3,19 @@
 For each request: read it (a malformed one gets a ``malformed`` reply), load the game (cached in
 memory with its last stream sequence), and let :class:`services.engine.handler.CommandHandler`
 answer a command id seen before with its first answer or decide and append the outcome with
-optimistic concurrency. Each hand is dealt from a fresh secret seed (``secrets``), committed to
-by its hash in the deal and revealed with the hand's score.
+optimistic concurrency. Each hand is dealt from a fresh secret seed
+(:func:`.handler.fresh_seed`), committed to by its hash in the deal and revealed with the hand's
+score.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import nats.errors
-import nats.js.errors
 
 from contracts.wire import (
-    COMMAND_ID,
     MAX_COMMAND_BYTES,
     ActRequest,
     CommandReply,
@@ -40,19 +37,17 @@ from domain.game import decide
 from domain.seating import GAME_ID, GAME_ID_RULE
 from domain.state import Game
 from domain.views import event_for
-from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
+from services.engine.handler import (
+    CommandHandler,
+    Refused,
+    commit_time,
+    fresh_seed,
+)
 from services.runtime.game_cache import GameCache, LoadedGame
-from services.runtime.game_stream import GameStream
+from services.runtime.game_stream import GameStore
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")
-
-_reply_encoder = msgspec.json.Encoder()
-
-
-def request_digest(request: CommandRequest) -> str:
-    """SHA-256 of what a command asks, however its JSON was spelled (key order, spacing)."""
-    return body_digest(request.body)
 
 
 def revocation(state: Game, body: ActRequest) -> str | None:
@@ -79,13 +74,16 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
     """No history for the first; the second is a revoked token's, whose holder may not write
     into the game's history at all."""
     NAME = "game"
+    MAX_BYTES = MAX_COMMAND_BYTES
+    KEY = GAME_ID
+    KEY_RULE = GAME_ID_RULE
 
     def __init__(
         self,
-        stream: GameStream,
+        stream: GameStore,
         *,
         clock: Callable[[], str] = commit_time,
-        seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        seed: Callable[[], bytes] = fresh_seed,
         cache_capacity: int = 2000,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)
@@ -93,37 +91,15 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         self._clock = clock
         self._seed = seed
 
-    async def handle(self, data: bytes) -> bytes:
-        """Answer one request message. Never raises: every outcome is a reply."""
-        return _reply_encoder.encode(await self.answer(data))
+    def read(self, data: bytes) -> CommandRequest:
+        return request_decoder.decode(data)
 
-    async def answer(self, data: bytes) -> CommandReply:
-        if len(data) > MAX_COMMAND_BYTES:
-            return _refusal("", "malformed", f"a command is at most {MAX_COMMAND_BYTES} bytes")
-        try:
-            request = request_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            return _refusal("", "malformed", f"not a command request: {error}")
-        if not GAME_ID.fullmatch(request.game_id):
-            return _refusal(request.command_id, "malformed", GAME_ID_RULE)
-        if not COMMAND_ID.match(request.command_id):
-            detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"
-            return _refusal(request.command_id, "malformed", detail)
+    def key_of(self, request: CommandRequest) -> str:
+        return request.game_id
+
+    def log_context(self, request: CommandRequest) -> dict[str, Any]:
         seat = request.body.seat if isinstance(request.body, ActRequest) else None
-        bound = log.bind(game_id=request.game_id, command_id=request.command_id, seat=seat)
-        try:
-            reply = await self.execute(
-                request.game_id, request.command_id, request, request_digest(request)
-            )
-        except (nats.errors.Error, nats.js.errors.Error, TimeoutError, OSError) as error:
-            bound.warning("command not answered: event store unreachable", error=str(error))
-            self.games.forget(request.game_id)
-            return _refusal(request.command_id, "unavailable", "the event store did not answer")
-        if reply.ok:
-            bound.debug("command accepted", version=reply.version, events=len(reply.events))
-        else:
-            bound.info("command refused", code=reply.code)
-        return reply
+        return {"game_id": request.game_id, "seat": seat}
 
     async def decide(self, held: LoadedGame, request: CommandRequest) -> list[Any]:
         body = request.body

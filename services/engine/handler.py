@@ -1,34 +1,71 @@
-"""What every command handler does, for games and leagues alike: decide, then append.
+"""What every command handler does, for games and leagues alike: read, decide, then append.
 
-:meth:`CommandHandler.execute` answers a command id seen before with its first answer (or
-``idempotency_key_reused`` when it comes with another request), decides, and appends the
-outcome as one commit with optimistic concurrency: the events of an accepted command, or the
-refusal of a refused one, so that a retry gets the first answer however late it comes. A
-conflict means another process appended first: catch up from the stream and decide again. A
-command is never committed twice (its id is checked against the history and deduplicated by
-JetStream) and versions never have a gap (each commit starts from the version the last one
-reached). Subclasses say how to decide, how to write a commit and how to reply.
+:meth:`CommandHandler.answer` reads a request message (refusing ``malformed`` what is too long,
+unreadable or names a bad id), runs it, and turns an unreachable event store into
+``unavailable``: every outcome is a reply. :meth:`CommandHandler.execute` answers a command id
+seen before with its first answer (or ``idempotency_key_reused`` when it comes with another
+request), decides, and appends the outcome as one commit with optimistic concurrency: the events
+of an accepted command, or the refusal of a refused one, so that a retry gets the first answer
+however late it comes. A conflict means another process appended first: catch up from the stream
+and decide again. A command is never committed twice (its id is checked against the history and
+deduplicated by JetStream) and versions never have a gap (each commit starts from the version
+the last one reached). Subclasses say what their requests look like, how to decide, how to write
+a commit and how to reply.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
+import secrets
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
+import nats.errors
+import nats.js.errors
 
-from contracts.wire import Refusal
+from contracts.wire import COMMAND_ID, Refusal
 from domain.errors import RuleViolation
 from services.runtime.aggregate_cache import AggregateCache, Loaded
-from services.runtime.event_store import AppendConflict, DuplicateCommand, EventStream, Stored
+from services.runtime.event_store import AppendConflict, DuplicateCommand, EventStore, Stored
+from services.runtime.logging import get_logger
+
+SEED_BYTES = 32
+"""A fresh secret seed's length: 256 bits, as the deal's HMAC key."""
 
 MAX_ATTEMPTS = 16
 """Conflicts in a row before a command is answered ``unavailable`` (the client retries)."""
 
-Request = TypeVar("Request")
-Reply = TypeVar("Reply")
+log = get_logger("spades.engine")
+
+
+class Addressed(Protocol):
+    """A command request: its id makes a retry safe; its body is what it asks."""
+
+    @property
+    def command_id(self) -> str: ...
+    @property
+    def body(self) -> Any: ...
+
+
+class Answer(Protocol):
+    """A command reply."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def events(self) -> list[Any]: ...
+
+
+Request = TypeVar("Request", bound=Addressed)
+Reply = TypeVar("Reply", bound=Answer)
 C = TypeVar("C")
 Held = TypeVar("Held", bound="Loaded[Any, Any]")
 
@@ -43,6 +80,12 @@ def body_digest(body: Any) -> str:
 def commit_time() -> str:
     """Now, as a commit records it (UTC, ISO 8601, milliseconds)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fresh_seed() -> bytes:
+    """A secret seed, drawn for every hand's shuffle and every league's draw: the one source of
+    randomness of the decisions (the domain takes it as an input)."""
+    return secrets.token_bytes(SEED_BYTES)
 
 
 class Refused(Exception):
@@ -61,12 +104,59 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
     UNRECORDED: ClassVar[frozenset[str]] = frozenset()
     """Refusals with no history to record them in (the aggregate does not exist)."""
     NAME: ClassVar[str] = "aggregate"
+    COMMAND: ClassVar[str] = "command"
+    """What a request is called in refusals and logs."""
+    MAX_BYTES: ClassVar[int]
+    KEY: ClassVar[re.Pattern[str]]
+    """The aggregate ids a request may name."""
+    KEY_RULE: ClassVar[str]
+    """What :attr:`KEY` allows, in words."""
+    ACCEPTED_LOG_LEVEL: ClassVar[int] = logging.DEBUG
+    _encoder: ClassVar[msgspec.json.Encoder] = msgspec.json.Encoder()
 
-    def __init__(self, stream: EventStream[C], cache: AggregateCache[Held]) -> None:
+    def __init__(self, stream: EventStore[C], cache: AggregateCache[Held]) -> None:
         self._stream = stream
         self._cache = cache
         self.conflicts = 0
         """Appends refused because another commit got there first (each costs a re-read)."""
+
+    async def handle(self, data: bytes) -> bytes:
+        """Answer one request message. Never raises: every outcome is a reply."""
+        return self._encoder.encode(await self.answer(data))
+
+    async def answer(self, data: bytes) -> Reply:
+        """Read, run and answer one request message."""
+        if len(data) > self.MAX_BYTES:
+            return self.refusal(
+                "", "malformed", f"a {self.COMMAND} is at most {self.MAX_BYTES} bytes"
+            )
+        try:
+            request = self.read(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            return self.refusal("", "malformed", f"not a {self.COMMAND} request: {error}")
+        key = self.key_of(request)
+        if not self.KEY.fullmatch(key):
+            return self.refusal(request.command_id, "malformed", self.KEY_RULE)
+        if not COMMAND_ID.match(request.command_id):
+            detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"
+            return self.refusal(request.command_id, "malformed", detail)
+        bound = log.bind(command_id=request.command_id, **self.log_context(request))
+        try:
+            reply = await self.execute(key, request.command_id, request, self.digest(request))
+        except (nats.errors.Error, nats.js.errors.Error, TimeoutError, OSError) as error:
+            bound.warning(f"{self.COMMAND} not answered: event store unreachable", error=str(error))
+            self._cache.forget(key)
+            return self.refusal(request.command_id, "unavailable", "the event store did not answer")
+        if reply.ok:
+            bound.log(
+                self.ACCEPTED_LOG_LEVEL,
+                f"{self.COMMAND} accepted",
+                version=reply.version,
+                events=len(reply.events),
+            )
+        else:
+            bound.info(f"{self.COMMAND} refused", code=reply.code)
+        return reply
 
     async def execute(self, key: str, command_id: str, request: Request, digest: str) -> Reply:
         """Decide and commit one command (or return its first answer)."""
@@ -119,6 +209,22 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             return self.refusal(command_id, "idempotency_key_reused", detail)
         stored = await self._stream.read_one(answered.sequence)
         return self.reply(request, stored.commit, answered.sequence)
+
+    @abstractmethod
+    def read(self, data: bytes) -> Request:
+        """A request from its message; raises msgspec's decode or validation errors."""
+
+    @abstractmethod
+    def key_of(self, request: Request) -> str:
+        """The aggregate a request is for."""
+
+    def digest(self, request: Request) -> str:
+        """SHA-256 of what the request asks (its body), however its JSON was spelled."""
+        return body_digest(request.body)
+
+    def log_context(self, request: Request) -> dict[str, Any]:
+        """What every log line about the request carries, besides its command id."""
+        return {f"{self.NAME}_id": self.key_of(request)}
 
     @abstractmethod
     async def decide(self, held: Held, request: Request) -> list[Any]:

@@ -16,16 +16,13 @@ of hundreds of players it takes a good fraction of a second, which the games mus
 from __future__ import annotations
 
 import asyncio
-import secrets
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import nats.errors
-import nats.js.errors
 
 from contracts.wire import (
-    COMMAND_ID,
     MAX_LEAGUE_COMMAND_BYTES,
     CreateLeagueRequest,
     LeagueCommandReply,
@@ -45,20 +42,18 @@ from domain.league import (
     decide,
     table_result,
 )
-from services.engine.handler import CommandHandler, Refused, body_digest, commit_time
-from services.engine.league_cache import LeagueCache, LoadedLeague
-from services.engine.league_stream import LeagueStream
+from services.engine.handler import (
+    CommandHandler,
+    Refused,
+    commit_time,
+    fresh_seed,
+)
 from services.runtime.game_cache import GameCache
+from services.runtime.league_cache import LeagueCache, LoadedLeague
+from services.runtime.league_stream import LeagueStore
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.engine")
-
-_reply_encoder = msgspec.json.Encoder()
-
-
-def league_request_digest(request: LeagueCommandRequest) -> str:
-    """SHA-256 of what a league command asks, however its JSON was spelled."""
-    return body_digest(request.body)
 
 
 def _refusal(command_id: str, code: str, detail: str) -> LeagueCommandReply:
@@ -77,14 +72,20 @@ class LeagueEngine(
 
     UNRECORDED = frozenset({"league_not_found"})
     NAME = "league"
+    COMMAND = "league command"
+    MAX_BYTES = MAX_LEAGUE_COMMAND_BYTES
+    KEY = LEAGUE_ID
+    KEY_RULE = "a league id is 1 to 40 of A-Z a-z 0-9 _ -"
+    ACCEPTED_LOG_LEVEL = logging.INFO
+    """League commands are few (a creation, then one a round): each is worth a line."""
 
     def __init__(
         self,
-        stream: LeagueStream,
+        stream: LeagueStore,
         games: GameCache,
         *,
         clock: Callable[[], str] = commit_time,
-        seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        seed: Callable[[], bytes] = fresh_seed,
     ) -> None:
         self.leagues = LeagueCache(stream)
         super().__init__(stream, self.leagues)
@@ -92,38 +93,11 @@ class LeagueEngine(
         self._clock = clock
         self._seed = seed
 
-    async def handle(self, data: bytes) -> bytes:
-        """Answer one request message. Never raises: every outcome is a reply."""
-        return _reply_encoder.encode(await self.answer(data))
+    def read(self, data: bytes) -> LeagueCommandRequest:
+        return league_request_decoder.decode(data)
 
-    async def answer(self, data: bytes) -> LeagueCommandReply:
-        if len(data) > MAX_LEAGUE_COMMAND_BYTES:
-            detail = f"a league command is at most {MAX_LEAGUE_COMMAND_BYTES} bytes"
-            return _refusal("", "malformed", detail)
-        try:
-            request = league_request_decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            return _refusal("", "malformed", f"not a league command request: {error}")
-        if not LEAGUE_ID.match(request.league_id):
-            detail = "a league id is 1 to 40 of A-Z a-z 0-9 _ -"
-            return _refusal(request.command_id, "malformed", detail)
-        if not COMMAND_ID.match(request.command_id):
-            detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"
-            return _refusal(request.command_id, "malformed", detail)
-        bound = log.bind(league_id=request.league_id, command_id=request.command_id)
-        try:
-            reply = await self.execute(
-                request.league_id, request.command_id, request, league_request_digest(request)
-            )
-        except (nats.errors.Error, nats.js.errors.Error, TimeoutError, OSError) as error:
-            bound.warning("league command not answered: event store unreachable", error=str(error))
-            self.leagues.forget(request.league_id)
-            return _refusal(request.command_id, "unavailable", "the event store did not answer")
-        if reply.ok:
-            bound.info("league command accepted", version=reply.version)
-        else:
-            bound.info("league command refused", code=reply.code)
-        return reply
+    def key_of(self, request: LeagueCommandRequest) -> str:
+        return request.league_id
 
     async def decide(self, held: LoadedLeague, request: LeagueCommandRequest) -> list[Any]:
         body = request.body

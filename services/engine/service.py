@@ -5,7 +5,7 @@ Every engine process joins the queue group ``engine`` on ``spades.commands.*`` (
 processes, more throughput. A league's commands are decided by the same process as games'
 because scheduling a round reads the games of the round before, from the same game cache. The
 streams are created (or checked) at start-up from their one definition each
-(:mod:`services.runtime.game_stream`, :mod:`services.engine.league_stream`).
+(:mod:`services.runtime.game_stream`, :mod:`services.runtime.league_stream`).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from contracts.wire import (
 )
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
-from services.engine.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.broker_users import inbox_prefix
 from services.runtime.credentials import faststream_security
 from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream, games_stream_config
+from services.runtime.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.nats import ensure_stream, servers_of
 
 log = structlog.get_logger("spades.engine")

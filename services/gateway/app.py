@@ -13,9 +13,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import nats.errors
 from fastapi import FastAPI
 
-from services.engine.client import EngineClient
-from services.engine.league_cache import LeagueCache
-from services.engine.league_stream import LeagueStream
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatTokens
 from services.gateway.body_limit import BodyLimit
@@ -39,14 +36,17 @@ from services.gateway.routes import (
 )
 from services.gateway.routes.pages import install_pages
 from services.gateway.telemetry import Metrics, RequestTelemetry
-from services.projections.migrations import migrate
-from services.projections.store import open_store
+from services.runtime.engine_client import EngineClient
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GameStream
+from services.runtime.league_cache import LeagueCache
+from services.runtime.league_stream import LeagueStream
 from services.runtime.logging import get_logger
 from services.runtime.nats import connect
 from services.runtime.settings import Settings, get_settings
-from services.webhooks.addresses import AddressPolicy
+from services.runtime.webhook_addresses import AddressPolicy
+from services.store.database import open_store
+from services.store.migrations import migrate
 
 log = get_logger("spades.gateway")
 

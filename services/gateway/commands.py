@@ -19,14 +19,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+import structlog
 from prometheus_client import Counter
 
 from contracts.wire import CommandReply, LeagueCommandReply, LeagueRequestBody, RequestBody
-from services.engine.client import EngineClient, EngineUnavailable, new_command_id
+from domain.platforms import Visibility
 from services.gateway.problems import ProblemError
+from services.runtime.engine_client import EngineClient, EngineUnavailable, new_command_id
 from services.runtime.logging import get_logger
 
 MAX_IDEMPOTENCY_KEY = 255
@@ -34,7 +37,25 @@ MIN_ANONYMOUS_SEAT_KEY = 32
 """An anonymous caller's seat-taking key is all that ties a retry to it: long enough to be a
 secret (a UUID is 36)."""
 
+if TYPE_CHECKING:
+    from services.gateway.deps import Gateway
+
 log = get_logger("spades.gateway")
+
+
+class Reply(Protocol):
+    """An engine's answer, of a game or a league command."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def detail(self) -> str: ...
+
+
+R = TypeVar("R", bound=Reply)
+S = TypeVar("S")
 
 
 def keyed_command_id(secret: bytes, idempotency_key: str | None, *scope: str | int | None) -> str:
@@ -114,23 +135,25 @@ class Commands:
     ) -> CommandReply:
         """The engine's acceptance of one command."""
         command_id = command_id or new_command_id()
-        try:
-            reply = await self._engine.send(game_id, body, command_id)
-        except EngineUnavailable as silence:
-            raise self._silence(command_id, silence) from None
-        if not reply.ok:
-            raise ProblemError(reply.code or "unavailable", reply.detail)
-        return reply
+        sent = self._engine.send(game_id, body, command_id)
+        return self._accepted(await self._ask(sent, command_id))
 
     async def send_league(
         self, league_id: str, body: LeagueRequestBody, command_id: str | None = None
     ) -> LeagueCommandReply:
         """The engine's acceptance of one league command."""
         command_id = command_id or new_command_id()
+        sent = self._engine.send_league(league_id, body, command_id)
+        return self._accepted(await self._ask(sent, command_id))
+
+    async def _ask(self, sent: Awaitable[R], command_id: str) -> R:
         try:
-            reply = await self._engine.send_league(league_id, body, command_id)
+            return await sent
         except EngineUnavailable as silence:
             raise self._silence(command_id, silence) from None
+
+    @staticmethod
+    def _accepted(reply: R) -> R:
         if not reply.ok:
             raise ProblemError(reply.code or "unavailable", reply.detail)
         return reply
@@ -139,3 +162,30 @@ class Commands:
         self._timeouts.inc()
         log.warning("no engine answered", command_id=command_id, error=str(silence))
         return ProblemError("unavailable", "no engine answered in time; retry")
+
+
+def default_visibility(services: Gateway) -> Visibility:
+    """What a new game or league is when its creator does not say: private on a server with
+    platform keys, public on one without."""
+    return "private" if services.platform_keys.required else "public"
+
+
+async def create(
+    services: Gateway,
+    kind: Literal["game", "league"],
+    platform: str | None,
+    idempotency_key: str | None,
+    send: Callable[[str, str], Awaitable[Iterable[Any]]],
+    fold: Callable[[Iterable[Any]], S | None],
+) -> tuple[str, S]:
+    """Create a game or a league: its id and command id from the key (the same for a retry),
+    one request in flight per key, the engine's events folded into what was created."""
+    created = created_id(kind, services.secret, platform, idempotency_key)
+    command_id = keyed_command_id(services.secret, idempotency_key, "create", created)
+    structlog.contextvars.bind_contextvars(**{f"{kind}_id": created, "command_id": command_id})
+    with services.in_flight.hold(command_id):
+        events = await send(created, command_id)
+    state = fold(events)
+    if state is None:
+        raise ProblemError("unavailable", "the engine created nothing; retry")
+    return created, state

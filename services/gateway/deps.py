@@ -10,8 +10,10 @@ if there were no such game or league.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any, Literal, TypeVar
 
 import structlog
 from fastapi import Depends, Path, Query, Request, Security
@@ -22,17 +24,20 @@ from nats.js import JetStreamContext
 from domain.league import LEAGUE_ID, League
 from domain.seating import GAME_ID
 from domain.state import Game
-from services.engine.league_cache import LeagueCache
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.commands import Commands, InFlight
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
-from services.projections.store import Store
+from services.runtime.aggregate_cache import AggregateCache, Loaded
 from services.runtime.game_cache import GameCache, LoadedGame
-from services.runtime.game_stream import GameStream
-from services.webhooks.addresses import AddressPolicy
+from services.runtime.game_stream import GameStore
+from services.runtime.league_cache import LeagueCache
+from services.runtime.webhook_addresses import AddressPolicy
+from services.store.database import Store
+
+L = TypeVar("L", bound=Loaded[Any, Any])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +46,7 @@ class Gateway:
 
     connection: Client
     js: JetStreamContext
-    stream: GameStream
+    stream: GameStore
     games: GameCache
     leagues: LeagueCache
     commands: Commands
@@ -142,13 +147,38 @@ async def caller(services: Services, credential: Credential) -> Caller:
 CallerOf = Annotated[Caller, Depends(caller)]
 
 
+Kind = Literal["game", "league"]
+
+
+def unknown(kind: Kind, key: str) -> ProblemError:
+    """What an id answers that the caller may not know of: exactly what no such game or league
+    answers."""
+    return ProblemError(f"{kind}_not_found", f"no {kind} {key}")
+
+
+def _id_of(kind: Kind, shape: re.Pattern[str], key: str) -> str:
+    """An id from the path: one no game or league could have is unknown, as an absent one."""
+    if not shape.fullmatch(key):
+        raise unknown(kind, key)
+    structlog.contextvars.bind_contextvars(**{f"{kind}_id": key})
+    return key
+
+
+async def _readable(
+    cache: AggregateCache[L], kind: Kind, key: str, may_read: Callable[[Any], bool]
+) -> L:
+    """The game or league as its stream has it now, if it exists and the caller may read it;
+    unknown otherwise, after the same work (it is loaded from the stream either way)."""
+    loaded = await cache.latest(key)
+    if loaded.state is None or not may_read(loaded.state):
+        raise unknown(kind, key)
+    return loaded
+
+
 async def valid_game_id(
     game_id: Annotated[str, Path(description="The game's id, as creating it returned.")],
 ) -> str:
-    if not GAME_ID.fullmatch(game_id):
-        raise ProblemError("game_not_found", f"no game {game_id}")
-    structlog.contextvars.bind_contextvars(game_id=game_id)
-    return game_id
+    return _id_of("game", GAME_ID, game_id)
 
 
 GameId = Annotated[str, Depends(valid_game_id)]
@@ -189,8 +219,7 @@ StreamCaller = Annotated[Caller, Depends(stream_caller)]
 
 
 def unknown_game(game_id: str) -> ProblemError:
-    """What an id answers that the caller may not know of: exactly what no game answers."""
-    return ProblemError("game_not_found", f"no game {game_id}")
+    return unknown("game", game_id)
 
 
 def _seat_of(caller: Caller, game: Game) -> int | None:
@@ -231,14 +260,12 @@ async def stream_read(services: Services, game_id: GameId, asking: StreamCaller)
 
 
 async def _read(services: Gateway, game_id: str, asking: Caller) -> GameRead:
-    loaded = await services.games.latest(game_id)
-    game = loaded.state
-    if game is None:
-        raise unknown_game(game_id)
-    seat = _seat_of(asking, game)
-    if seat is None and not asking.may_read(game.platform, game.visibility):
-        raise unknown_game(game_id)
-    return GameRead(loaded, asking, seat)
+    def may_read(game: Game) -> bool:
+        return _seat_of(asking, game) is not None or asking.may_read(game.platform, game.visibility)
+
+    loaded = await _readable(services.games, "game", game_id, may_read)
+    assert loaded.state is not None
+    return GameRead(loaded, asking, _seat_of(asking, loaded.state))
 
 
 GameReadOf = Annotated[GameRead, Depends(game_read)]
@@ -311,27 +338,26 @@ MinVersion = Annotated[None, Depends(min_version)]
 async def valid_league_id(
     league_id: Annotated[str, Path(description="The league's id, as creating it returned.")],
 ) -> str:
-    if not LEAGUE_ID.match(league_id):
-        raise ProblemError("league_not_found", f"no league {league_id}")
-    structlog.contextvars.bind_contextvars(league_id=league_id)
-    return league_id
+    return _id_of("league", LEAGUE_ID, league_id)
 
 
 LeagueId = Annotated[str, Depends(valid_league_id)]
 
 
 def unknown_league(league_id: str) -> ProblemError:
-    """What a league id answers that the caller may not know of: what no league answers."""
-    return ProblemError("league_not_found", f"no league {league_id}")
+    return unknown("league", league_id)
 
 
 async def current_league(services: Services, league_id: LeagueId, asking: CallerOf) -> League:
     """The league as its stream has it now, for a caller that may read it (it is public, or
     the caller is its platform); 404 otherwise, as for no league at all."""
-    state = (await services.leagues.latest(league_id)).state
-    if state is None or not asking.may_read(state.platform, state.visibility):
-        raise unknown_league(league_id)
-    return state
+
+    def may_read(league: League) -> bool:
+        return asking.may_read(league.platform, league.visibility)
+
+    loaded = await _readable(services.leagues, "league", league_id, may_read)
+    assert loaded.state is not None
+    return loaded.state
 
 
 CurrentLeague = Annotated[League, Depends(current_league)]

@@ -12,7 +12,7 @@ from typing import Any
 
 from domain.league import League
 from services.gateway.read_models import GameSummary, LeagueStandings, PlayerRecord
-from services.projections.ratings import Standing
+from services.store.ratings import Standing
 
 
 def league_json(league: League) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import msgspec
 
 from domain.records import HandRecord
 from domain.state import Status
-from services.projections import queries
-from services.projections.store import Store
+from services.store import queries
+from services.store.database import Store
 
 GAME_CURSOR_PATTERN = queries.GAME_CURSOR_PATTERN
 """What a cursor of the game list looks like; any such text is a place in the list."""
@@ -71,7 +71,7 @@ class GamePage(msgspec.Struct, frozen=True):
 
 
 class PlayerRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """A player's row of a league's standings (:mod:`services.projections.ratings`)."""
+    """A player's row of a league's standings (:mod:`services.store.ratings`)."""
 
     player: str
     points: int
@@ -128,7 +128,7 @@ def _plain(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ProjectionReadModels:
-    """The read models the projection workers keep (:mod:`services.projections.queries`)."""
+    """The read models the projection workers keep (:mod:`services.store.queries`)."""
 
     def __init__(self, store: Store) -> None:
         self._engine = store.engine

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.webhooks import WebhookType
-from services.webhooks.addresses import MAX_URL_LENGTH
+from services.runtime.webhook_addresses import MAX_URL_LENGTH
 
 _LABEL = "[A-Za-z](?:-?[A-Za-z0-9]){0,62}"
 """A host name's label: a letter first, single hyphens (so never an IDNA ``xn--`` label)."""

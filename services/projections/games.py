@@ -25,8 +25,8 @@ from domain.events import (
 )
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.projections.schema import game_players, games
-from services.projections.store import upsert
+from services.store.database import upsert
+from services.store.schema import game_players, games
 
 
 @dataclass(slots=True)

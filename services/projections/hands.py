@@ -31,8 +31,8 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
-from services.projections.schema import hand_progress, hand_records
-from services.projections.store import upsert
+from services.store.database import upsert
+from services.store.schema import hand_progress, hand_records
 
 RECORDED = (HandDealt, CardDrawn, CardsDiscarded, CardsPassed, CardPlayed, TrickWon, HandScored)
 """The events a hand record is made of; the others (bids, looks, receipts) are not kept."""

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections import positions
 from services.projections.model import Delivered, OutOfOrder, Unapplicable
 from services.projections.read_models import READ_MODELS
-from services.projections.schema import parked
-from services.projections.store import Store, is_store_trouble, upsert
+from services.store import positions
+from services.store.database import Store, is_store_trouble, upsert
+from services.store.schema import parked
 
 MAX_REASON = 2000
 

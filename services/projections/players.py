@@ -25,8 +25,8 @@ from domain.rules import Rules
 from domain.scoring import score_hand
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.projections.schema import player_games, players
-from services.projections.store import upsert
+from services.store.database import upsert
+from services.store.schema import player_games, players
 
 CONTRACT_MADE = frozenset({"contract"})
 CONTRACT_SET = frozenset({"failed_bid", "renege"})

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from services.projections import positions
 from services.projections.read_models import read_models
-from services.projections.schema import parked
-from services.projections.store import Store
+from services.store import positions
+from services.store.database import Store
+from services.store.schema import parked
 
 
 async def rebuild(store: Store, names: Iterable[str] | None = None) -> list[str]:

@@ -17,8 +17,8 @@ from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, HandScored
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.projections.schema import scoreboards
-from services.projections.store import upsert
+from services.store.database import upsert
+from services.store.schema import scoreboards
 
 
 @dataclass(slots=True)

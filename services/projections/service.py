@@ -17,12 +17,12 @@ from typing import Self
 import structlog
 from nats.aio.client import Client
 
-from services.projections.migrations import migrate
 from services.projections.read_models import READ_MODELS, read_models
-from services.projections.store import Store, open_store
 from services.projections.worker import BATCH_SIZE, DEFAULT_RETRY, IDLE_S, RetryPolicy, Worker
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
+from services.store.database import Store, open_store
+from services.store.migrations import migrate
 
 log = structlog.get_logger("spades.projections")
 

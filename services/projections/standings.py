@@ -6,7 +6,7 @@ the games say so again). Only a league's own tables count: a game whose id is on
 league's table ids (:func:`domain.league.is_table_game`). The gateway gives every other game an
 id that cannot be one, so a game some client tagged with a league never moves its standings.
 
-Points, wins and ratings are those of :mod:`services.projections.ratings`; each finished game
+Points, wins and ratings are those of :mod:`services.store.ratings`; each finished game
 (``game_ended``) adds to them. Ratings depend on the order games are rated in, so they are
 rated in the order the games ended in the stream, within a batch and across batches alike: a
 rebuild from the stream gives the same numbers however the stream is cut into batches.
@@ -30,9 +30,9 @@ from domain.events import GameCreated, GameEnded, SeatTaken
 from domain.league import is_table_game
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.projections.ratings import Standing, record_game
-from services.projections.schema import league_standings, standing_games
-from services.projections.store import upsert
+from services.store.database import upsert
+from services.store.ratings import Standing, record_game
+from services.store.schema import league_standings, standing_games
 
 STANDING_COLUMNS = ("points", "wins", "games", "mu", "sigma", "ordinal")
 

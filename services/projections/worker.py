@@ -22,10 +22,10 @@ re-creates its consumer from the new position (0) and replays.
 
 Before it consumes, and again after every reconnection to NATS (before it applies anything the
 new connection delivered), the worker checks that the stream it finds is the one its position
-belongs to (:mod:`.stream_identity`). If it is not, the worker stops: nothing applied, nothing
-skipped, the reason in the position row for ``/readyz`` and in the log with the command that
-fixes it; it looks again every ``idle_s``, and goes on once the model is rebuilt (or the right
-stream is back). With ``auto_rebuild`` it rebuilds its model itself.
+belongs to (:mod:`services.runtime.stream_identity`). If it is not, the worker stops: nothing
+applied, nothing skipped, the reason in the position row for ``/readyz`` and in the log with the
+command that fixes it; it looks again every ``idle_s``, and goes on once the model is rebuilt
+(or the right stream is back). With ``auto_rebuild`` it rebuilds its model itself.
 """
 
 from __future__ import annotations
@@ -43,21 +43,21 @@ from nats.aio.msg import Msg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import GAMES_STREAM
-from services.projections import positions
-from services.projections.consumer import open_consumer
-from services.projections.metrics import LAG, PARKED, POSITION, REFUSED
 from services.projections.model import Delivered, ReadModel, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
 from services.projections.rebuild import rebuild
-from services.projections.store import Store, is_store_trouble
-from services.projections.stream_identity import (
+from services.runtime.consumer import open_consumer
+from services.runtime.event_store import stream_sequence
+from services.runtime.stream_identity import (
     AUTO_REBUILD_VARIABLE,
     REBUILD_COMMAND,
     StreamIdentity,
     message_digest,
     refusal,
 )
-from services.runtime.event_store import stream_sequence
+from services.store import positions
+from services.store.database import Store, is_store_trouble
+from services.store.metrics import LAG, PARKED, POSITION, REFUSED
 
 log = structlog.get_logger("spades.projections")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.wire import GENESIS
-from services.runtime.event_store import EventStream, Stored
+from services.runtime.event_store import EventStore, Stored
 
 
 class Versioned(Protocol):
@@ -100,7 +100,7 @@ L = TypeVar("L", bound="Loaded[Any, Any]")
 class AggregateCache(Generic[L]):
     """Aggregates in memory by key, least recently used first out."""
 
-    def __init__(self, stream: EventStream[Any], make: Callable[[str], L], capacity: int) -> None:
+    def __init__(self, stream: EventStore[Any], make: Callable[[str], L], capacity: int) -> None:
         self._stream = stream
         self._make = make
         self._capacity = capacity

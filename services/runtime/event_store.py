@@ -1,7 +1,13 @@
-"""An event store on JetStream: one stream, one subject per aggregate, one message per commit.
+"""Event stores: one stream, one subject per aggregate, one message per commit.
 
+:class:`EventStore` is what every user of a history relies on (the command handlers, the caches,
+the gateway's reads, the webhooks' folds); :class:`JetStreamEventStore` keeps it on JetStream
+and :class:`services.runtime.memory_store.MemoryEventStore` in memory, for fast tests of what is
+built on it. Both pass one contract suite (``tests/integration/test_event_store_contract.py``).
 Games and leagues are both kept this way (:mod:`services.runtime.game_stream`,
-:mod:`services.engine.league_stream`). Appends use optimistic concurrency
+:mod:`services.runtime.league_stream`).
+
+On JetStream, appends use optimistic concurrency
 (``Nats-Expected-Last-Subject-Sequence``, the *stream* sequence of the subject's last message,
 0 for none) and deduplication (``Nats-Msg-Id``, the command id, within the stream's duplicate
 window). Reads replay one subject from a sequence on: a few commits with direct gets of the
@@ -13,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import nats.js.errors
 from nats.js import JetStreamContext, api
@@ -57,6 +63,63 @@ class Stored(Generic[C]):
         return hashlib.sha256(self.data).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class History(Generic[C]):
+    """One kind of aggregate's history, wherever it is kept: the stream's name, each
+    aggregate's subject in it, and how its commits are read. Games and leagues differ only by
+    this (:data:`services.runtime.game_stream.GAMES`,
+    :data:`services.runtime.league_stream.LEAGUES`)."""
+
+    stream: str
+    subject_of: Callable[[str], str]
+    decode: Callable[[bytes], C]
+
+
+class EventStore(Protocol[C]):
+    """The histories of one kind of aggregate: one subject per aggregate (its key), one commit
+    per message, each at a sequence of the whole stream (ascending, never reused).
+
+    - :meth:`append` stores a commit only if the subject's last commit is still ``expected``
+      (0: it has none), else raises :class:`AppendConflict`; then a ``command_id`` already
+      stored anywhere in the stream raises :class:`DuplicateCommand` with the first one's
+      sequence (so a retry from a stale position is a conflict: reload, and find the answer).
+    - :meth:`read` returns a subject's commits above ``after`` in order (at most ``limit``, none
+      past ``until``); :meth:`read_one` the commit at one sequence.
+    """
+
+    @property
+    def name(self) -> str:
+        """The stream's name."""
+        ...
+
+    @property
+    def subjects(self) -> str:
+        """Every aggregate's subject, as one wildcard."""
+        ...
+
+    def key_of(self, subject: str) -> str | None:
+        """The aggregate a subject belongs to (None: not a subject of this stream)."""
+        ...
+
+    def stored(self, sequence: int, data: bytes) -> Stored[C]:
+        """A message of this stream, decoded."""
+        ...
+
+    async def last_sequence(self, key: str) -> int:
+        """The sequence of the subject's last commit, 0 when it has none."""
+        ...
+
+    async def read(
+        self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
+    ) -> list[Stored[C]]: ...
+
+    async def read_one(self, sequence: int) -> Stored[C]: ...
+
+    async def append(self, key: str, data: bytes, *, expected: int, command_id: str) -> int:
+        """Store one commit; its sequence."""
+        ...
+
+
 def history_stream_config(
     name: str, subjects: str, replicas: int = 1, duplicate_window_s: float = 120.0
 ) -> api.StreamConfig:
@@ -91,21 +154,15 @@ def stream_sequence(reply: str) -> int:
     return int(tokens[5] if len(tokens) == 9 else tokens[7])
 
 
-class EventStream(Generic[C]):
-    """Read and append the commits of one kind of aggregate."""
+class JetStreamEventStore(Generic[C]):
+    """An :class:`EventStore` on a JetStream stream."""
 
-    def __init__(
-        self,
-        js: JetStreamContext,
-        stream: str,
-        subject_of: Callable[[str], str],
-        decode: Callable[[bytes], C],
-    ) -> None:
+    def __init__(self, js: JetStreamContext, history: History[C], stream: str = "") -> None:
         self._js = js
-        self._stream = stream
-        self._subject_of = subject_of
-        self._decode = decode
-        self._prefix = subject_of("")
+        self._stream = stream or history.stream
+        self._subject_of = history.subject_of
+        self._decode = history.decode
+        self._prefix = history.subject_of("")
 
     @property
     def name(self) -> str:

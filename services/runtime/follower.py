@@ -23,7 +23,7 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext, api
 
 from services.runtime.aggregate_cache import AggregateCache
-from services.runtime.event_store import EventStream, stream_sequence
+from services.runtime.event_store import EventStore, stream_sequence
 
 log = structlog.get_logger("spades.follower")
 
@@ -34,7 +34,7 @@ HEARTBEAT_S = 5.0
 class Follower:
     """Applies a stream's new commits to a cache, from the moment it starts."""
 
-    def __init__(self, stream: EventStream[Any], cache: AggregateCache[Any]) -> None:
+    def __init__(self, stream: EventStore[Any], cache: AggregateCache[Any]) -> None:
         self._stream = stream
         self._cache = cache
         self._subscription: Subscription | None = None

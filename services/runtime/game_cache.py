@@ -8,7 +8,7 @@ from contracts.wire import Commit
 from domain.game import evolve
 from domain.state import Game
 from services.runtime.aggregate_cache import AggregateCache, Answered, Loaded
-from services.runtime.game_stream import GameStream
+from services.runtime.game_stream import GameStore
 
 __all__ = ["Answered", "GameCache", "LoadedGame"]
 
@@ -28,5 +28,5 @@ class LoadedGame(Loaded[Game, Commit]):
 class GameCache(AggregateCache[LoadedGame]):
     """Games in memory; a cold game is rebuilt by replaying its subject."""
 
-    def __init__(self, stream: GameStream, capacity: int = 2000) -> None:
+    def __init__(self, stream: GameStore, capacity: int = 2000) -> None:
         super().__init__(stream, LoadedGame, capacity)

@@ -11,20 +11,28 @@ from contracts.wire import GAME_SUBJECTS, GAMES_STREAM, Commit, game_subject, re
 from services.runtime.event_store import (
     AppendConflict,
     DuplicateCommand,
-    EventStream,
+    EventStore,
+    History,
+    JetStreamEventStore,
     Stored,
     history_stream_config,
 )
 
 __all__ = [
+    "GAMES",
     "AppendConflict",
     "DuplicateCommand",
+    "GameStore",
     "GameStream",
     "StoredCommit",
     "games_stream_config",
 ]
 
 StoredCommit: TypeAlias = Stored[Commit]
+GameStore: TypeAlias = EventStore[Commit]
+"""The games' histories, wherever they are kept."""
+
+GAMES = History(GAMES_STREAM, game_subject, read_commit)
 
 
 def games_stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> api.StreamConfig:
@@ -32,8 +40,8 @@ def games_stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) ->
     return history_stream_config(GAMES_STREAM, GAME_SUBJECTS, replicas, duplicate_window_s)
 
 
-class GameStream(EventStream[Commit]):
-    """Read and append the commits of games."""
+class GameStream(JetStreamEventStore[Commit]):
+    """Read and append the commits of games on JetStream."""
 
     def __init__(self, js: JetStreamContext, stream: str = GAMES_STREAM) -> None:
-        super().__init__(js, stream, game_subject, read_commit)
+        super().__init__(js, GAMES, stream)

@@ -4,5 +4,7 @@
 on the game and league streams turn commits into pending deliveries in the read-model database
 (:mod:`.ingest`, :mod:`.outbox`), and a delivery loop sends them, signed, in order per endpoint
 and game or league, retried with backoff (:mod:`.delivery`). The gateway registers endpoints
-(:mod:`.endpoints`).
+(:mod:`services.store.webhook_endpoints`), checking their addresses and making their secrets
+with the rules this worker sends by (:mod:`services.runtime.webhook_addresses`,
+:mod:`services.runtime.webhook_signing`); only the CLI imports this package.
 """

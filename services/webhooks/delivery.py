@@ -7,11 +7,12 @@ endpoints and games are delivered at once, up to ``concurrency`` tries in flight
 ``per_endpoint`` to any one endpoint, so a receiver that hangs holds a few slots until the
 timeout and never the others.
 
-Each try is ``POST url`` with the stored body, signed afresh (:mod:`.signing`) under the same
-``webhook-id``, through connections to checked addresses only (:mod:`.transport`); at most
-:data:`ANSWER_LIMIT_BYTES` of the answer are read, and the whole try is bounded by the timeout.
-A failed try waits the schedule's next wait (full jitter); after the last, the delivery has
-failed and its endpoint is disabled with the reason (a replay enables it again).
+Each try is ``POST url`` with the stored body, signed afresh
+(:mod:`services.runtime.webhook_signing`) under the same ``webhook-id``, through connections to
+checked addresses only (:mod:`.transport`); at most :data:`ANSWER_LIMIT_BYTES` of the answer are
+read, and the whole try is bounded by the timeout. A failed try waits the schedule's next wait
+(full jitter); after the last, the delivery has failed and its endpoint is disabled with the
+reason (a replay enables it again).
 
 Nothing of a try is recorded before its answer: a worker killed while sending leaves the
 delivery pending, and it is sent again, with the same id (at least once).
@@ -27,14 +28,15 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import httpx
 import structlog
 
-from services.projections.store import Store, is_store_trouble
-from services.webhooks import outbox, signing
-from services.webhooks.addresses import AddressRefused
+from services.runtime import webhook_signing as signing
+from services.runtime.webhook_addresses import AddressRefused
+from services.store.database import Store, is_store_trouble
+from services.store.webhook_endpoints import rfc3339
+from services.webhooks import outbox
 from services.webhooks.schedule import Schedule
 
 log = structlog.get_logger("spades.webhooks")
@@ -47,11 +49,6 @@ PRUNE_EVERY_S = 600.0
 CHAIN_BATCH = 100
 """The most deliveries of one chain a task sends before the chain's turn comes again."""
 STORE_RETRY_S = (0.2, 1.0, 5.0)
-
-
-def rfc3339(unix_seconds: float) -> str:
-    moment = datetime.fromtimestamp(unix_seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)

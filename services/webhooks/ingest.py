@@ -41,15 +41,15 @@ from contracts.wire import (
     LeagueCommit,
 )
 from domain.league import League
-from services.engine.league_stream import LeagueStream
-from services.projections.consumer import PullFeed
-from services.projections.schema import webhook_endpoints
-from services.projections.store import Store, is_store_trouble
-from services.projections.stream_identity import StreamIdentity
-from services.runtime.event_store import EventStream, Stored, stream_sequence
+from services.runtime.consumer import PullFeed
+from services.runtime.event_store import EventStore, Stored, stream_sequence
 from services.runtime.game_stream import GameStream
+from services.runtime.league_stream import LeagueStream
+from services.runtime.stream_identity import StreamIdentity
+from services.store.database import Store, is_store_trouble
+from services.store.schema import webhook_endpoints
+from services.store.webhook_endpoints import Endpoint, every_endpoint, platform_key
 from services.webhooks import outbox
-from services.webhooks.endpoints import Endpoint, every_endpoint, platform_key
 from services.webhooks.events import Made, Seen, game_webhooks, league_webhooks
 
 log = structlog.get_logger("spades.webhooks")
@@ -108,7 +108,7 @@ class Folds(Generic[S, C]):
 
     def __init__(
         self,
-        stream: EventStream[C],
+        stream: EventStore[C],
         key_of: Callable[[C], str],
         make: Callable[[S | None, C], tuple[S | None, list[Made]]],
         platform_of: Callable[[S], str | None],

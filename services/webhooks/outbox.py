@@ -16,8 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections.schema import webhook_deliveries, webhook_endpoints, webhook_positions
-from services.projections.store import insert_missing
+from services.store.database import insert_missing
+from services.store.schema import webhook_deliveries, webhook_endpoints, webhook_positions
 
 PENDING = "pending"
 DELIVERED = "delivered"

@@ -15,11 +15,11 @@ import signal
 
 import structlog
 
-from services.projections.migrations import migrate
-from services.projections.store import open_store
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
-from services.webhooks.addresses import AddressPolicy
+from services.runtime.webhook_addresses import AddressPolicy
+from services.store.database import open_store
+from services.store.migrations import migrate
 from services.webhooks.delivery import Deliveries, Sender
 from services.webhooks.ingest import GAMES, LEAGUES, Ingest, game_folds, league_folds
 from services.webhooks.schedule import Schedule

@@ -2,7 +2,7 @@
 
 httpx hands the host of the URL to httpcore, which asks its network backend for a TCP
 connection to it. :class:`CheckedBackend` is that backend: it resolves the host itself, checks
-every address (:class:`~services.webhooks.addresses.AddressPolicy`) and connects to a checked
+every address (:class:`~services.runtime.webhook_addresses.AddressPolicy`) and connects to a checked
 one, so the address connected to is the address that was checked (no second lookup in between
 that DNS could answer differently). TLS still verifies the certificate against the host name,
 and sends it as SNI. A kept-alive connection goes on to the address it was opened to; each new
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 import httpcore
 import httpx
 
-from services.webhooks.addresses import AddressPolicy, AddressRefused
+from services.runtime.webhook_addresses import AddressPolicy, AddressRefused
 
 
 class CheckedBackend(httpcore.AsyncNetworkBackend):

@@ -28,9 +28,9 @@ import sqlalchemy as sa
 
 from services.client import SpadesClient
 from services.client.leagues import LeagueClient
-from services.projections.store import open_store
-from services.projections.stream_identity import REBUILD_COMMAND
 from services.runtime.nats_server import free_port
+from services.runtime.stream_identity import REBUILD_COMMAND
+from services.store.database import open_store
 from tests.e2e.players import Table, seat_players
 from tests.e2e.stack import Stack
 

@@ -31,13 +31,13 @@ from domain.game import fold
 from domain.state import Game
 from domain.table import table_for
 from services.engine.service import ensure_streams
-from services.projections import positions
-from services.projections.migrations import migrate
 from services.projections.read_models import READ_MODELS
 from services.projections.service import Projections
-from services.projections.store import Store, open_store
 from services.projections.worker import RetryPolicy
 from services.runtime.game_stream import GameStream
+from services.store import positions
+from services.store.database import Store, open_store
+from services.store.migrations import migrate
 
 POSTGRES_VARIABLE = "SPADES_TEST_POSTGRES_URL"
 QUICK_RETRY = RetryPolicy(attempts=3, first_delay_s=0.01, factor=2.0)

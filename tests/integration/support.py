@@ -23,9 +23,9 @@ import nats
 from nats.aio.client import Client
 
 from benchmarks.commands import wait_for_engine
-from services.engine.client import EngineClient
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import BrokerCredentials, connect_options
+from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream, StoredCommit
 
 

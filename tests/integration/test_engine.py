@@ -23,7 +23,7 @@ from contracts.wire import (
 from domain.events import HandDealt, HandScored
 from domain.game import fold
 from services.audit.history import chain_problems, deal_checks
-from services.engine.client import EngineUnavailable, new_command_id
+from services.runtime.engine_client import EngineUnavailable, new_command_id
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration.support import EngineProcess, history, ready_client

@@ -15,9 +15,9 @@ from nats.aio.client import Client
 
 from benchmarks.nats_table import RandomTable
 from contracts.wire import CommandReply, CommandRequest, RequestBody
-from services.engine.client import EngineClient, new_command_id
 from services.engine.engine import Engine
 from services.engine.service import ensure_streams
+from services.runtime.engine_client import EngineClient, new_command_id
 from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream
 from tests.integration.support import connected, history

@@ -30,9 +30,9 @@ from domain.league import (
     fold,
     table_result,
 )
-from services.engine.client import EngineClient, new_command_id
-from services.engine.league_stream import LeagueStream, StoredLeagueCommit
+from services.runtime.engine_client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
+from services.runtime.league_stream import LeagueStream, StoredLeagueCommit
 from tests.integration.support import EngineProcess, ready_client
 
 pytestmark = pytest.mark.integration

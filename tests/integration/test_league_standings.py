@@ -17,10 +17,10 @@ from domain.game import fold as fold_game
 from domain.league import CreateLeague, League, ScheduleRound, decide, fold, table_result
 from domain.state import Game
 from domain.table import table_for
-from services.projections import queries
-from services.projections.ratings import Standing, record_game
 from services.projections.rebuild import rebuild
-from services.projections.store import Store
+from services.store import queries
+from services.store.database import Store
+from services.store.ratings import Standing, record_game
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402

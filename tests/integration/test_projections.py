@@ -27,11 +27,11 @@ from domain.records import hand_records
 from domain.state import Game, cards_held
 from domain.table import table_for
 from services.engine.engine import Engine
-from services.projections import queries
 from services.projections.hands import HandsModel
 from services.projections.model import Delivered
-from services.projections.store import Store
 from services.runtime.game_stream import GameStream
+from services.store import queries
+from services.store.database import Store
 
 # Its fixtures come in as a plugin and its helpers by import: rewrite its asserts before either.
 pytest.register_assert_rewrite("tests.integration.conftest_projections")

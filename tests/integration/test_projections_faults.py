@@ -19,15 +19,15 @@ from contracts.wire import Commit, encode_commit, game_subject
 from domain.commands import CreateGame
 from domain.events import TrickWon
 from domain.game import decide
-from services.projections import positions, queries
-from services.projections.lag import caught_up, projection_lag
 from services.projections.parking import parked_messages, replay_parked
 from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
-from services.projections.schema import positions as positions_table
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
-from services.projections.store import Store
 from services.runtime.nats_server import EmbeddedNats
+from services.store import positions, queries
+from services.store.database import Store
+from services.store.lag import caught_up, projection_lag
+from services.store.schema import positions as positions_table
 from tests.integration.support import credentials_of
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")

@@ -20,12 +20,12 @@ from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import decide
 from services.cli.projections import app as projections_cli
-from services.projections import queries
-from services.projections.migrations import LATEST, SchemaTooNew, migrate
-from services.projections.schema import metadata, schema_version
-from services.projections.store import Store, open_store
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
+from services.store import queries
+from services.store.database import Store, open_store
+from services.store.migrations import LATEST, SchemaTooNew, migrate
+from services.store.schema import metadata, schema_version
 from tests.integration.support import broker_credentials
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")

@@ -17,14 +17,14 @@ from typer.testing import CliRunner
 from contracts.wire import GAMES_STREAM
 from services.cli.projections import app as projections_cli
 from services.engine.service import ensure_streams
-from services.projections import positions, queries
-from services.projections.lag import projection_lag, refusals
 from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
-from services.projections.schema import positions as positions_table
-from services.projections.store import Store
-from services.projections.stream_identity import REBUILD_COMMAND, StreamIdentity
 from services.runtime.nats_server import EmbeddedNats
+from services.runtime.stream_identity import REBUILD_COMMAND, StreamIdentity
+from services.store import positions, queries
+from services.store.database import Store
+from services.store.lag import projection_lag, refusals
+from services.store.schema import positions as positions_table
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402

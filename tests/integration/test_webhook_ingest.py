@@ -10,12 +10,13 @@ import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from services.projections.schema import webhook_positions
-from services.projections.store import Store
-from services.webhooks import endpoints, outbox
-from services.webhooks.endpoints import Endpoint
+from services.runtime.webhook_signing import new_secret
+from services.store import webhook_endpoints as endpoints
+from services.store.database import Store
+from services.store.schema import webhook_positions
+from services.store.webhook_endpoints import Endpoint
+from services.webhooks import outbox
 from services.webhooks.ingest import GAMES, Ingest, game_folds
-from services.webhooks.signing import new_secret
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import append_games, random_logs  # noqa: E402

@@ -15,15 +15,16 @@ from nats.js import JetStreamContext
 from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
 from services.backup.deployment import restore_backup, take_backup
 from services.backup.manifest import BackupError
-from services.projections.schema import webhook_deliveries
-from services.projections.store import Store
 from services.runtime.broker_users import ADMIN
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
-from services.webhooks import endpoints, outbox
-from services.webhooks.endpoints import Endpoint
-from services.webhooks.signing import new_secret
+from services.runtime.webhook_signing import new_secret
+from services.store import webhook_endpoints as endpoints
+from services.store.database import Store
+from services.store.schema import webhook_deliveries
+from services.store.webhook_endpoints import Endpoint
+from services.webhooks import outbox
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import append_games, random_logs  # noqa: E402
@@ -204,8 +205,8 @@ async def test_a_backup_carries_the_endpoints_and_a_restore_starts_them_after_th
     source = Settings(data_dir=tmp_path / "source", secret_key=None)
     source.data_dir.mkdir()
     (source.data_dir / SIGNING_KEY_FILENAME).write_bytes(bytes(32))
-    from services.projections.migrations import migrate
-    from services.projections.store import open_store
+    from services.store.database import open_store
+    from services.store.migrations import migrate
 
     kept = [endpoint("a"), endpoint("b", "rival", disabled_at=NOW, disabled_reason="dead")]
     store = open_store(source.read_model_database_url)

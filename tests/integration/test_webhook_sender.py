@@ -14,10 +14,10 @@ import pytest
 
 from benchmarks.webhook_receiver import Receiver
 from services.client import verify_webhook
-from services.webhooks.addresses import AddressPolicy
+from services.runtime.webhook_addresses import AddressPolicy
+from services.runtime.webhook_signing import new_secret
 from services.webhooks.delivery import Outcome, Sender
 from services.webhooks.outbox import Due
-from services.webhooks.signing import new_secret
 from services.webhooks.transport import delivery_client
 
 pytestmark = pytest.mark.integration

@@ -30,8 +30,8 @@ from services.cli.main import app as cli
 from services.client import SpadesClient, verify_webhook
 from services.client.webhooks import CreatedWebhook, WebhookClient, WebhookVerificationError
 from services.runtime.nats_server import EmbeddedNats, free_port
+from services.runtime.webhook_signing import new_secret
 from services.webhooks.events import Seen, game_webhooks
-from services.webhooks.signing import new_secret
 from tests.integration import stack
 from tests.integration.support import EngineProcess, ServiceProcess, connected, history
 from tests.integration.test_gateway import ServedGateway, assert_problem, gateway_settings

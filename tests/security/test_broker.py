@@ -27,9 +27,9 @@ from contracts.wire import (
     league_command_subject,
     league_subject,
 )
-from services.engine.client import EngineClient, EngineUnavailable
 from services.runtime.broker_users import ADMIN, BROKER_USERS, inbox_prefix
 from services.runtime.credentials import connect_options, new_seed
+from services.runtime.engine_client import EngineClient, EngineUnavailable
 from services.runtime.game_stream import GameStream
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats

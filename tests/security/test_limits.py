@@ -15,9 +15,9 @@ import httpx
 import pytest
 from nats.aio.client import Client
 
-from services.engine.league_stream import LeagueStream
 from services.gateway.commands import created_id
 from services.runtime.game_stream import GameStream
+from services.runtime.league_stream import LeagueStream
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration.support import EngineProcess, ProjectionsProcess
 from tests.integration.test_gateway import ServedGateway, gateway_settings

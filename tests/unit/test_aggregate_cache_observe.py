@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import random
-from typing import cast
-
-from nats.js import JetStreamContext
 
 from benchmarks.projections import GameLog, play_game
 from contracts.wire import game_subject
 from domain.game import fold
 from services.runtime.game_cache import GameCache, LoadedGame
-from services.runtime.game_stream import GameStream, StoredCommit
-
-
-class NewGames(GameStream):
-    """A stream in which every game starts empty: the cache's loads read nothing."""
-
-    def __init__(self) -> None:
-        super().__init__(cast(JetStreamContext, None))
-
-    async def read(
-        self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
-    ) -> list[StoredCommit]:
-        return []
-
+from services.runtime.game_stream import GAMES
+from services.runtime.memory_store import MemoryEventStore
 
 GAME = play_game(random.Random(3), "observed", max_hands=1)
 SUBJECT = game_subject(GAME.game_id)
 
 
 async def held_game() -> tuple[GameCache, LoadedGame]:
-    cache = GameCache(NewGames())
+    cache = GameCache(MemoryEventStore(GAMES))  # empty: loads read nothing
     return cache, await cache.get(GAME.game_id)
 
 
@@ -74,7 +59,7 @@ async def test_a_game_a_command_holds_is_left_alone() -> None:
 
 
 async def test_games_not_in_memory_and_other_streams_are_ignored() -> None:
-    cache = GameCache(NewGames())
+    cache = GameCache(MemoryEventStore(GAMES))  # empty: loads read nothing
     assert not observe(cache, GAME, 0)
     assert not cache.observe(1, "spades.leagues.observed", GAME.payloads[0])
     assert cache.peek(GAME.game_id) is None

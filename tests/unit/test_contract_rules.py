@@ -19,9 +19,9 @@ from domain.rules import PRESETS, Rules, resolve_rules, rule_set_schema
 from domain.seating import ENTROPY_PATTERN, GAME_ID, PLAYER_NAME_PATTERN, is_player_name
 from services.gateway.app import create_app
 from services.gateway.webhook_models import WEBHOOK_URL_PATTERN
-from services.projections.queries import GAME_CURSOR_PATTERN, _cursor, _read_cursor
 from services.runtime.settings import Settings
-from services.webhooks.addresses import checked_url
+from services.runtime.webhook_addresses import checked_url
+from services.store.queries import GAME_CURSOR_PATTERN, _cursor, _read_cursor
 
 SCHEMA = rule_set_schema()
 

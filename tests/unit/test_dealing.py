@@ -14,7 +14,16 @@ import pytest
 
 from domain.cards import CARDS, Card
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal, commitment, cut_for_dealer, deal_out, shuffle
+from domain.deal import entropies_of
+from domain.dealing import (
+    SeededDeal,
+    commitment,
+    cut_for_dealer,
+    deal_out,
+    entropy_bytes,
+    shuffle,
+    table_entropies,
+)
 from domain.events import HandDealt
 from domain.game import decide, fold
 from domain.rules import resolve_rules
@@ -199,3 +208,17 @@ def test_without_a_dealer_the_cut_of_the_first_deck_chooses_one() -> None:
         assert dealt.deck is not None
         assert dealt.dealer == cut_for_dealer(dealt.deck, 3)
         assert dealt.hands == deal_out(dealt.deck, 3, dealt.dealer, 17)
+
+
+def test_the_shuffle_takes_the_games_entropy_then_each_seats_an_empty_seat_as_nothing() -> None:
+    assert table_entropies("aa", ["01", None, "0203"]) == ["aa", "01", "", "0203"]
+    assert entropy_bytes(["aa", "", "0203"]) == [b"\xaa", b"", b"\x02\x03"]
+    with pytest.raises(ValueError, match="non-hexadecimal"):
+        entropy_bytes(["zz"])
+
+
+def test_a_games_entropies_are_read_from_its_state_as_the_deal_mixes_them() -> None:
+    state, dealt = _seated({"preset": "partnership"}, 2, b"secret")
+    assert entropies_of(state) == ["aa", "01", "02", "03", "04"]
+    assert dealt.deck is not None
+    assert tuple(dealt.deck) == shuffle(b"secret", entropy_bytes(entropies_of(state)), 1, PACK)

@@ -87,3 +87,107 @@ def test_contracts_never_import_services() -> None:
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.ImportFrom) and node.level > 1:
                 assert not (node.module or "").startswith("services"), path.name
+
+
+# The services' layering. A service package is what one process runs; only the CLI that runs it
+# (and its own modules) may import it. Everything several services share lives in the shared
+# packages, which never import a service.
+SERVICES = frozenset({"engine", "projections", "webhooks", "gateway", "timers", "bots", "backup"})
+"""Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
+timers) or a tool the CLI drives (bots, backup)."""
+SHARED = frozenset({"runtime", "store", "audit", "client"})
+"""Libraries several services and the CLI use: process plumbing and the event streams
+(runtime), the read-model database (store), audit by replay (audit), the HTTP client (client)."""
+RUNNER = "cli"
+SHARED_ORDER = ("runtime", "store", "audit", "client")
+"""Shared packages below in this order import only those before them (and contracts, domain)."""
+
+
+def services_imported(source: str) -> set[str]:
+    """The ``services`` package of every absolute import of ``services.X`` in a source, however it
+    is spelled (``import services.x.y``, ``from services.x import y``, ``from services import
+    x``), at any depth of the code."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "services":
+                names = [f"services.{alias.name}" for alias in node.names]
+            else:
+                names = [node.module]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "services" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def service_modules() -> list[tuple[str, str, str]]:
+    """Every module under services/: its path, the package it belongs to, its source."""
+    base = ROOT / "services"
+    return [
+        (str(path.relative_to(ROOT)), path.relative_to(base).parts[0], path.read_text("utf-8"))
+        for path in sorted(base.rglob("*.py"))
+        if len(path.relative_to(base).parts) > 1
+    ]
+
+
+def crossings(modules: list[tuple[str, str, str]]) -> list[str]:
+    """Every import that breaks the layering: a service imported by anything but itself and the
+    CLI, a shared package importing one above it in :data:`SHARED_ORDER`."""
+    found: list[str] = []
+    for name, package, source in modules:
+        imported = services_imported(source) - {package}
+        if package in SERVICES:
+            wrong = imported & SERVICES
+        elif package in SHARED:
+            wrong = imported - set(SHARED_ORDER[: SHARED_ORDER.index(package)])
+        else:
+            wrong = set()
+        found.extend(f"{name} -> services.{other}" for other in sorted(wrong))
+    return found
+
+
+def test_the_services_helper_sees_every_spelling() -> None:
+    source = (
+        "import services.engine.handler\n"
+        "from services.gateway import app\n"
+        "from services import webhooks, store\n"
+        "from . import sibling\n"
+        "def f():\n"
+        "    from services.projections.worker import Worker\n"
+    )
+    assert services_imported(source) == {"engine", "gateway", "webhooks", "store", "projections"}
+
+
+def test_the_layering_rule_names_each_crossing() -> None:
+    modules = [
+        ("gateway/app.py", "gateway", "from services.projections.store import Store\n"),
+        ("gateway/deps.py", "gateway", "from services.store.database import Store\n"),
+        ("webhooks/x.py", "webhooks", "def f():\n    import services.engine.client\n"),
+        ("cli/serve.py", "cli", "from services.engine import service\n"),
+        ("store/lag.py", "store", "from services.projections.read_models import READ_MODELS\n"),
+        ("runtime/x.py", "runtime", "from services.store import database\n"),
+        ("audit/x.py", "audit", "from services.runtime.game_stream import GameStream\n"),
+    ]
+    assert crossings(modules) == [
+        "gateway/app.py -> services.projections",
+        "webhooks/x.py -> services.engine",
+        "store/lag.py -> services.projections",
+        "runtime/x.py -> services.store",
+    ]
+
+
+def test_every_services_package_is_a_service_shared_or_the_cli() -> None:
+    packages = {p.name for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists()}
+    assert {"engine", "gateway", "runtime", "store", "cli"} <= packages
+    unknown = packages - SERVICES - SHARED - {RUNNER}
+    assert not unknown, f"say here whether {sorted(unknown)} is a service or shared"
+
+
+def test_a_service_is_imported_only_by_itself_and_the_cli_and_shared_code_by_those_above() -> None:
+    found = crossings(service_modules())
+    assert not found, "move what they share into a shared package:\n" + "\n".join(found)

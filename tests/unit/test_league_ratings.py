@@ -1,4 +1,4 @@
-"""Standings arithmetic (:mod:`services.projections.ratings`): points, wins and openskill
+"""Standings arithmetic (:mod:`services.store.ratings`): points, wins and openskill
 ratings of partnership (team) and individual (free-for-all) games."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 import pytest
 from openskill.models import PlackettLuce
 
-import services.projections.ratings
-from services.projections.ratings import MODEL, Standing, record_game, unit_ranks
+import services.store.ratings
+from services.store.ratings import MODEL, Standing, record_game, unit_ranks
 
 
 def fresh(*players: str) -> dict[str, Standing]:
@@ -18,7 +18,7 @@ def fresh(*players: str) -> dict[str, Standing]:
 
 
 def test_the_docstring_examples_hold() -> None:
-    assert doctest.testmod(services.projections.ratings).failed == 0
+    assert doctest.testmod(services.store.ratings).failed == 0
 
 
 @pytest.mark.parametrize(

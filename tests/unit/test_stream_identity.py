@@ -1,18 +1,18 @@
 """When a read model may follow the stream it finds: the rules of
-:mod:`services.projections.stream_identity`, without a server."""
+:mod:`services.runtime.stream_identity`, without a server."""
 
 from __future__ import annotations
 
 from nats.js import api
 
-from services.projections.lag import WorkerLag, refusals
-from services.projections.stream_identity import (
+from services.runtime.stream_identity import (
     REBUILD_COMMAND,
     Followed,
     StreamIdentity,
     message_digest,
     refusal,
 )
+from services.store.lag import WorkerLag, refusals
 
 FIRST = StreamIdentity("SPADES_GAMES", "2025-01-01T00:00:00.000000+00:00")
 SECOND = StreamIdentity("SPADES_GAMES", "2025-01-02T00:00:00.000000+00:00")

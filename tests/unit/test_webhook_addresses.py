@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from services.webhooks.addresses import (
+from services.runtime.webhook_addresses import (
     AddressPolicy,
     AddressRefused,
     InvalidUrl,

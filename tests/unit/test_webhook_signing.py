@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from services.client.webhooks import WebhookVerificationError, verify_webhook
-from services.webhooks.signing import SECRET_PREFIX, headers, new_secret, signature
+from services.runtime.webhook_signing import SECRET_PREFIX, headers, new_secret, signature
 
 VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 VECTOR_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import structlog
 from fastapi import APIRouter, Query, Response
 
 from contracts.wire import CreateGameRequest
 from domain.game import fold
-from domain.platforms import Visibility
 from domain.state import Status
-from services.gateway.commands import created_id, keyed_command_id
+from services.gateway.commands import create, default_visibility
 from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Services
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
@@ -51,23 +49,20 @@ async def create_game(
         raise ProblemError(
             "invalid_rules", "a game joins a league only when the league's round creates it"
         )
-    game_id = created_id("game", services.secret, platform, idempotency_key)
-    command_id = keyed_command_id(services.secret, idempotency_key, "create", game_id)
-    structlog.contextvars.bind_contextvars(game_id=game_id, command_id=command_id)
-    default_visibility: Visibility = "private" if services.platform_keys.required else "public"
     request = CreateGameRequest(
         rules=body.rules,
         dealer=body.dealer,
         entropy=body.entropy,
         platform=platform,
-        visibility=body.visibility or default_visibility,
+        visibility=body.visibility or default_visibility(services),
         seating=body.seating,
     )
-    with services.in_flight.hold(command_id):
+
+    async def send(game_id: str, command_id: str) -> list[Any]:
         reply = await services.commands.send(game_id, request, command_id)
-    game = fold(record.event for record in reply.events)
-    if game is None:
-        raise ProblemError("unavailable", "the engine created nothing; retry")
+        return [record.event for record in reply.events]
+
+    game_id, game = await create(services, "game", platform, idempotency_key, send, fold)
     log.info("game created", preset=game.rules.preset, visibility=game.visibility)
     response.headers["Location"] = f"{router.prefix}/{game_id}"
     return as_json(state_for(game, None))

@@ -31,9 +31,9 @@ async def hands(read: GameReadOf, _visible: MinVersion, services: Services) -> A
     """Every finished hand's record: deal, draws, bids, passes, tricks and score, with the
     score's lines, each naming the rule that decided it."""
     game_id = read.game.game_id
-    records = await services.read_models.hand_records(game_id)
-    if records is None:
-        raise ProblemError("game_not_found", f"no game {game_id}")
+    # The game exists (its stream says so): one the read model has not seen yet has no
+    # finished hand there.
+    records = await services.read_models.hand_records(game_id) or []
     return {"hands": await _with_score_lines(services, game_id, records)}
 
 
@@ -56,8 +56,8 @@ async def hand(
     game_id = read.game.game_id
     record = await services.read_models.hand_record(game_id, hand)
     if record is None:
-        if await services.read_models.hand_records(game_id) is None:
-            raise ProblemError("game_not_found", f"no game {game_id}")
+        # The game exists (its stream says so, above): a read model that has not seen it yet
+        # has no finished hand of it either.
         raise ProblemError("hand_not_found", f"game {game_id} has no finished hand {hand}")
     # The lines of a hand need the bags before it: the hand before's, or the game's start.
     before = await services.read_models.hand_record(game_id, hand - 1) if hand > 1 else None

@@ -24,9 +24,9 @@ from contracts.wire import (
 )
 from domain.errors import RuleViolation
 from domain.league import League, LeagueTable, RoundScheduled, fold
-from domain.platforms import FIRST_ISSUE, Visibility
+from domain.platforms import FIRST_ISSUE
 from domain.rules import resolve_rules
-from services.gateway.commands import created_id, keyed_command_id, league_command_id
+from services.gateway.commands import create, default_visibility, league_command_id
 from services.gateway.deps import (
     CurrentLeague,
     LeagueId,
@@ -75,10 +75,6 @@ async def create_league(
     A league may have at most so many players, and a round seat so many tables (422 naming
     the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`)."""
     _check_caps(services, body.rules, len(body.players))
-    league_id = created_id("league", services.secret, platform, idempotency_key)
-    command_id = keyed_command_id(services.secret, idempotency_key, "create", league_id)
-    structlog.contextvars.bind_contextvars(league_id=league_id, command_id=command_id)
-    default_visibility: Visibility = "private" if services.platform_keys.required else "public"
     request = CreateLeagueRequest(
         name=body.name,
         rules=body.rules,
@@ -86,13 +82,13 @@ async def create_league(
         rounds=body.rounds,
         pairing=body.pairing,
         platform=platform,
-        visibility=body.visibility or default_visibility,
+        visibility=body.visibility or default_visibility(services),
     )
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send_league(league_id, request, command_id)
-    league = fold(reply.events)
-    if league is None:
-        raise ProblemError("unavailable", "the engine created nothing; retry")
+
+    async def send(league_id: str, command_id: str) -> list[Any]:
+        return (await services.commands.send_league(league_id, request, command_id)).events
+
+    league_id, league = await create(services, "league", platform, idempotency_key, send, fold)
     log.info("league created", players=len(league.players), pairing=league.pairing)
     response.headers["Location"] = f"{router.prefix}/{league_id}"
     return league_json(league)

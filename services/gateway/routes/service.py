@@ -16,7 +16,7 @@ from services.gateway.deps import Services
 from services.gateway.models import Health, Readiness
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
-from services.projections.lag import caught_up, projection_lag, refusals
+from services.store.lag import caught_up, projection_lag, refusals
 
 router = APIRouter(tags=["service"])
 

@@ -29,10 +29,10 @@ from services.gateway.webhook_models import (
     WebhookList,
 )
 from services.runtime.logging import get_logger
-from services.webhooks import endpoints
-from services.webhooks.addresses import AddressRefused, InvalidUrl, Unresolvable, checked_url
-from services.webhooks.delivery import rfc3339
-from services.webhooks.signing import new_secret
+from services.runtime.webhook_addresses import AddressRefused, InvalidUrl, Unresolvable, checked_url
+from services.runtime.webhook_signing import new_secret
+from services.store import webhook_endpoints as endpoints
+from services.store.webhook_endpoints import rfc3339
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections.schema import Json, schema_version
-from services.projections.store import Store
+from services.store.database import Store
+from services.store.schema import Json, schema_version
 
 MIGRATION_LOCK = 0x5350_4144_4553
 """The PostgreSQL advisory lock key that serializes migrations (``SPADES`` in hex)."""

@@ -16,9 +16,19 @@ from contracts.wire import (
     league_subject,
     read_league_commit,
 )
-from services.runtime.event_store import EventStream, Stored, history_stream_config
+from services.runtime.event_store import (
+    EventStore,
+    History,
+    JetStreamEventStore,
+    Stored,
+    history_stream_config,
+)
 
 StoredLeagueCommit: TypeAlias = Stored[LeagueCommit]
+LeagueStore: TypeAlias = EventStore[LeagueCommit]
+"""The leagues' histories, wherever they are kept."""
+
+LEAGUES = History(LEAGUES_STREAM, league_subject, read_league_commit)
 
 
 def leagues_stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> api.StreamConfig:
@@ -26,8 +36,8 @@ def leagues_stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) 
     return history_stream_config(LEAGUES_STREAM, LEAGUE_SUBJECTS, replicas, duplicate_window_s)
 
 
-class LeagueStream(EventStream[LeagueCommit]):
-    """Read and append the commits of leagues."""
+class LeagueStream(JetStreamEventStore[LeagueCommit]):
+    """Read and append the commits of leagues on JetStream."""
 
     def __init__(self, js: JetStreamContext) -> None:
-        super().__init__(js, LEAGUES_STREAM, league_subject, read_league_commit)
+        super().__init__(js, LEAGUES)

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.projections import schema as tables
+from services.store import schema as tables
 
 MAX_LIMIT = 200
 GAME_VERSIONS: dict[str, sa.Column[int]] = {

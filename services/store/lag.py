@@ -4,7 +4,7 @@
 Lag is the stream's last sequence minus the model's position: the messages it has yet to apply
 (or park). Parked messages do not count: the position has moved past them. A model refuses the
 stream when its position belongs to another stream or lies beyond this one's end (see
-:mod:`.stream_identity`), or when its worker said so.
+:mod:`services.runtime.stream_identity`), or when its worker said so.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from nats.js.manager import JetStreamManager
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from contracts.wire import GAMES_STREAM
-from services.projections import positions
-from services.projections.metrics import LAG, POSITION, REFUSED
-from services.projections.read_models import READ_MODELS
-from services.projections.stream_identity import REBUILD_COMMAND, StreamIdentity, refusal
+from services.runtime.stream_identity import REBUILD_COMMAND, StreamIdentity, refusal
+from services.store import positions
+from services.store.metrics import LAG, POSITION, REFUSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,7 @@ async def projection_lag(
     found = StreamIdentity.of(info)
     last = int(info.state.last_seq or 0)
     report = {}
-    for name in models if models is not None else READ_MODELS:
+    for name in models if models is not None else positions.READ_MODELS:
         position = stored.get(name, positions.Position(0, 0))
         refused = position.refusal or refusal(position.followed, found, last)
         report[name] = WorkerLag(name, position.position, last, refused)

@@ -6,8 +6,8 @@ from typing import Any
 
 from contracts.wire import LeagueCommit
 from domain.league import League, evolve
-from services.engine.league_stream import LeagueStream
 from services.runtime.aggregate_cache import AggregateCache, Loaded
+from services.runtime.league_stream import LeagueStore
 
 
 class LoadedLeague(Loaded[League, LeagueCommit]):
@@ -25,5 +25,5 @@ class LoadedLeague(Loaded[League, LeagueCommit]):
 class LeagueCache(AggregateCache[LoadedLeague]):
     """Leagues in memory; a cold league is rebuilt by replaying its subject."""
 
-    def __init__(self, stream: LeagueStream, capacity: int = 200) -> None:
+    def __init__(self, stream: LeagueStore, capacity: int = 200) -> None:
         super().__init__(stream, LoadedLeague, capacity)

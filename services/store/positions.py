@@ -3,9 +3,9 @@
 ``position`` is the stream sequence of the last message the model applied (or parked); it is
 written in the same transaction as the rows that message changed, so the two never disagree.
 ``generation`` goes up by one with every rebuild: a worker that started under another generation
-knows its consumer is stale (see :mod:`.rebuild`). The row also names the stream the position
-belongs to, with the digest of the message at the position, and why the worker refuses the
-stream it finds, if it does (see :mod:`.stream_identity`).
+knows its consumer is stale (see :mod:`services.projections.rebuild`). The row also names the
+stream the position belongs to, with the digest of the message at the position, and why the
+worker refuses the stream it finds, if it does (see :mod:`services.runtime.stream_identity`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections.schema import positions
-from services.projections.store import insert_missing
-from services.projections.stream_identity import Followed, StreamIdentity
+from services.runtime.stream_identity import Followed, StreamIdentity
+from services.store.database import insert_missing
+from services.store.schema import positions
+
+READ_MODELS: tuple[str, ...] = ("games", "scoreboard", "hands", "players", "standings")
+"""Every read model the projection workers keep, by name: each has a row here once its worker
+has run, and readers (``readyz``, the lag report) count those that have not as standing at 0.
+The workers' models name themselves the same (a unit test holds the two lists together)."""
 
 
 @dataclass(frozen=True, slots=True)

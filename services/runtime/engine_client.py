@@ -4,6 +4,7 @@ Games' commands and leagues' go the same way, on their own subjects."""
 from __future__ import annotations
 
 import secrets
+from typing import TypeVar
 
 import msgspec
 import nats.errors
@@ -23,6 +24,8 @@ from contracts.wire import (
 )
 
 _encoder = msgspec.json.Encoder()
+
+R = TypeVar("R")
 
 
 class EngineUnavailable(Exception):
@@ -47,13 +50,7 @@ class EngineClient:
         request = CommandRequest(
             command_id=command_id or new_command_id(), game_id=game_id, body=body
         )
-        try:
-            message = await self._connection.request(
-                command_subject(game_id), _encoder.encode(request), timeout=self._timeout_s
-            )
-        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
-            raise EngineUnavailable(str(error) or type(error).__name__) from None
-        return reply_decoder.decode(message.data)
+        return await self._ask(command_subject(game_id), request, reply_decoder)
 
     async def send_league(
         self, league_id: str, body: LeagueRequestBody, command_id: str | None = None
@@ -62,12 +59,14 @@ class EngineClient:
         request = LeagueCommandRequest(
             command_id=command_id or new_command_id(), league_id=league_id, body=body
         )
+        return await self._ask(league_command_subject(league_id), request, league_reply_decoder)
+
+    async def _ask(self, subject: str, request: object, decoder: msgspec.json.Decoder[R]) -> R:
+        """One request to whichever engine of the queue group answers it."""
         try:
             message = await self._connection.request(
-                league_command_subject(league_id),
-                _encoder.encode(request),
-                timeout=self._timeout_s,
+                subject, _encoder.encode(request), timeout=self._timeout_s
             )
         except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
             raise EngineUnavailable(str(error) or type(error).__name__) from None
-        return league_reply_decoder.decode(message.data)
+        return decoder.decode(message.data)

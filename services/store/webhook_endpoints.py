@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projections.schema import webhook_deliveries, webhook_endpoints
+from services.store.schema import webhook_deliveries, webhook_endpoints
 
 LOCAL_PLATFORM = ""
 """The platform column of endpoints registered on a server without platform keys."""
 
 ENDPOINT_ID_BYTES = 12
+
+
+def rfc3339(unix_seconds: float) -> str:
+    """A time of an endpoint or a delivery as the API shows it (UTC, milliseconds)."""
+    moment = datetime.fromtimestamp(unix_seconds, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def platform_key(platform: str | None) -> str:

@@ -54,7 +54,7 @@ positions = sa.Table(
 """Per read model: the last stream sequence applied, and how many times it was rebuilt; the
 stream that position belongs to (its name and creation time, null until the model first
 follows one) and the SHA-256 of the message at the position; and why the worker refuses the
-stream it finds now, if it does (see :mod:`services.projections.stream_identity`)."""
+stream it finds now, if it does (see :mod:`services.runtime.stream_identity`)."""
 
 parked = sa.Table(
     "parked",
@@ -203,7 +203,7 @@ league_standings = sa.Table(
     sa.Column("ordinal", sa.Double, nullable=False),
 )
 """Per league and player: points, wins, games and the openskill rating (``mu``, ``sigma``, and
-``ordinal`` = ``mu - 3 sigma``), as :mod:`services.projections.ratings` defines them."""
+``ordinal`` = ``mu - 3 sigma``), as :mod:`services.store.ratings` defines them."""
 
 # --------------------------------------------------------------------------- webhooks
 
@@ -264,4 +264,4 @@ webhook_positions = sa.Table(
     sa.Column("updated_at", sa.Text, nullable=False),
 )
 """Per stream, the last sequence the webhooks worker turned into deliveries, and the stream it
-belongs to (its creation time, as :mod:`services.projections.stream_identity` reads it)."""
+belongs to (its creation time, as :mod:`services.runtime.stream_identity` reads it)."""
