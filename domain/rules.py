@@ -303,7 +303,7 @@ def rule_set_schema() -> dict[str, Any]:
         "description": "A card: `2C`..`AS`, `10H` for `TH`, either case; `BJ`, `LJ` jokers.",
     }
     options["preset"]["description"] = "The preset the other options override: " + "; ".join(
-        f"`{name}` {json_text(overrides) if overrides else '(the defaults)'}"
+        f"`{name}` {_json_text(overrides) if overrides else '(the defaults)'}"
         for name, overrides in PRESETS.items()
     )
     return {
@@ -316,5 +316,5 @@ def rule_set_schema() -> dict[str, Any]:
     }
 
 
-def json_text(value: Any) -> str:
+def _json_text(value: Any) -> str:
     return msgspec.json.encode(value).decode()
