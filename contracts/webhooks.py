@@ -127,6 +127,8 @@ class TableResultData(_Data, frozen=True, kw_only=True):
     points: list[int]
     won: list[bool]
     """Per seat: its unit's final score, and whether that unit won."""
+    forfeited: list[bool] = []
+    """Per seat: whether its unit lost on time (a ``forfeit`` clock); empty: nobody did."""
 
 
 class RoundFinishedData(_Data, frozen=True, kw_only=True):

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from domain.clock import Clock
 from domain.errors import Code
 from domain.events import AnyEvent
 from domain.league import AnyLeagueEvent, PairingChoice
@@ -121,6 +122,7 @@ class CreateGameRequest(msgspec.Struct, frozen=True, tag="create_game", kw_only=
     platform: str | None = None
     visibility: Visibility = "public"
     seating: Seating = "platform"
+    clock: Clock | None = None
 
 
 class TakeSeatRequest(msgspec.Struct, frozen=True, tag="take_seat", kw_only=True):
@@ -205,6 +207,9 @@ request_decoder = msgspec.json.Decoder(CommandRequest)
 # concurrency and deduplication as a game's.
 
 LEAGUES_STREAM = "SPADES_LEAGUES"
+ROUND_WATCH_CONSUMER = "spades-league-rounds"
+"""The engines' shared durable consumer of the game stream that finishes league rounds as their
+last games end (:mod:`services.engine.round_watch`)."""
 LEAGUE_SUBJECTS = "spades.leagues.>"
 LEAGUE_COMMAND_SUBJECTS = "spades.league-commands.*"
 MAX_LEAGUE_COMMAND_BYTES = 128 * 1024
@@ -259,6 +264,8 @@ class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_o
     pairing: PairingChoice = "auto"
     platform: str | None = None
     visibility: Visibility = "public"
+    clock: Clock | None = None
+    """The clock of every table the league starts."""
 
 
 class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw_only=True):
@@ -268,7 +275,33 @@ class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw
     round: int | None = None
 
 
-LeagueRequestBody = CreateLeagueRequest | ScheduleRoundRequest
+class FinishRoundRequest(msgspec.Struct, frozen=True, tag="finish_round", kw_only=True):
+    """Record round ``round`` as over if its last game has ended (sent by the engines' round
+    watch as each table's game ends); otherwise nothing happens."""
+
+    round: int
+
+
+class WithdrawPlayerRequest(msgspec.Struct, frozen=True, tag="withdraw_player", kw_only=True):
+    """``player`` leaves the league: later rounds skip them."""
+
+    player: str
+
+
+class SubstitutePlayerRequest(msgspec.Struct, frozen=True, tag="substitute_player", kw_only=True):
+    """``substitute`` takes ``player``'s seat at their running table, for ``player``'s record."""
+
+    player: str
+    substitute: str
+
+
+LeagueRequestBody = (
+    CreateLeagueRequest
+    | ScheduleRoundRequest
+    | FinishRoundRequest
+    | WithdrawPlayerRequest
+    | SubstitutePlayerRequest
+)
 
 
 class LeagueCommandRequest(msgspec.Struct, frozen=True, kw_only=True):

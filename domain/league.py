@@ -2,17 +2,25 @@
 
 ``decide(state, command, *, seed=..., results=...) -> list[LeagueEvent]`` checks a command and
 returns its events, or raises :class:`~domain.errors.RuleViolation` (``malformed``,
-``invalid_rules``, ``wrong_phase``); ``evolve(state, event)`` applies one event. A league's
+``invalid_rules``, ``wrong_phase``, ``game_over``, ``seat_taken``); ``evolve(state, event)``
+applies one event. A league's
 state is the fold of its events, so every reader, and every read model, can rebuild it.
 
 What a league cannot know by itself comes in as inputs, as a deal's seed does for a game:
 
 - ``seed`` (creating a league): shuffles the players once, into the league's order, which breaks
   every tie of the schedule (:mod:`domain.schedule`); no randomness of the league's own.
-- ``results`` (scheduling a round): how the games of the round before ended, read by the
-  engine from the games' own histories. A round is scheduled only once every game of the round
-  before is over, and the results are recorded then (:class:`RoundCompleted`): Swiss pairing
-  ranks players by them.
+- ``results`` (finishing or scheduling a round, seating a substitute): how the games of the
+  round ended, for those that have, read by the engine from the games' own histories. The
+  service sends :class:`FinishRound` as each table's game ends, and the round is recorded over
+  (:class:`RoundCompleted`) as soon as its last game is; the league is finished
+  (:class:`LeagueFinished`) with its last planned round. A round is scheduled only once every
+  game of the round before is over (recorded then, if it was not yet): Swiss pairing ranks
+  players by the results.
+
+The league's operations: :class:`WithdrawPlayer` (no round scheduled later seats the player)
+and :class:`SubstitutePlayer` (someone else plays the player's running seat, for the player's
+record: the tables, and so the results and standings, keep the player's name).
 
 A league's games are ordinary games: the round's tables name them (:func:`table_game_id`), and
 whoever starts the round creates each one with ``league`` set and seats its players. Standings,
@@ -38,6 +46,7 @@ from typing import Any, Literal, get_args
 import msgspec
 from msgspec.structs import replace
 
+from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
@@ -55,6 +64,9 @@ _TABLE_GAME = re.compile(
 MAX_NAME = 64
 MAX_PLAYERS = 1000
 MAX_ROUNDS = 1000
+MAX_TURN_S = 86_400.0
+"""A league's clock gives a turn at most a day."""
+MAX_AWAY_AFTER = 100
 
 PairingChoice = Literal["auto", "round_robin", "swiss"]
 """How a league pairs its players; ``auto`` chooses by :func:`domain.schedule.choose_pairing`."""
@@ -71,12 +83,29 @@ class LeagueTable(msgspec.Struct, frozen=True):
 
 
 class TableResult(msgspec.Struct, frozen=True):
-    """How a table's game ended, per seat: the final score of the seat's unit, and whether
-    that unit won (every unit tied for the win counts as a winner)."""
+    """How a table's game ended, per seat: the final score of the seat's unit, whether that
+    unit won (every unit tied for the win counts as a winner), and whether it lost by forfeit
+    (its clock ran out under ``on_timeout: forfeit``; empty for a result recorded before
+    forfeits existed, which had none)."""
 
     game_id: str
     points: tuple[int, ...]
     won: tuple[bool, ...]
+    forfeited: tuple[bool, ...] = ()
+
+    def forfeit_at(self, seat: int) -> bool:
+        return bool(self.forfeited) and self.forfeited[seat]
+
+
+class Substitution(msgspec.Struct, frozen=True):
+    """``substitute`` plays ``player``'s seat of ``game_id`` from now on, for ``player``'s
+    record: the standings credit the game to ``player``, whoever finished it."""
+
+    round: int
+    game_id: str
+    seat: int
+    player: str
+    substitute: str
 
 
 class Round(msgspec.Struct, frozen=True):
@@ -90,6 +119,17 @@ class Round(msgspec.Struct, frozen=True):
     def seating(self) -> Seating:
         return Seating(tuple(table.players for table in self.tables), self.byes)
 
+    @property
+    def finished(self) -> bool:
+        """Every table's game is over and its result recorded."""
+        return len(self.results) == len(self.tables)
+
+
+BYE_WINS = 1
+"""What a bye is worth: a round without a table counts as one win, no points and no game (it
+moves no rating). A player sits out only when the players do not divide into tables, and byes
+rotate (:mod:`domain.schedule`), so no one is ranked down for the league's arithmetic."""
+
 
 class Standing(msgspec.Struct, frozen=True):
     """A player's record in the recorded rounds: what Swiss pairing ranks by."""
@@ -98,6 +138,8 @@ class Standing(msgspec.Struct, frozen=True):
     wins: int = 0
     points: int = 0
     games: int = 0
+    byes: int = 0
+    forfeits: int = 0
 
 
 class League(msgspec.Struct, frozen=True):
@@ -117,6 +159,14 @@ class League(msgspec.Struct, frozen=True):
     platform: str | None = None
     """The platform the league (and every game of its rounds) belongs to; None: anyone's."""
     visibility: Visibility = "public"
+    clock: Clock | None = None
+    """The clock of every table the league starts; None: its games have no clock."""
+    withdrawn: tuple[str, ...] = ()
+    """Players who left the league, in the order they left: no later round seats them."""
+    substitutions: tuple[Substitution, ...] = ()
+    finished: bool = False
+    """Its last planned round is over (:class:`LeagueFinished`); a league of no planned end
+    never finishes."""
 
     @property
     def next_round(self) -> int:
@@ -126,6 +176,37 @@ class League(msgspec.Struct, frozen=True):
     def over(self) -> bool:
         """Every planned round is scheduled."""
         return self.planned is not None and len(self.rounds) >= self.planned
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """The players still in the league, in the league's order."""
+        gone = set(self.withdrawn)
+        return tuple(player for player in self.order if player not in gone)
+
+    @property
+    def current(self) -> Round | None:
+        """The round being played: the last scheduled one, until its last table ends."""
+        if self.rounds and not self.rounds[-1].finished:
+            return self.rounds[-1]
+        return None
+
+    def seat_of(self, player: str) -> tuple[LeagueTable, int] | None:
+        """The table of the round being played where ``player`` has a seat, and the seat."""
+        current = self.current
+        if current is None:
+            return None
+        for table in current.tables:
+            if player in table.players:
+                return table, table.players.index(player)
+        return None
+
+    def sitting(self, table: LeagueTable, seat: int) -> str:
+        """Who plays ``seat`` of ``table`` now: its player, or their latest substitute."""
+        sitting = table.players[seat]
+        for substitution in self.substitutions:
+            if substitution.game_id == table.game_id and substitution.seat == seat:
+                sitting = substitution.substitute
+        return sitting
 
 
 # --------------------------------------------------------------------------- commands, events
@@ -144,12 +225,37 @@ class CreateLeague(LeagueCommand, tag="create_league", frozen=True):
     pairing: PairingChoice = "auto"
     platform: str | None = None
     visibility: Visibility = "public"
+    clock: Clock | None = None
 
 
 class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
     """Seat round ``round`` (which must be the next) and name its games."""
 
     round: int
+
+
+class FinishRound(LeagueCommand, tag="finish_round", frozen=True):
+    """Record round ``round`` as over if every one of its games has ended (the ``results``
+    input says which have); otherwise, if it is recorded already, or if there is no such
+    round, nothing happens (and nothing is recorded: the command is never refused). Sent by
+    the service as each table's game ends, so the last one to end finishes the round."""
+
+    round: int
+
+
+class WithdrawPlayer(LeagueCommand, tag="withdraw_player", frozen=True):
+    """``player`` leaves the league: no round scheduled from now on seats them. Their record
+    stays in the standings, marked withdrawn."""
+
+    player: str
+
+
+class SubstitutePlayer(LeagueCommand, tag="substitute_player", frozen=True):
+    """``substitute`` takes over ``player``'s seat at their table of the round being played
+    (whose game must still be running: the ``results`` input says which have ended)."""
+
+    player: str
+    substitute: str
 
 
 class LeagueEvent(msgspec.Struct, frozen=True, tag_field="type"):
@@ -169,13 +275,42 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     seed: str
     platform: str | None = None
     visibility: Visibility = "public"
+    clock: Clock | None = None
 
 
 class RoundCompleted(LeagueEvent, tag="round_completed", frozen=True):
-    """Every game of ``round`` is over; each table's result, in table order."""
+    """Every game of ``round`` is over; each table's result, in table order. Recorded as soon
+    as the service sees the round's last game end (:class:`FinishRound`), or at the latest
+    when the next round is scheduled."""
 
     round: int
     results: tuple[TableResult, ...]
+
+
+class LeagueFinished(LeagueEvent, tag="league_finished", frozen=True):
+    """The league's last planned round is over: it is finished, and schedules no more."""
+
+    rounds: int
+
+
+class PlayerWithdrawn(LeagueEvent, tag="player_withdrawn", frozen=True):
+    """``player`` left the league after ``after_round`` rounds were scheduled: rounds from
+    ``after_round + 1`` on do not seat them. A table of theirs still running is played out
+    by its clock."""
+
+    player: str
+    after_round: int
+
+
+class PlayerSubstituted(LeagueEvent, tag="player_substituted", frozen=True):
+    """``substitute`` sits in ``player``'s seat of ``game_id`` (round ``round``) from now on,
+    playing for ``player``'s record."""
+
+    round: int
+    game_id: str
+    seat: int
+    player: str
+    substitute: str
 
 
 class RoundScheduled(LeagueEvent, tag="round_scheduled", frozen=True):
@@ -187,8 +322,15 @@ class RoundScheduled(LeagueEvent, tag="round_scheduled", frozen=True):
     byes: tuple[str, ...]
 
 
-AnyLeagueCommand = CreateLeague | ScheduleRound
-AnyLeagueEvent = LeagueCreated | RoundCompleted | RoundScheduled
+AnyLeagueCommand = CreateLeague | ScheduleRound | FinishRound | WithdrawPlayer | SubstitutePlayer
+AnyLeagueEvent = (
+    LeagueCreated
+    | RoundCompleted
+    | RoundScheduled
+    | LeagueFinished
+    | PlayerWithdrawn
+    | PlayerSubstituted
+)
 
 
 # --------------------------------------------------------------------------- decide
@@ -210,6 +352,12 @@ def decide(
         raise RuleViolation("wrong_phase", "no such league")
     if isinstance(command, ScheduleRound):
         return _schedule(state, command.round, results or {})
+    if isinstance(command, FinishRound):
+        return _finish(state, command.round, results or {})
+    if isinstance(command, WithdrawPlayer):
+        return _withdraw(state, command.player)
+    if isinstance(command, SubstitutePlayer):
+        return _substitute(state, command, results or {})
     raise RuleViolation("malformed", f"unknown command {type(command).__name__}")
 
 
@@ -244,7 +392,23 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         seed=seed,
         platform=command.platform,
         visibility=command.visibility,
+        clock=_clock(command.clock),
     )
+
+
+def _clock(clock: Clock | None) -> Clock | None:
+    """A league's clock, checked as a game would check it."""
+    if clock is None:
+        return None
+    if not (isinstance(clock.turn_s, (int, float)) and 0 < clock.turn_s <= MAX_TURN_S):
+        raise RuleViolation("invalid_rules", f"clock turn_s is over 0 and at most {MAX_TURN_S}")
+    if not (isinstance(clock.bank_s, (int, float)) and 0 <= clock.bank_s <= MAX_TURN_S * 100):
+        raise RuleViolation("invalid_rules", "clock bank_s is 0 or more, within reason")
+    if not (isinstance(clock.away_after, int) and 0 <= clock.away_after <= MAX_AWAY_AFTER):
+        raise RuleViolation("invalid_rules", f"clock away_after is 0 to {MAX_AWAY_AFTER}")
+    if clock.on_timeout not in get_args(OnTimeout):
+        raise RuleViolation("invalid_rules", "clock on_timeout is auto or forfeit")
+    return clock
 
 
 def _printable(name: str) -> bool:
@@ -277,15 +441,26 @@ def _schedule(
     if number != state.next_round:
         raise RuleViolation("wrong_phase", f"round {state.next_round} is next, not {number}")
     events: list[AnyLeagueEvent] = []
-    if state.rounds:
+    if state.rounds and not state.rounds[-1].finished:
         completed = _completed(state.rounds[-1], results)
         events.append(completed)
         state = evolve(state, completed)
+    playing = state.active
+    if len(playing) < state.rules.players:
+        raise RuleViolation(
+            "wrong_phase",
+            f"{len(playing)} players are left in the league: too few for a table",
+        )
     swiss = state.pairing == "swiss"
-    ranked = [standing.player for standing in ranking(state)] if swiss else None
+    left = set(playing)
+    ranked = (
+        [standing.player for standing in ranking(state) if standing.player in left]
+        if swiss
+        else None
+    )
     seating = seat_round(
         state.pairing,
-        state.order,
+        playing,
         state.rules.players,
         [past.seating for past in state.rounds],
         partnerships=state.rules.partnerships,
@@ -297,6 +472,66 @@ def _schedule(
     )
     events.append(RoundScheduled(number, tables, seating.byes))
     return events
+
+
+def _finish(state: League, number: int, results: Mapping[str, TableResult]) -> list[AnyLeagueEvent]:
+    """The round's end once its last game has ended; nothing before, nor a second time."""
+    if not 1 <= number <= len(state.rounds):
+        return []  # no such round: no game of it can have ended, and nothing is recorded
+    played = state.rounds[number - 1]
+    if played.finished or any(table.game_id not in results for table in played.tables):
+        return []
+    completed = _completed(played, results)
+    events: list[AnyLeagueEvent] = [completed]
+    if state.planned is not None and number == state.planned and not state.finished:
+        events.append(LeagueFinished(state.planned))
+    return events
+
+
+def _withdraw(state: League, player: str) -> list[AnyLeagueEvent]:
+    if player not in state.players:
+        raise RuleViolation("malformed", f"{player!r} is not a player of the league")
+    if player in state.withdrawn:
+        raise RuleViolation("wrong_phase", f"{player!r} has withdrawn already")
+    if state.finished:
+        raise RuleViolation("wrong_phase", "the league is finished")
+    if len(state.active) - 1 < state.rules.players and not state.over:
+        raise RuleViolation(
+            "wrong_phase",
+            f"without {player!r} the league could not seat a table of {state.rules.players}",
+        )
+    return [PlayerWithdrawn(player, len(state.rounds))]
+
+
+def _substitute(
+    state: League, command: SubstitutePlayer, results: Mapping[str, TableResult]
+) -> list[AnyLeagueEvent]:
+    if not _printable(command.substitute):
+        raise RuleViolation("malformed", f"a player's name is 1 to {MAX_NAME} printable characters")
+    if command.player not in state.players:
+        raise RuleViolation("malformed", f"{command.player!r} is not a player of the league")
+    place = state.seat_of(command.player)
+    if place is None:
+        raise RuleViolation(
+            "wrong_phase", f"{command.player!r} has no table in a round being played"
+        )
+    table, seat = place
+    if table.game_id in results:
+        raise RuleViolation("game_over", f"{table.game_id} is over")
+    current = state.current
+    assert current is not None
+    seated = {
+        state.sitting(other, index)
+        for other in current.tables
+        for index in range(len(other.players))
+    }
+    if command.substitute in seated:
+        raise RuleViolation(
+            "seat_taken", f"{command.substitute!r} already plays a seat in this round"
+        )
+    return [
+        PlayerSubstituted(current.number, table.game_id, seat, command.player, command.substitute)
+    ]
 
 
 def _completed(last: Round, results: Mapping[str, TableResult]) -> RoundCompleted:
@@ -324,12 +559,22 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
         return _created(event)
     if state is None:
         raise ValueError(f"a league's history begins with league_created, not {event!r}")
+    version = state.version + 1
     if isinstance(event, RoundCompleted):
         rounds = list(state.rounds)
         rounds[event.round - 1] = replace(rounds[event.round - 1], results=event.results)
-        return replace(state, rounds=tuple(rounds), version=state.version + 1)
-    played = Round(event.round, event.tables, event.byes)
-    return replace(state, rounds=(*state.rounds, played), version=state.version + 1)
+        return replace(state, rounds=tuple(rounds), version=version)
+    if isinstance(event, RoundScheduled):
+        played = Round(event.round, event.tables, event.byes)
+        return replace(state, rounds=(*state.rounds, played), version=version)
+    if isinstance(event, LeagueFinished):
+        return replace(state, finished=True, version=version)
+    if isinstance(event, PlayerWithdrawn):
+        return replace(state, withdrawn=(*state.withdrawn, event.player), version=version)
+    substitution = Substitution(
+        event.round, event.game_id, event.seat, event.player, event.substitute
+    )
+    return replace(state, substitutions=(*state.substitutions, substitution), version=version)
 
 
 def _created(event: LeagueCreated) -> League:
@@ -345,6 +590,7 @@ def _created(event: LeagueCreated) -> League:
         version=1,
         platform=event.platform,
         visibility=event.visibility,
+        clock=event.clock,
     )
 
 
@@ -369,21 +615,29 @@ def seeded_order(players: Iterable[str], seed: str) -> tuple[str, ...]:
 
 
 def ranking(state: League) -> list[Standing]:
-    """Every player's wins, points and games in the recorded rounds, best first: most wins,
-    then most points, then the league's order."""
+    """Every player's record in the recorded rounds, best first: most wins (a bye of a
+    finished round counts :data:`BYE_WINS`), then most points, then fewest forfeits, then the
+    league's order. A forfeited game is a loss for the unit that ran out of time and a win
+    for the others, at the scores as they stood."""
     tally = {player: Standing(player) for player in state.order}
     for played in state.rounds:
-        for table, result in zip(played.tables, played.results, strict=False):
+        if not played.finished:
+            continue
+        for table, result in zip(played.tables, played.results, strict=True):
             for seat, player in enumerate(table.players):
                 now = tally[player]
-                tally[player] = Standing(
-                    player,
-                    now.wins + result.won[seat],
-                    now.points + result.points[seat],
-                    now.games + 1,
+                tally[player] = replace(
+                    now,
+                    wins=now.wins + result.won[seat],
+                    points=now.points + result.points[seat],
+                    games=now.games + 1,
+                    forfeits=now.forfeits + result.forfeit_at(seat),
                 )
+        for player in played.byes:
+            now = tally[player]
+            tally[player] = replace(now, wins=now.wins + BYE_WINS, byes=now.byes + 1)
     place = {player: index for index, player in enumerate(state.order)}
-    return sorted(tally.values(), key=lambda s: (-s.wins, -s.points, place[s.player]))
+    return sorted(tally.values(), key=lambda s: (-s.wins, -s.points, s.forfeits, place[s.player]))
 
 
 def table_game_id(league_id: str, round_number: int, table: int) -> str:
@@ -435,4 +689,5 @@ def table_result(game: Game) -> TableResult:
         game.game_id,
         tuple(game.scores[unit] for unit in unit_of),
         tuple(unit in game.winners for unit in unit_of),
+        tuple(unit == game.forfeited for unit in unit_of) if game.forfeited is not None else (),
     )

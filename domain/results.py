@@ -88,4 +88,6 @@ def hand_scored(state: Game, event: HandScored) -> Game:
 
 
 def game_ended(state: Game, event: GameEnded) -> Game:
-    return replace(state, status="finished", winners=event.winners, hand=None)
+    return replace(
+        state, status="finished", winners=event.winners, forfeited=event.forfeited, hand=None
+    )

@@ -97,6 +97,7 @@ def create_game(command: CreateGame) -> GameCreated:
         platform=command.platform,
         visibility=command.visibility,
         seating=command.seating,
+        clock=command.clock,
     )
 
 

@@ -98,6 +98,8 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     hand: Hand | None = None
     """The hand in progress; None before the first deal and between a score and a deal."""
     winners: tuple[int, ...] = ()
+    forfeited: int | None = None
+    """The unit that lost by running out of time (``GameEnded.forfeited``); None otherwise."""
     version: int = 0
     """How many events made this state."""
     platform: str | None = None

@@ -228,6 +228,7 @@ def recorded_command(events: Sequence[AnyEvent], deal: DealSource | None) -> Any
             first.platform,
             first.visibility,
             first.seating,
+            first.clock,
         )
     bid = next((event for event in events if isinstance(event, BidPlaced)), None)
     if bid is not None:

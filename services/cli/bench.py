@@ -73,6 +73,33 @@ def commands(
 app.command("projections")(bench_projections)
 
 
+@app.command("round-watch")
+def round_watch(
+    games: Annotated[int, typer.Option(min=2, help="Games whose commits are triaged.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the random games.")] = 1,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds; the best of each side.")] = 5,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """The engines' round watch: CPU per game commit to find the ends of league tables,
+    against decoding every commit."""
+    from benchmarks.round_watch import run
+
+    figures = run(games, seed, rounds)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(
+        title=f"round watch: {figures.commits} commits of {games} games, best of {rounds}"
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("triage per commit (the watch)", f"{figures.triage_ns_per_commit:,.0f} ns")
+    table.add_row("decoding per commit (peer)", f"{figures.decode_ns_per_commit:,.0f} ns")
+    table.add_row("table ends found", str(figures.ending))
+    table.add_row("ratio (peer / watch)", f"{figures.ratio:.1f}")
+    Console().print(table)
+
+
 @app.command("e2e")
 def e2e(
     games: Annotated[int, typer.Option(min=1, help="Bot games to play.")] = 16,

@@ -1,8 +1,11 @@
 """``spades league``: run leagues against a running stack over the HTTP API.
 
-``simulate`` runs a whole league: it creates it, then round after round starts the round's games
-and plays every seat with a bot until each game ends, and prints the final standings.
-``create``, ``schedule`` and ``standings`` are the single steps, for scripts.
+``simulate`` runs a whole league: it creates it (every table on a league clock), then round after
+round starts the round's games and plays every seat with a bot until each game ends, waits for
+the league to record the round over, and prints the final standings. ``--idle P`` leaves a
+share of the players idle: they never act, and only their seats' clocks play their tables out.
+``create``, ``schedule``, ``standings``, ``withdraw``, ``substitute`` and ``export`` are the
+single steps, for scripts.
 
 Register in ``services/cli/main.py``::
 
@@ -15,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import msgspec
@@ -33,7 +38,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from services.bots.strategy import Player
-    from services.client.leagues import LeagueClient, Standings, StartedTable
+    from services.client.leagues import Export, LeagueClient, Standings, StartedTable
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -97,21 +102,48 @@ def simulate(
     pairing: Annotated[str, typer.Option(help="auto, round_robin or swiss.")] = "auto",
     concurrency: Annotated[int, typer.Option(min=1, help="Games played at once.")] = 8,
     seed: Annotated[int, typer.Option(help="Seed of the random players' choices.")] = 0,
+    idle: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Share of the players who never act (their clocks play)."
+        ),
+    ] = 0.0,
+    turn_s: Annotated[
+        float, typer.Option(min=0.1, help="The league clock: seconds a turn, then auto-play.")
+    ] = 5.0,
+    round_timeout: Annotated[
+        float, typer.Option(min=1.0, help="Seconds a round may take before the run fails.")
+    ] = 1800.0,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
-    """Run a whole league with bots in every seat, and print the final standings."""
+    """Run a whole league with bots in every seat (but the idle players'), and print the final
+    standings."""
     names = [f"player {number}" for number in range(1, players + 1)]
     raw = _rules(preset, rules)
     factory = _bot_factory(bots, seed)
+    idlers = frozenset(random.Random(seed).sample(names, round(idle * len(names))))
+    clock = {"turn_s": turn_s, "on_timeout": "auto", "away_after": 1}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
 
         async def work(leagues: LeagueClient) -> Standings:
-            league = LeagueSimulation(leagues, progress, factory, concurrency)
+            league = LeagueSimulation(
+                leagues,
+                progress,
+                factory,
+                concurrency,
+                idle=idlers,
+                clock=clock,
+                round_timeout_s=round_timeout,
+            )
             return await league.run(names, raw, rounds, pairing)
 
-        standings = _run(url, api_key, work)
+        try:
+            standings = _run(url, api_key, work)
+        except RoundStalled as stalled:
+            console.print(f"error: {stalled}")
+            raise typer.Exit(1) from None
     Console().print(standings_table(standings))
 
 
@@ -124,8 +156,21 @@ def _bot_factory(bots: bool, seed: int) -> Callable[[], Player]:
     return lambda: RandomPlayer(random.Random(seeds.getrandbits(64)))
 
 
+ROUND_POLL_S = 0.25
+"""How often a simulation asks whether the league has recorded its round over."""
+
+
+class RoundStalled(RuntimeError):
+    """A round did not finish within the simulation's bound."""
+
+
 class LeagueSimulation:
-    """One league played to its end over HTTP, with the progress of rounds and games shown."""
+    """One league played to its end over HTTP, with the progress of rounds and games shown.
+
+    The seats of ``idle`` players are never played: their tables end only by their clocks
+    (the league's ``clock``, auto-play on timeout). A round counts as over when the league
+    says so (it records the round over as its last game ends), not when the bots stop.
+    """
 
     def __init__(
         self,
@@ -133,20 +178,28 @@ class LeagueSimulation:
         progress: Progress,
         bot_factory: Callable[[], Player],
         concurrency: int,
+        *,
+        idle: frozenset[str] = frozenset(),
+        clock: dict[str, Any] | None = None,
+        round_timeout_s: float = 1800.0,
     ) -> None:
         self.leagues = leagues
         self.progress = progress
         self.bot_factory = bot_factory
         self.gate = asyncio.Semaphore(concurrency)
+        self.idle = idle
+        self.clock = clock
+        self.round_timeout_s = round_timeout_s
         self.games_ended = 0
 
     async def run(
         self, names: list[str], rules: dict[str, Any], rounds: int, pairing: str
     ) -> Standings:
         league = await self.leagues.create_league(
-            "simulated league", rules, names, rounds=rounds, pairing=pairing
+            "simulated league", rules, names, rounds=rounds, pairing=pairing, clock=self.clock
         )
-        console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}")
+        idle = f", {len(self.idle)} idle" if self.idle else ""
+        console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}{idle}")
         tables = len(names) // int(league.rules["players"])
         rounds_task = self.progress.add_task("rounds", total=rounds)
         games_task = self.progress.add_task("games finished", total=rounds * tables)
@@ -154,32 +207,53 @@ class LeagueSimulation:
             started = await self.leagues.start_round(
                 league.league_id, number, idempotency_key=f"simulate-{number}"
             )
-            await asyncio.gather(*(self._play(table, games_task) for table in started.tables))
+            try:
+                async with asyncio.timeout(self.round_timeout_s):
+                    await asyncio.gather(
+                        *(self._play(table, games_task) for table in started.tables)
+                    )
+                    await self._round_finished(league.league_id, number)
+            except TimeoutError:
+                raise RoundStalled(
+                    f"round {number} did not finish within {self.round_timeout_s:g} s"
+                ) from None
+            console.print(f"round {number} finished")
             self.progress.advance(rounds_task)
         return await self.leagues.standings(league.league_id, min_version=self.games_ended)
 
     async def _play(self, table: StartedTable, games_task: TaskID) -> None:
         from services.bots.runner import play_game
 
+        active = {seat.seat: seat.token for seat in table.seats if seat.player not in self.idle}
         async with self.gate:
-            await play_game(self.leagues.client, table.game_id, table.tokens(), self.bot_factory)
+            if active:
+                await play_game(self.leagues.client, table.game_id, active, self.bot_factory)
         self.games_ended += 1
         self.progress.advance(games_task)
+
+    async def _round_finished(self, league_id: str, number: int) -> None:
+        """Until the league has recorded round ``number`` over (its last game ended)."""
+        while True:
+            if (await self.leagues.round(league_id, number)).finished:
+                return
+            await asyncio.sleep(ROUND_POLL_S)  # the league has no stream to wait on
 
 
 def standings_table(standings: Standings) -> Table:
     table = Table(title=f"standings of league {standings.league_id} ({standings.version} games)")
-    for column in ("#", "player", "wins", "points", "games", "byes", "rating", "mu ± sigma"):
+    columns = ("#", "player", "wins", "points", "games", "byes", "forfeits", "rating", "mu ± sigma")
+    for column in columns:
         table.add_column(column, justify="left" if column == "player" else "right")
     for row in standings.players:
         rating = row.rating
         table.add_row(
             str(row.rank),
-            row.player,
+            f"{row.player} (withdrawn)" if row.withdrawn else row.player,
             str(row.wins),
             f"{row.points:,}",
             str(row.games),
             str(row.byes),
+            str(row.forfeits),
             f"{rating.ordinal:.2f}",
             f"{rating.mu:.2f} ± {rating.sigma:.2f}",
         )
@@ -240,3 +314,69 @@ def standings(
         return await leagues.standings(league_id)
 
     Console().print(standings_table(_run(url, api_key, work)))
+
+
+@app.command("withdraw")
+def withdraw(
+    league_id: Annotated[str, typer.Argument(help="The league.")],
+    player: Annotated[str, typer.Argument(help="The player who leaves.")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Withdraw a player: later rounds skip them; prints the answer as JSON."""
+
+    async def work(leagues: LeagueClient) -> Any:
+        return await leagues.withdraw(league_id, player)
+
+    typer.echo(msgspec.json.encode(_run(url, api_key, work)).decode())
+
+
+@app.command("substitute")
+def substitute(
+    league_id: Annotated[str, typer.Argument(help="The league.")],
+    player: Annotated[str, typer.Argument(help="The player whose running seat is taken over.")],
+    by: Annotated[str, typer.Argument(help="The substitute.")],
+    key: Annotated[
+        str | None, typer.Option(help="Idempotency-Key: the same key gets the same token.")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Seat a substitute for a player at their running table; prints the answer as JSON, the
+    seat's new token included (for the substitute only)."""
+
+    async def work(leagues: LeagueClient) -> Any:
+        return await leagues.substitute(league_id, player, by, idempotency_key=key)
+
+    typer.echo(msgspec.json.encode(_run(url, api_key, work)).decode())
+
+
+@app.command("export")
+def export(
+    league_id: Annotated[str, typer.Argument(help="The league.")],
+    what: Annotated[str, typer.Argument(help="standings or results.")] = "standings",
+    export_format: Annotated[str, typer.Option("--format", help="json or csv.")] = "csv",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Export the league's standings or its results (every seat of every finished round, and
+    every bye), as the server writes them: CSV or JSON."""
+    if what not in ("standings", "results"):
+        raise typer.BadParameter("standings or results", param_hint="WHAT")
+    if export_format not in ("json", "csv"):
+        raise typer.BadParameter("json or csv", param_hint="--format")
+    kind: Export = "results" if what == "results" else "standings"
+
+    async def work(leagues: LeagueClient) -> bytes:
+        return await leagues.export(league_id, kind, export_format)
+
+    data = _run(url, api_key, work)
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        output.write_bytes(data)
+        console.print(f"wrote {output} ({len(data):,} bytes)")

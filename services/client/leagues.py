@@ -23,6 +23,15 @@ from services.client.api import SpadesClient, keyed
 from services.client.models import Seat, Status
 
 Pairing = Literal["round_robin", "swiss"]
+Export = Literal["standings", "results"]
+
+
+class Substitution(msgspec.Struct, frozen=True, kw_only=True):
+    round: int
+    game_id: str
+    seat: int
+    player: str
+    substitute: str
 
 
 class LeagueInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,6 +46,33 @@ class LeagueInfo(msgspec.Struct, frozen=True, kw_only=True):
     pairing: Pairing
     rounds_scheduled: int
     next_round: int | None
+    rounds_finished: int = 0
+    finished: bool = False
+    clock: dict[str, Any] | None = None
+    withdrawn: list[str] = []
+    substitutions: list[Substitution] = []
+
+
+class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):
+    """A player withdrawn (``POST /v1/leagues/{id}/withdrawals``)."""
+
+    league_id: str
+    player: str
+    after_round: int
+    running_game: str | None
+
+
+class Substituted(msgspec.Struct, frozen=True, kw_only=True):
+    """A substitute seated (``POST /v1/leagues/{id}/substitutions``), with the seat's token."""
+
+    league_id: str
+    round: int
+    game_id: str
+    seat: int
+    player: str
+    substitute: str
+    token: str
+    expires_at: str
 
 
 class StartedTable(msgspec.Struct, frozen=True):
@@ -66,6 +102,7 @@ class RoundTable(msgspec.Struct, frozen=True, kw_only=True):
     status: Status | None
     scores: list[int] | None
     winners: list[int] | None
+    sitting: list[str] = []
 
 
 class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,6 +113,7 @@ class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
     pairing: Pairing
     tables: list[RoundTable]
     byes: list[str]
+    finished: bool = False
 
 
 class Rating(msgspec.Struct, frozen=True):
@@ -92,6 +130,8 @@ class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
     games: int
     byes: int
     rating: Rating
+    forfeits: int = 0
+    withdrawn: bool = False
 
 
 class Standings(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,16 +161,19 @@ class LeagueClient:
         pairing: str = "auto",
         idempotency_key: str | None = None,
         visibility: str | None = None,
+        clock: Mapping[str, Any] | None = None,
     ) -> LeagueInfo:
         """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
         same league. ``visibility`` (of the league and its games) left out takes the server's
-        default (`private` when it has platform keys)."""
+        default (`private` when it has platform keys); ``clock`` is every table's clock."""
         body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
         body["pairing"] = pairing
         if rounds is not None:
             body["rounds"] = rounds
         if visibility is not None:
             body["visibility"] = visibility
+        if clock is not None:
+            body["clock"] = dict(clock)
         response = await self.client.request(
             "POST",
             "/v1/leagues",
@@ -168,6 +211,43 @@ class LeagueClient:
         params = {"min_version": min_version} if min_version is not None else None
         response = await self.client.request("GET", _path(league_id, "standings"), params=params)
         return self.client.decode(response, Standings)
+
+    async def withdraw(
+        self, league_id: str, player: str, idempotency_key: str | None = None
+    ) -> Withdrawn:
+        """Withdraw ``player``: later rounds skip them."""
+        response = await self.client.request(
+            "POST",
+            _path(league_id, "withdrawals"),
+            body={"player": player},
+            headers=keyed(self._platform(), idempotency_key),
+            retry=idempotency_key is not None,
+        )
+        return self.client.decode(response, Withdrawn)
+
+    async def substitute(
+        self, league_id: str, player: str, substitute: str, idempotency_key: str | None = None
+    ) -> Substituted:
+        """Seat ``substitute`` in ``player``'s running seat; the answer holds the new token."""
+        response = await self.client.request(
+            "POST",
+            _path(league_id, "substitutions"),
+            body={"player": player, "substitute": substitute},
+            headers=keyed(self._platform(), idempotency_key),
+            retry=idempotency_key is not None,
+        )
+        return self.client.decode(response, Substituted)
+
+    async def export(self, league_id: str, what: Export, export_format: str = "json") -> bytes:
+        """The league's ``standings`` or ``results`` export, as the server wrote it (JSON or
+        CSV)."""
+        response = await self.client.request(
+            "GET",
+            _path(league_id, "exports", what),
+            params={"format": export_format},
+            headers=self._platform(),
+        )
+        return response.content
 
     def _platform(self) -> dict[str, str]:
         key = self.client.api_key

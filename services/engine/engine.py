@@ -117,6 +117,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
                 platform=body.platform,
                 visibility=body.visibility,
                 seating=body.seating,
+                clock=body.clock,
             )
             return list(decide(None, command))
         if state is None:

@@ -25,20 +25,27 @@ import msgspec
 from contracts.wire import (
     MAX_LEAGUE_COMMAND_BYTES,
     CreateLeagueRequest,
+    FinishRoundRequest,
     LeagueCommandReply,
     LeagueCommandRequest,
     LeagueCommit,
     LeagueReplyCode,
     Refusal,
+    ScheduleRoundRequest,
+    SubstitutePlayerRequest,
     encode_league_commit,
     league_request_decoder,
 )
 from domain.league import (
     LEAGUE_ID,
+    AnyLeagueCommand,
     CreateLeague,
-    League,
+    FinishRound,
+    Round,
     ScheduleRound,
+    SubstitutePlayer,
     TableResult,
+    WithdrawPlayer,
     decide,
     table_result,
 )
@@ -105,7 +112,7 @@ class LeagueEngine(
         if isinstance(body, CreateLeagueRequest):
             if state is not None:
                 raise Refused("conflict", f"league {held.league_id} already exists")
-            command = CreateLeague(
+            created = CreateLeague(
                 held.league_id,
                 body.name,
                 body.rules,
@@ -114,20 +121,32 @@ class LeagueEngine(
                 body.pairing,
                 platform=body.platform,
                 visibility=body.visibility,
+                clock=body.clock,
             )
-            return decide(None, command, seed=self._seed().hex())
+            return decide(None, created, seed=self._seed().hex())
         if state is None:
             raise Refused("league_not_found", f"no league {held.league_id}")
-        number = body.round if body.round is not None else state.next_round
-        results = await self.results(state)
-        return await asyncio.to_thread(decide, state, ScheduleRound(number), results=results)
+        if isinstance(body, ScheduleRoundRequest):
+            number = body.round if body.round is not None else state.next_round
+            results = await self.results(state.rounds[-1] if state.rounds else None)
+            return await asyncio.to_thread(decide, state, ScheduleRound(number), results=results)
+        command: AnyLeagueCommand
+        if isinstance(body, FinishRoundRequest):
+            command = FinishRound(body.round)
+            played = state.rounds[body.round - 1] if 1 <= body.round <= len(state.rounds) else None
+        elif isinstance(body, SubstitutePlayerRequest):
+            command = SubstitutePlayer(body.player, body.substitute)
+            played = state.current
+        else:
+            return decide(state, WithdrawPlayer(body.player))
+        return decide(state, command, results=await self.results(played))
 
-    async def results(self, state: League) -> dict[str, TableResult]:
-        """How each game of the league's last round ended, for those that have ended, read
-        from the games' histories."""
-        if not state.rounds:
+    async def results(self, played: Round | None) -> dict[str, TableResult]:
+        """How each game of ``played`` ended, for those that have ended, read from the games'
+        histories."""
+        if played is None or played.finished:
             return {}
-        tables = state.rounds[-1].tables
+        tables = played.tables
         loaded = await asyncio.gather(*(self._games.latest(table.game_id) for table in tables))
         return {
             game.game_id: table_result(game.state)

@@ -5,7 +5,9 @@ Every engine process joins the queue group ``engine`` on ``spades.commands.*`` (
 processes, more throughput. A league's commands are decided by the same process as games'
 because scheduling a round reads the games of the round before, from the same game cache. The
 streams are created (or checked) at start-up from their one definition each
-(:mod:`services.runtime.game_stream`, :mod:`services.runtime.league_stream`).
+(:mod:`services.runtime.game_stream`, :mod:`services.runtime.league_stream`). Each process also
+runs its share of the round watch (:mod:`services.engine.round_watch`): a league round is
+recorded over as soon as its last game ends.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contracts.wire import (
 )
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
+from services.engine.round_watch import RoundWatch
 from services.runtime.broker_users import inbox_prefix
 from services.runtime.credentials import faststream_security
 from services.runtime.follower import Follower
@@ -88,6 +91,7 @@ def build_engine_app(
     slots = asyncio.Semaphore(COMMAND_WORKERS)
     running: set[asyncio.Task[None]] = set()
     followers: list[Follower] = []
+    watches: list[RoundWatch] = []
 
     async def answer(handler: str, body: bytes, reply_to: str) -> None:
         try:
@@ -146,6 +150,9 @@ def build_engine_app(
         for follower in (Follower(games, engine.games), Follower(leagues, league_engine.leagues)):
             await follower.start(js)
             followers.append(follower)
+        watch = RoundWatch(broker.connection, league_engine)
+        await watch.start()
+        watches.append(watch)
 
     @app.after_startup
     async def subscribed() -> None:
@@ -153,6 +160,8 @@ def build_engine_app(
 
     @app.on_shutdown
     async def finish_commands() -> None:
+        for watch in watches:
+            await watch.stop()
         if running:
             await asyncio.wait(running, timeout=10)
         for follower in followers:

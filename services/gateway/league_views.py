@@ -1,18 +1,59 @@
 """What leaves the gateway about a league, as JSON-ready values: the league, a round with its
-games' progress, and the standings ranked.
+games' progress, the standings ranked, and the exports of standings and results (JSON or CSV).
 
 The standings read model holds the players who have played; the league's roster (from its
-stream) adds the others at the starting rating, and the byes each had. Players are ranked by
-most wins, then most points, then the higher rating ``ordinal``, then by name.
+stream) adds the others at the starting rating, the byes each had, and who has withdrawn.
+
+**Ranking and tie-breaks** (README, "Leagues"): most wins, then most points, then fewest
+forfeits, then the higher rating ``ordinal``, then the player's name.
+
+- A game's win goes to every unit the game names a winner. A game that ended by forfeit (a
+  seat's ``forfeit`` clock ran out) is a loss for the unit that ran out of time, counted in its
+  players' ``forfeits``, and a win for every other unit; points are the scores as they stood.
+- A bye (a round without a table, when the players do not divide into tables) counts
+  :data:`~domain.league.BYE_WINS` win, no points, no game and no rating change, from the
+  moment its round is scheduled (the player has nothing left to play in it). A withdrawn
+  player gets no byes: they are not in the rounds after they left.
+- A substitute plays for the seat's original player: the game counts in the original player's
+  record, never the substitute's.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from domain.league import League
+from domain.league import BYE_WINS, League
 from services.gateway.read_models import GameSummary, LeagueStandings, PlayerRecord
 from services.store.ratings import Standing
+
+STANDINGS_CSV = (
+    "rank",
+    "player",
+    "wins",
+    "points",
+    "games",
+    "byes",
+    "forfeits",
+    "withdrawn",
+    "mu",
+    "sigma",
+    "ordinal",
+)
+RESULTS_CSV = (
+    "round",
+    "table",
+    "game_id",
+    "seat",
+    "player",
+    "played_by",
+    "points",
+    "result",
+)
+"""One row per seat of every finished round's tables (``result``: ``win``, ``loss`` or
+``forfeit``), and one per bye (``result``: ``bye``, no table)."""
 
 
 def league_json(league: League) -> dict[str, Any]:
@@ -26,12 +67,38 @@ def league_json(league: League) -> dict[str, Any]:
         "pairing": league.pairing,
         "rounds_scheduled": len(league.rounds),
         "next_round": None if league.over else league.next_round,
+        "rounds_finished": sum(played.finished for played in league.rounds),
+        "finished": league.finished,
+        "clock": _clock(league),
+        "withdrawn": list(league.withdrawn),
+        "substitutions": [
+            {
+                "round": s.round,
+                "game_id": s.game_id,
+                "seat": s.seat,
+                "player": s.player,
+                "substitute": s.substitute,
+            }
+            for s in league.substitutions
+        ],
+    }
+
+
+def _clock(league: League) -> dict[str, Any] | None:
+    clock = league.clock
+    if clock is None:
+        return None
+    return {
+        "turn_s": clock.turn_s,
+        "bank_s": clock.bank_s,
+        "on_timeout": clock.on_timeout,
+        "away_after": clock.away_after,
     }
 
 
 def round_json(league: League, number: int, games: dict[str, GameSummary]) -> dict[str, Any]:
     """Round ``number`` (which must exist): its tables, each with its game's status and scores
-    as the game list has them."""
+    as the game list has them, and who plays each seat now."""
     played = league.rounds[number - 1]
     tables = []
     for index, table in enumerate(played.tables, start=1):
@@ -44,6 +111,7 @@ def round_json(league: League, number: int, games: dict[str, GameSummary]) -> di
                 "status": summary.status if summary else None,
                 "scores": summary.scores if summary else None,
                 "winners": summary.winners if summary else None,
+                "sitting": [league.sitting(table, seat) for seat in range(len(table.players))],
             }
         )
     return {
@@ -52,6 +120,7 @@ def round_json(league: League, number: int, games: dict[str, GameSummary]) -> di
         "pairing": league.pairing,
         "tables": tables,
         "byes": list(played.byes),
+        "finished": played.finished,
     }
 
 
@@ -61,8 +130,13 @@ def standings_json(league: League, standings: LeagueStandings) -> dict[str, Any]
     for past in league.rounds:
         for player in past.byes:
             byes[player] += 1
+    withdrawn = set(league.withdrawn)
     records = [played.get(player) or _not_played(player) for player in league.players]
-    records.sort(key=lambda r: (-r.wins, -r.points, -r.ordinal, r.player))
+
+    def wins(record: PlayerRecord) -> int:
+        return record.wins + BYE_WINS * byes[record.player]
+
+    records.sort(key=lambda r: (-wins(r), -r.points, r.forfeits, -r.ordinal, r.player))
     return {
         "league_id": league.league_id,
         "version": standings.version,
@@ -71,14 +145,92 @@ def standings_json(league: League, standings: LeagueStandings) -> dict[str, Any]
                 "rank": rank,
                 "player": record.player,
                 "points": record.points,
-                "wins": record.wins,
+                "wins": wins(record),
                 "games": record.games,
                 "byes": byes[record.player],
+                "forfeits": record.forfeits,
+                "withdrawn": record.player in withdrawn,
                 "rating": {"mu": record.mu, "sigma": record.sigma, "ordinal": record.ordinal},
             }
             for rank, record in enumerate(records, start=1)
         ],
     }
+
+
+def standings_rows(standings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The standings (as :func:`standings_json` makes them) one flat row per player."""
+    return [
+        {
+            **{key: row[key] for key in STANDINGS_CSV if key in row},
+            **row["rating"],
+        }
+        for row in standings["players"]
+    ]
+
+
+def results_rows(league: League) -> list[dict[str, Any]]:
+    """Every seat's result in the league's finished rounds, as the league recorded them, and
+    every bye; in round, then table, then seat order."""
+    rows: list[dict[str, Any]] = []
+    for played in league.rounds:
+        if not played.finished:
+            continue
+        for number, (table, result) in enumerate(
+            zip(played.tables, played.results, strict=True), start=1
+        ):
+            for seat, player in enumerate(table.players):
+                outcome = (
+                    "forfeit" if result.forfeit_at(seat) else "win" if result.won[seat] else "loss"
+                )
+                rows.append(
+                    {
+                        "round": played.number,
+                        "table": number,
+                        "game_id": table.game_id,
+                        "seat": seat,
+                        "player": player,
+                        "played_by": league.sitting(table, seat),
+                        "points": result.points[seat],
+                        "result": outcome,
+                    }
+                )
+        rows += [
+            {
+                "round": played.number,
+                "table": None,
+                "game_id": None,
+                "seat": None,
+                "player": player,
+                "played_by": None,
+                "points": 0,
+                "result": "bye",
+            }
+            for player in played.byes
+        ]
+    return rows
+
+
+def to_csv(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
+    """RFC 4180 CSV with a header line; an empty cell for None, ``true``/``false`` for a bool.
+    A cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@`` first) is quoted
+    after a ``'``, so a player's name cannot become one."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(column)) for column in columns])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    if isinstance(value, str) and text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + text
+    return text
 
 
 def _not_played(player: str) -> PlayerRecord:

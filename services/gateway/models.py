@@ -318,6 +318,15 @@ class SeatTaken(BaseModel):
 # --------------------------------------------------------------------------- events
 
 
+class ClockShown(BaseModel):
+    """A table's clock as recorded (API.md, "Clocks")."""
+
+    turn_s: float
+    bank_s: float
+    on_timeout: Literal["auto", "forfeit"]
+    away_after: int
+
+
 Event = Annotated[
     dict[str, Any],
     WithJsonSchema({DOMAIN_SCHEMA: "Event"}),
@@ -452,6 +461,16 @@ class GameList(BaseModel):
 # --------------------------------------------------------------------------- leagues
 
 
+class TableClock(_Strict):
+    """A table's clock (API.md, "Clocks"): ``turn_s`` a turn, a ``bank_s`` reserve per seat,
+    what a timeout does, and after how many timeouts in a row a seat is away (0: never)."""
+
+    turn_s: float = Field(gt=0, le=86_400, examples=[20])
+    bank_s: float = Field(default=0.0, ge=0, le=8_640_000, examples=[60])
+    on_timeout: Literal["auto", "forfeit"] = "auto"
+    away_after: int = Field(default=0, ge=0, le=100, examples=[2])
+
+
 class CreateLeague(_Strict):
     name: PlayerName = Field(
         description="As a player's name, 1 to 64 printable characters.",
@@ -476,6 +495,9 @@ class CreateLeague(_Strict):
         default=None,
         description="Of the league and every game of its rounds, as for a game.",
     )
+    clock: TableClock | None = Field(
+        default=None, description="The clock of every table the league starts; absent: none."
+    )
 
 
 class ScheduleRound(_Strict):
@@ -483,6 +505,16 @@ class ScheduleRound(_Strict):
         default=None,
         description="The round meant; refused (409) if another is next.",
     )
+
+
+class Substitution(BaseModel):
+    """``substitute`` plays ``player``'s seat from then on, for ``player``'s record."""
+
+    round: int
+    game_id: str
+    seat: int
+    player: str
+    substitute: str
 
 
 class League(BaseModel):
@@ -495,6 +527,43 @@ class League(BaseModel):
     pairing: Pairing
     rounds_scheduled: int
     next_round: int | None = Field(description="The round to schedule next; null: none left.")
+    rounds_finished: int = Field(description="Rounds whose every game is over.")
+    finished: bool = Field(description="Its last planned round is over (a league of no end never).")
+    clock: ClockShown | None = Field(description="The clock of every table it starts.")
+    withdrawn: list[str] = Field(description="Players who left; no later round seats them.")
+    substitutions: list[Substitution] = Field(description="Substitutes seated, oldest first.")
+
+
+class Withdraw(_Strict):
+    player: PlayerName = Field(description="A player of the league, still in it.")
+
+
+class Withdrawn(BaseModel):
+    league_id: str
+    player: str
+    after_round: int = Field(description="Rounds scheduled when they left; later ones skip them.")
+    running_game: str | None = Field(
+        description="Their table's game still being played, which their seat's clock plays out; "
+        "null: none."
+    )
+
+
+class Substitute(_Strict):
+    player: PlayerName = Field(description="The league player whose seat is taken over.")
+    substitute: PlayerName = Field(description="Who plays the seat from now on.")
+
+
+class Substituted(BaseModel):
+    """The substitution, and the seat's new token (every earlier one is revoked)."""
+
+    league_id: str
+    round: int
+    game_id: str
+    seat: int
+    player: str = Field(description="Whose record the seat's game counts for.")
+    substitute: str
+    token: str
+    expires_at: str
 
 
 class StartedTable(BaseModel):
@@ -520,6 +589,7 @@ class RoundTable(BaseModel):
     status: Status | None = Field(description="As the game list has it; null until it does.")
     scores: list[int] | None
     winners: list[int] | None
+    sitting: list[str] = Field(description="Who plays each seat now (a substitute, if any).")
 
 
 class LeagueRound(BaseModel):
@@ -528,6 +598,7 @@ class LeagueRound(BaseModel):
     pairing: Pairing
     tables: list[RoundTable]
     byes: list[str]
+    finished: bool = Field(description="Every game of the round is over, its results recorded.")
 
 
 class Rating(BaseModel):
@@ -540,14 +611,20 @@ class PlayerStanding(BaseModel):
     rank: int
     player: str
     points: int = Field(description="The final scores of the player's unit, summed.")
-    wins: int = Field(description="Games the player's unit won.")
+    wins: int = Field(
+        description="Games the player's unit won (a forfeit is won by every other unit), "
+        "plus one per bye."
+    )
     games: int
-    byes: int
+    byes: int = Field(description="Rounds without a table: each counts one win, no points.")
+    forfeits: int = Field(description="Games the player's unit lost on time (`forfeit` clock).")
+    withdrawn: bool = Field(description="The player left the league; the record stays.")
     rating: Rating
 
 
 class Standings(BaseModel):
-    """Most wins first, then most points, then the higher rating."""
+    """Most wins first (a bye counts one), then most points, then fewest forfeits, then the
+    higher rating ``ordinal``, then the player's name."""
 
     league_id: str
     version: int = Field(description="How many of the league's games are counted.")

@@ -77,6 +77,7 @@ class PlayerRecord(msgspec.Struct, frozen=True, kw_only=True):
     points: int
     wins: int
     games: int
+    forfeits: int = 0
     mu: float
     sigma: float
     ordinal: float

@@ -6,7 +6,9 @@ the games say so again). Only a league's own tables count: a game whose id is on
 league's table ids (:func:`domain.league.is_table_game`). The gateway gives every other game an
 id that cannot be one, so a game some client tagged with a league never moves its standings.
 
-Points, wins and ratings are those of :mod:`services.store.ratings`; each finished game
+Points, wins, forfeits and ratings are those of :mod:`services.store.ratings`; a substitute
+(``seat_token_reissued`` naming another player) plays for the seat's original player, whose
+record the game counts in: the model follows ``seat_taken`` only; each finished game
 (``game_ended``) adds to them. Ratings depend on the order games are rated in, so they are
 rated in the order the games ended in the stream, within a batch and across batches alike: a
 rebuild from the stream gives the same numbers however the stream is cut into batches.
@@ -34,7 +36,7 @@ from services.store.database import upsert
 from services.store.ratings import Standing, record_game
 from services.store.schema import league_standings, standing_games
 
-STANDING_COLUMNS = ("points", "wins", "games", "mu", "sigma", "ordinal")
+STANDING_COLUMNS = ("points", "wins", "games", "forfeits", "mu", "sigma", "ordinal")
 
 
 @dataclass(slots=True)
@@ -59,6 +61,7 @@ class FinishedGame:
     """Each unit's players."""
     scores: list[int]
     winners: list[int]
+    forfeited: int | None = None
 
 
 def fold(game: StandingGame | None, commit: Commit) -> StandingGame:
@@ -95,7 +98,9 @@ def _finished(game: StandingGame, event: GameEnded) -> FinishedGame:
         if None in players:
             raise ValueError(f"game {game.game_id} ended with an empty seat")
         units.append([player for player in players if player is not None])
-    return FinishedGame(game.league, units, list(event.scores), list(event.winners))
+    return FinishedGame(
+        game.league, units, list(event.scores), list(event.winners), event.forfeited
+    )
 
 
 class StandingsModel(PerGameModel[StandingGame]):
@@ -166,7 +171,7 @@ async def _rate(conn: AsyncConnection, finished: Sequence[FinishedGame]) -> None
             for unit in game.units
             for player in unit
         }
-        record_game(players, game.units, game.scores, game.winners)
+        record_game(players, game.units, game.scores, game.winners, game.forfeited)
         touched.update((game.league, player) for player in players)
     rows = [
         {"league": league, "player": player, **_columns(standings[league, player])}

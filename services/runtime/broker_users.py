@@ -16,7 +16,8 @@ What each process really does on NATS, and so what it is given:
   again from a position (``CONSUMER.DELETE``) and acknowledgements (``$JS.ACK``);
 - the engine alone declares the streams and appends to them (its appends are JetStream
   publishes to the stream subjects) and answers the command subjects (``allow_responses``: it may
-  answer only the requests it was sent);
+  answer only the requests it was sent); its round watch pulls and acknowledges one durable
+  consumer of the game stream, its own (``_watches``), and may delete none;
 - nobody but ``admin`` may delete or purge a stream or a message, or touch another stream.
 
 ``admin`` is the operator's user, for the CLI tools that read the stream or manage it (audit,
@@ -36,6 +37,7 @@ from contracts.wire import (
     LEAGUE_COMMAND_SUBJECTS,
     LEAGUE_SUBJECTS,
     LEAGUES_STREAM,
+    ROUND_WATCH_CONSUMER,
 )
 
 ADMIN = "admin"
@@ -92,17 +94,26 @@ def _consumes(stream: str) -> tuple[str, ...]:
     )
 
 
+def _watches(stream: str, consumer: str) -> tuple[str, ...]:
+    """One durable consumer of its own, made and acknowledged; never deleted, nor another's."""
+    return (
+        *_reads(stream),
+        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
+        f"$JS.ACK.{stream}.{consumer}.>",
+    )
+
+
 def _declares(stream: str, subjects: str) -> tuple[str, ...]:
     return (f"$JS.API.STREAM.CREATE.{stream}", f"$JS.API.STREAM.UPDATE.{stream}", subjects)
 
 
 BROKER_USERS: dict[str, BrokerUser] = {
     "engine": BrokerUser(
-        role="answers the commands; declares the streams and alone appends to them",
+        role="answers the commands; declares the streams and alone appends to them; ends rounds",
         publish=(
             *_declares(GAMES_STREAM, GAME_SUBJECTS),
             *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
-            *_reads(GAMES_STREAM),
+            *_watches(GAMES_STREAM, ROUND_WATCH_CONSUMER),
             *_reads(LEAGUES_STREAM),
         ),
         subscribe=(COMMAND_SUBJECTS, LEAGUE_COMMAND_SUBJECTS, _inbox("engine")),

@@ -247,6 +247,13 @@ def _webhooks_v5(connection: sa.Connection) -> None:
     tables.create_all(connection)
 
 
+def _standing_forfeits_v6(connection: sa.Connection) -> None:
+    # No game could be forfeited before clocks: every row there counts none.
+    connection.execute(
+        sa.text("ALTER TABLE league_standings ADD COLUMN forfeits INTEGER NOT NULL DEFAULT 0")
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -255,6 +262,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "positions: the stream they belong to, the message at each", _stream_identity_v3),
     Migration(4, "game list: each game's platform and visibility", _game_owners_v4),
     Migration(5, "webhooks: endpoints, the outbox of deliveries, positions", _webhooks_v5),
+    Migration(6, "league standings: each player's forfeits", _standing_forfeits_v6),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

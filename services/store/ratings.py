@@ -5,6 +5,9 @@
   both get their partnership's score.
 - **A win** is a game the player's unit won; every unit the game names as a winner (several,
   when they tie for it) counts a win.
+- **A forfeit** is a game the player's unit lost by running out of time under a ``forfeit``
+  clock (``GameEnded.forfeited``): a loss for that unit, a win for every other unit (the game
+  names them its winners), at the scores as they stood; counted in ``forfeits`` too.
 - **The rating** is openskill's Plackett-Luce model: a partnership game rates the two
   partnerships as teams of two, an individual game is a free-for-all of one-player teams. A
   game's ranks come from its end: the winners first (tied with each other), then the other
@@ -33,6 +36,7 @@ class Standing:
     points: int = 0
     wins: int = 0
     games: int = 0
+    forfeits: int = 0
     mu: float = MODEL.mu
     sigma: float = MODEL.sigma
     ordinal: float = MODEL.rating().ordinal()
@@ -55,9 +59,11 @@ def record_game(
     units: Sequence[Sequence[str]],
     scores: Sequence[int],
     winners: Sequence[int],
+    forfeited: int | None = None,
 ) -> None:
     """Add one finished game to the standings of its players (``units``: each unit's players,
-    ``scores``: each unit's final score, ``winners``: the units that won)."""
+    ``scores``: each unit's final score, ``winners``: the units that won, ``forfeited``: the
+    unit that lost on time, if one did)."""
     teams = [
         [MODEL.rating(standings[player].mu, standings[player].sigma) for player in unit]
         for unit in units
@@ -69,5 +75,6 @@ def record_game(
             standing.points += scores[unit]
             standing.wins += unit in winners
             standing.games += 1
+            standing.forfeits += unit == forfeited
             standing.mu, standing.sigma = rating.mu, rating.sigma
             standing.ordinal = rating.ordinal()

@@ -201,9 +201,10 @@ league_standings = sa.Table(
     sa.Column("mu", sa.Double, nullable=False),
     sa.Column("sigma", sa.Double, nullable=False),
     sa.Column("ordinal", sa.Double, nullable=False),
+    sa.Column("forfeits", sa.Integer, nullable=False, server_default="0"),
 )
-"""Per league and player: points, wins, games and the openskill rating (``mu``, ``sigma``, and
-``ordinal`` = ``mu - 3 sigma``), as :mod:`services.store.ratings` defines them."""
+"""Per league and player: points, wins, games, forfeits and the openskill rating (``mu``,
+``sigma``, and ``ordinal`` = ``mu - 3 sigma``), as :mod:`services.store.ratings` defines them."""
 
 # --------------------------------------------------------------------------- webhooks
 

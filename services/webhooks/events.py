@@ -3,13 +3,12 @@
 A game's commit is folded event by event: ``game_created`` makes ``game.created``,
 ``hand_scored`` ``hand.scored`` (the scoreboard's line), ``game_ended`` ``game.finished``; after
 the whole commit, each seat that has just come to act makes ``game.turn``. A league's
-``round_scheduled`` makes ``league.round_started``.
+``round_scheduled`` makes ``league.round_started``; ``round_completed`` (recorded as soon as the
+round's last game ends, :mod:`services.engine.round_watch`) ``league.round_finished``; and
+``league_finished`` (its last planned round over) ``league.finished``.
 
-Three event types wait for the clocks of the service (timeouts, forfeits, and the league events
-of a round's and a league's end): :func:`timed_out`, :func:`round_finished` and
-:func:`league_finished` are where their events are mapped, one function each. Until then
-``league.round_finished`` is made from ``round_completed``, which the league records only when
-its next round is scheduled, and the other two make nothing.
+``game.timed_out`` waits for the clocks of the service: :func:`timed_out` is where its event
+is mapped, and makes nothing until then.
 
 Nothing here reads a card: every payload is built from what the public view shows.
 """
@@ -29,6 +28,8 @@ from contracts.webhooks import (
     GameTurnData,
     HandScored,
     HandScoredData,
+    LeagueFinished,
+    LeagueFinishedData,
     LeagueTableData,
     RoundFinished,
     RoundFinishedData,
@@ -42,6 +43,7 @@ from domain.events import GameCreated as GameCreatedEvent
 from domain.events import HandScored as HandScoredEvent
 from domain.game import evolve
 from domain.league import AnyLeagueEvent, League, RoundCompleted, RoundScheduled
+from domain.league import LeagueFinished as LeagueFinishedEvent
 from domain.league import evolve as evolve_league
 from domain.state import NO_SEAT, Game, Phase
 from domain.table import table_for
@@ -263,13 +265,17 @@ def _round_started(league: League, event: RoundScheduled, time: str) -> AnyWebho
 
 
 def round_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | None:
-    """``league.round_finished``: from ``round_completed`` for now (recorded when the next
-    round is scheduled); the league event of a round's end replaces it when clocks land."""
+    """``league.round_finished`` from ``round_completed``: every game of the round is over
+    (the league records it as the last one ends), with each table's result."""
     if not isinstance(event, RoundCompleted):
         return None
     results = [
         TableResultData(
-            table=number, game_id=result.game_id, points=list(result.points), won=list(result.won)
+            table=number,
+            game_id=result.game_id,
+            points=list(result.points),
+            won=list(result.won),
+            forfeited=list(result.forfeited),
         )
         for number, result in enumerate(event.results, start=1)
     ]
@@ -278,5 +284,9 @@ def round_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebho
 
 
 def league_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | None:
-    """``league.finished`` for the event that records a league's end: none exists yet."""
-    return None
+    """``league.finished`` from ``league_finished``: the league's last planned round is over
+    (recorded with that round's ``round_completed``, so it follows ``league.round_finished``)."""
+    if not isinstance(event, LeagueFinishedEvent):
+        return None
+    data = LeagueFinishedData(league_id=league.league_id, rounds=event.rounds)
+    return LeagueFinished(timestamp=time, data=data)

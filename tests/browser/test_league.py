@@ -51,6 +51,8 @@ def test_the_league_page_shows_a_simulated_round_and_the_standings(
         expect(row.locator("td").nth(1)).to_have_text(str(standing["wins"]))
         expect(row.locator("td").nth(2)).to_have_text(str(standing["points"]))
         expect(row).to_contain_text(f"{standing['rating']['ordinal']:.1f}")
+    expect(page.locator("#standings caption")).to_contain_text("fewest forfeits")
+    expect(page.locator('[data-round="1"] h3')).to_have_text("Round 1 · finished")
     tables = page.locator('[data-round="1"] [data-game]')
     expect(tables).to_have_count(len(played["tables"]))
     for table in played["tables"]:

@@ -83,3 +83,34 @@ async def test_a_six_player_league_seats_teams_of_facing_partners(
         audit = await client.audit(table.game_id)
         assert audit.ok, audit
     assert len(partners) == 6, "the second round changes every partnership"
+
+
+@pytest.mark.xfail(strict=True, reason="needs the clocks branch")
+async def test_a_round_with_idle_players_still_finishes_on_its_clocks(
+    stack: Stack, client: SpadesClient
+) -> None:
+    """A quarter of the players never act: their seats are played by the league clock
+    (``auto``), so every round still finishes and the league with it."""
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "8", "--rounds", "2", "--bots", "--idle", "0.25"]
+    argv += ["--rules", '{"max_hands": 1}', "--turn-s", "0.5", "--round-timeout", "60"]
+    argv += ["--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    found = re.search(r"league ([0-9a-f]{16}): 8 players, \w+, 2 idle", err.decode())
+    assert found, err.decode()[-2000:]
+    assert process.returncode == 0, err.decode()[-4000:]
+    league_id = found[1]
+    assert "round 2 finished" in err.decode()
+    assert f"standings of league {league_id} (4 games)" in out.decode()
+    leagues = LeagueClient(client)
+    league = await leagues.league(league_id)
+    assert (league.rounds_finished, league.finished) == (2, True)
+    assert league.clock is not None
+    assert league.clock["on_timeout"] == "auto"
+    standings = await leagues.standings(league_id, min_version=4)
+    assert [row.games for row in standings.players] == [2] * 8

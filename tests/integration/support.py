@@ -23,6 +23,9 @@ import nats
 from nats.aio.client import Client
 
 from benchmarks.commands import wait_for_engine
+from contracts.wire import Commit, encode_commit
+from domain.events import GameEnded
+from domain.game import fold as fold_game
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import BrokerCredentials, connect_options
 from services.runtime.engine_client import EngineClient
@@ -137,3 +140,26 @@ async def ready_client(connection: Client, timeout_s: float = 5.0) -> EngineClie
 
 async def history(connection: Client, game_id: str) -> list[StoredCommit]:
     return await GameStream(connection.jetstream()).read(game_id)
+
+
+async def forfeit_on_time(connection: Client, game_id: str, unit: int) -> int:
+    """End a running game as a ``forfeit`` clock does: ``unit`` lost on time, the others win,
+    at the scores as they stand; appended after the game's last commit exactly as the engine
+    appends (the hash chain, the version, the expected sequence). Until the clocks' timer
+    writes such commits, this stands in for it. Returns the commit's stream sequence."""
+    stored = await history(connection, game_id)
+    game = fold_game(event for one in stored for event in one.commit.events)
+    assert game is not None
+    assert game.status == "playing"
+    others = tuple(u for u in range(len(game.scores)) if u != unit)
+    commit = Commit(
+        game_id=game_id,
+        version=game.version + 1,
+        command_id="clock-forfeit",
+        time="2026-12-01T12:00:00.000Z",
+        previous=stored[-1].digest,
+        events=[GameEnded(winners=others, scores=game.scores, forfeited=unit)],
+    )
+    return await GameStream(connection.jetstream()).append(
+        game_id, encode_commit(commit), expected=stored[-1].sequence, command_id="clock-forfeit"
+    )

@@ -31,6 +31,7 @@ from schemathesis.specs.openapi.checks import (
 
 from contracts.wire import CreateGameRequest, TakeSeatRequest
 from domain import events, records, views
+from domain.clock import Clock
 from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import decide, fold
@@ -142,6 +143,7 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.Audit, report.AuditReport),
     (models.HandAudit, report.HandReport),
     (models.AuditProblem, Problem),
+    (models.ClockShown, Clock),
 ]
 """The response models still written by hand, and the structs they answer with. (Events and
 the resolved rule set are not among them: the document takes their schemas from the domain's

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from benchmarks.nats_table import RandomTable
 from contracts.wire import (
@@ -20,8 +22,11 @@ from contracts.wire import (
     LeagueCommandReply,
     ScheduleRoundRequest,
     TakeSeatRequest,
+    game_subject,
     league_command_subject,
     league_reply_decoder,
+    league_subject,
+    read_league_commit,
 )
 from domain.league import (
     LeagueTable,
@@ -33,7 +38,7 @@ from domain.league import (
 from services.runtime.engine_client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
 from services.runtime.league_stream import LeagueStream, StoredLeagueCommit
-from tests.integration.support import EngineProcess, ready_client
+from tests.integration.support import EngineProcess, forfeit_on_time, ready_client
 
 pytestmark = pytest.mark.integration
 
@@ -98,23 +103,35 @@ async def test_a_league_is_created_and_its_rounds_follow_the_games(
     early = await client.send_league("north", ScheduleRoundRequest())
     assert (early.code, early.detail) == ("wrong_phase", "round 1 is still being played: north-1-1")
 
+    recorded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def appended(message: Msg) -> None:
+        if b'"round_completed"' in message.data and not recorded.done():
+            recorded.set_result(None)
+
+    watching = await connection.subscribe(league_subject("north"), cb=appended)
     games = [
         await play_table(client, connection, "north", table, seed)
         for seed, table in enumerate(scheduled.tables)
     ]
+    # the engines' round watch records the round over as its last game ends, by itself
+    await asyncio.wait_for(recorded, 30)
+    await watching.unsubscribe()
     second = await client.send_league("north", ScheduleRoundRequest(round=2))
     assert second.ok, second
-    completed, next_round = second.events
-    assert isinstance(completed, RoundCompleted)
+    (next_round,) = second.events
     assert isinstance(next_round, RoundScheduled)
-    assert list(completed.results) == [table_result(game.state) for game in games if game.state]
     first_pairs = {frozenset(table.players) for table in scheduled.tables}
     assert not first_pairs & {frozenset(table.players) for table in next_round.tables}
 
     commits = await league_history(connection, "north")
     assert_chained(commits)
-    assert [len(stored.commit.events) for stored in commits] == [1, 1, 0, 2]
+    assert [len(stored.commit.events) for stored in commits] == [1, 1, 0, 1, 1]
     assert commits[2].commit.refusal is not None
+    (completed,) = commits[3].commit.events
+    assert isinstance(completed, RoundCompleted)
+    assert list(completed.results) == [table_result(game.state) for game in games if game.state]
+    assert commits[3].commit.command_id == f"round-end-{scheduled.tables[-1].game_id}"
     replayed = fold(event for stored in commits for event in stored.commit.events)
     assert replayed is not None
     assert replayed.version == second.version == 4
@@ -197,3 +214,78 @@ async def test_malformed_league_commands_are_refused(
     message = await connection.request(league_command_subject("x"), payload, timeout=5)
     reply: LeagueCommandReply = league_reply_decoder.decode(message.data)
     assert (reply.ok, reply.code) == (False, "malformed")
+
+
+async def test_a_round_whose_last_game_ends_while_no_engine_runs_finishes_when_one_does(
+    engine: EngineProcess, connection: Client, nats_url: str, tmp_path: Path
+) -> None:
+    client = await ready_client(connection)
+    assert (await client.send_league("late", created_league(["ann", "bob"], 2))).ok
+    (scheduled,) = (await client.send_league("late", ScheduleRoundRequest())).events
+    assert isinstance(scheduled, RoundScheduled)
+    (table,) = scheduled.tables
+    await client.send(table.game_id, CreateGameRequest(rules=QUICK_TWO_PLAYER, league="late"))
+    for seat, player in enumerate(table.players):
+        await client.send(table.game_id, TakeSeatRequest(player=player, seat=seat))
+
+    engine.kill()  # kill -9: no engine runs while the table ends
+    # a commit nobody can read on a table's subject first: the watch logs it and goes on
+    await connection.jetstream().publish(game_subject("late-1-9"), b'{"game_ended" garbage')
+    await forfeit_on_time(connection, table.game_id, unit=1)
+    recorded: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    async def appended(message: Msg) -> None:
+        if not recorded.done():
+            recorded.set_result(message.data)
+
+    watching = await connection.subscribe(league_subject("late"), cb=appended)
+    restarted = EngineProcess(nats_url, tmp_path, "engine-restarted")
+    restarted.start()
+    try:
+        data = await asyncio.wait_for(recorded, 30)
+    finally:
+        await watching.unsubscribe()
+        restarted.stop()
+    (completed,) = read_league_commit(data).events
+    assert isinstance(completed, RoundCompleted)
+    (result,) = completed.results
+    assert (result.won, result.forfeited) == ((True, False), (False, True))
+    commits = await league_history(connection, "late")
+    assert sum(isinstance(e, RoundCompleted) for s in commits for e in s.commit.events) == 1
+    log = (tmp_path / "engine-restarted.log").read_text()
+    assert "round watch cannot read a commit" in log
+
+
+async def test_two_engines_watching_record_a_round_over_once(
+    engine: EngineProcess, second_engine: EngineProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    players = [f"p{n}" for n in range(8)]
+    assert (await client.send_league("pair", created_league(players, 3))).ok
+    (scheduled,) = (await client.send_league("pair", ScheduleRoundRequest())).events
+    assert isinstance(scheduled, RoundScheduled)
+    completed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def appended(message: Msg) -> None:
+        if b'"round_completed"' in message.data and not completed.done():
+            completed.set_result(None)
+
+    watching = await connection.subscribe(league_subject("pair"), cb=appended)
+    try:
+        # the four tables end at once, their ends shared out between the two engines' watches
+        await asyncio.gather(
+            *(
+                play_table(client, connection, "pair", table, seed)
+                for seed, table in enumerate(scheduled.tables)
+            )
+        )
+        await asyncio.wait_for(completed, 30)
+    finally:
+        await watching.unsubscribe()
+    second = await client.send_league("pair", ScheduleRoundRequest(round=2))
+    assert second.ok, second
+    commits = await league_history(connection, "pair")
+    assert_chained(commits)
+    ended = [e for s in commits for e in s.commit.events if isinstance(e, RoundCompleted)]
+    assert [event.round for event in ended] == [1]
+    assert [table.game_id for table in scheduled.tables] == [r.game_id for r in ended[0].results]

@@ -98,12 +98,14 @@ def expected_standings(logs: list[GameLog], league_id: str) -> dict[str, dict[st
         for unit in units:
             for player in unit:
                 standings.setdefault(player, Standing())
-        record_game(standings, units, list(ended[0].scores), list(ended[0].winners))
+        end = ended[0]
+        record_game(standings, units, list(end.scores), list(end.winners), end.forfeited)
     return {
         player: {
             "points": s.points,
             "wins": s.wins,
             "games": s.games,
+            "forfeits": s.forfeits,
             "mu": s.mu,
             "sigma": s.sigma,
             "ordinal": s.ordinal,

@@ -24,10 +24,11 @@ from typer.testing import CliRunner, Result
 
 from benchmarks.webhook_receiver import ACKNOWLEDGE, HANG, Received, Receiver, always
 from contracts.webhooks import EVENT_TYPES, encode_webhook
-from services.bots.runner import GameOutcome, play_games
+from services.bots.runner import GameOutcome, play_game, play_games
 from services.bots.strategy import Bot
 from services.cli.main import app as cli
 from services.client import SpadesClient, verify_webhook
+from services.client.leagues import LeagueClient
 from services.client.webhooks import CreatedWebhook, WebhookClient, WebhookVerificationError
 from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.webhook_signing import new_secret
@@ -445,6 +446,37 @@ async def test_a_league_round_is_delivered_to_the_leagues_platform(
     assert "token" not in round_started.body.decode()
     [game_created] = [r for r in received if r.type == "game.created"]
     assert game_created.json["data"]["league"] == league_id
+
+
+async def test_a_leagues_last_round_ending_tells_its_platform_the_round_and_the_league_ended(
+    deployment: Deployment,
+) -> None:
+    deployment.start_worker()
+    wanted = ("league.round_finished", "league.finished")
+    with Receiver() as receiver:
+        await register(deployment, receiver.url, events=wanted)
+        async with deployment.client() as client:
+            leagues = LeagueClient(client)
+            league = await leagues.create_league("Ends", SHORT_GAME, ["a", "b"], rounds=1)
+            started = await leagues.start_round(league.league_id)
+            (table,) = started.tables
+            outcome = await play_game(client, table.game_id, table.tokens(), Bot)
+        # nobody schedules anything more: the round's end is the service's own doing
+        received = await until(receiver, lambda got: [r.type for r in got] == list(wanted))
+    round_finished, league_finished = received
+    data: dict[str, Any] = round_finished.json["data"]
+    assert (data["league_id"], data["round"]) == (league.league_id, 1)
+    won = [unit in outcome.winners for unit in range(2)]
+    assert data["results"] == [
+        {
+            "table": 1,
+            "game_id": table.game_id,
+            "points": outcome.scores,
+            "won": won,
+            "forfeited": [],
+        }
+    ]
+    assert league_finished.json["data"] == {"league_id": league.league_id, "rounds": 1}
 
 
 async def test_a_deleted_endpoint_is_sent_nothing_more(deployment: Deployment) -> None:

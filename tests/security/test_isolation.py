@@ -270,6 +270,56 @@ async def test_another_platform_neither_reads_a_league_nor_starts_its_rounds(
     assert again.json()["tables"][0]["game_id"] == table["game_id"]  # the owner's retry
 
 
+async def test_another_platform_can_neither_withdraw_substitute_nor_export(
+    http: httpx.AsyncClient, house: Client
+) -> None:
+    league_id = await league(http, ACME)
+    path = f"/v1/leagues/{league_id}"
+    started = await http.post(f"{path}/rounds", headers=bearer(ACME))
+    assert started.status_code == 201, started.text
+    player = started.json()["tables"][0]["seats"][0]["player"]
+    seen = (await http.get(path, headers=bearer(ACME))).json()
+    nobody = f"{path}-none"
+    operations = [
+        ("POST", "/withdrawals", {"player": player}),
+        ("POST", "/substitutions", {"player": player, "substitute": "mole"}),
+        ("GET", "/exports/standings", None),
+        ("GET", "/exports/results", None),
+        ("GET", "/exports/results?format=csv", None),
+    ]
+    async with watching_commands(house) as watch:
+        for method, operation, body in operations:
+            for stranger in (bearer(RIVAL), {}):
+                answer = await http.request(
+                    method, f"{path}{operation}", json=body, headers=stranger
+                )
+                unknown = await http.request(
+                    method, f"{nobody}{operation}", json=body, headers=stranger
+                )
+                if stranger:
+                    assert_problem(answer, 404, "league_not_found")
+                    same_problem(answer, unknown, (league_id, f"{league_id}-none"))
+                else:
+                    assert_problem(answer, 401, "unauthorized")
+                assert "mole" not in answer.text
+                assert "st2." not in answer.text
+        await sentinel(http, watch)
+    assert not [s for s in watch.subjects() if league_id in s]
+    assert (await http.get(path, headers=bearer(ACME))).json() == seen
+    # the owner, under either key, does all of it
+    for key in (ACME, ACME_ROTATED):
+        exported = await http.get(f"{path}/exports/standings?format=csv", headers=bearer(key))
+        assert exported.status_code == 200, exported.text
+        assert exported.text.startswith("rank,player,")
+    subbed = await http.post(
+        f"{path}/substitutions",
+        json={"player": player, "substitute": "friend"},
+        headers=bearer(ACME_ROTATED),
+    )
+    assert subbed.status_code == 201, subbed.text
+    assert subbed.json()["token"].startswith("st2.")
+
+
 async def test_a_game_cannot_join_a_league_at_creation(
     http: httpx.AsyncClient, house: Client
 ) -> None:

@@ -1,4 +1,5 @@
-"""Leagues: create one, schedule and start its rounds, read a round and the standings.
+"""Leagues: create one, schedule and start its rounds, read a round and the standings; for the
+league's platform, withdraw a player, seat a substitute, and export standings and results.
 
 Starting a round is two steps, both safe to repeat: the engine schedules the round (a league
 command), then the gateway creates each table's game and seats its players with the ordinary
@@ -11,22 +12,40 @@ its first answer, and nothing is created or seated twice.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
+import msgspec
 import structlog
-from fastapi import APIRouter, Body, Path, Response
+from fastapi import APIRouter, Body, Path, Query, Response
 
 from contracts.wire import (
     CreateGameRequest,
     CreateLeagueRequest,
+    ReissueTokenRequest,
     ScheduleRoundRequest,
+    SubstitutePlayerRequest,
     TakeSeatRequest,
+    WithdrawPlayerRequest,
 )
+from domain.clock import Clock
 from domain.errors import RuleViolation
-from domain.league import League, LeagueTable, RoundScheduled, fold
+from domain.events import SeatTokenReissued
+from domain.league import (
+    League,
+    LeagueTable,
+    PlayerSubstituted,
+    PlayerWithdrawn,
+    RoundScheduled,
+    fold,
+)
 from domain.platforms import FIRST_ISSUE
 from domain.rules import resolve_rules
-from services.gateway.commands import create, default_visibility, league_command_id
+from services.gateway.commands import (
+    create,
+    default_visibility,
+    keyed_command_id,
+    league_command_id,
+)
 from services.gateway.deps import (
     CurrentLeague,
     LeagueId,
@@ -35,8 +54,26 @@ from services.gateway.deps import (
     Services,
     unknown_league,
 )
-from services.gateway.league_views import league_json, round_json, standings_json
-from services.gateway.models import CreateLeague, LeagueRound, RoundStarted, ScheduleRound
+from services.gateway.league_views import (
+    RESULTS_CSV,
+    STANDINGS_CSV,
+    league_json,
+    results_rows,
+    round_json,
+    standings_json,
+    standings_rows,
+    to_csv,
+)
+from services.gateway.models import (
+    CreateLeague,
+    LeagueRound,
+    RoundStarted,
+    ScheduleRound,
+    Substitute,
+    Substituted,
+    Withdraw,
+    Withdrawn,
+)
 from services.gateway.models import League as LeagueModel
 from services.gateway.models import Standings as StandingsModel
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
@@ -83,6 +120,7 @@ async def create_league(
         pairing=body.pairing,
         platform=platform,
         visibility=body.visibility or default_visibility(services),
+        clock=msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None,
     )
 
     async def send(league_id: str, command_id: str) -> list[Any]:
@@ -128,10 +166,7 @@ async def start_round(
     them: anyone else gets 404 `league_not_found`, whatever key it replays). Refused with 409
     `wrong_phase` while a game of the round before is still being played, and once every
     round of the league is scheduled."""
-    owned = (await services.leagues.latest(league_id)).state
-    # ``platform`` is None only without platform keys, where anyone speaks for the platform.
-    if owned is None or (platform is not None and owned.platform != platform):
-        raise unknown_league(league_id)
+    owned = await _owned(services, league_id, platform)
     _check_caps(services, owned.rules.to_json(), len(owned.players))
     command_id = league_command_id(services.secret, league_id, platform, idempotency_key)
     structlog.contextvars.bind_contextvars(command_id=command_id)
@@ -152,6 +187,15 @@ async def start_round(
         "tables": tables,
         "byes": list(scheduled.byes),
     }
+
+
+async def _owned(services: Services, league_id: str, platform: str | None) -> League:
+    """The league, for its own platform; 404 for anyone else, as for no league at all."""
+    owned = (await services.leagues.latest(league_id)).state
+    # ``platform`` is None only without platform keys, where anyone speaks for the platform.
+    if owned is None or (platform is not None and owned.platform != platform):
+        raise unknown_league(league_id)
+    return owned
 
 
 def _check_caps(services: Services, rules: dict[str, Any], players: int) -> None:
@@ -198,6 +242,7 @@ async def _start_table(
         platform=league.platform,
         visibility=league.visibility,
         seating="platform",
+        clock=league.clock,
     )
     await services.commands.send(table.game_id, create, CREATE_COMMAND)
     seats = []
@@ -241,3 +286,194 @@ async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""
     return standings_json(league, await services.read_models.league_standings(league.league_id))
+
+
+# --------------------------------------------------------------------------- operations
+
+
+@router.post(
+    "/{league_id}/withdrawals",
+    status_code=201,
+    response_model=Withdrawn,
+    responses=problems(400, 401, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def withdraw(
+    league_id: LeagueId,
+    body: Withdraw,
+    services: Services,
+    platform: Platform,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
+    """Withdraw a player, for the league's platform: recorded in the league's history, no
+    round scheduled from now on seats them, and the standings keep their record, marked
+    withdrawn. A table of theirs still being played is played out by its clock (their seat is
+    marked away). 400 `malformed` for a name that is not the league's; 409 `wrong_phase` when
+    they have withdrawn already, the league is finished, or too few players would be left for
+    a table."""
+    await _owned(services, league_id, platform)
+    command_id = keyed_command_id(services.secret, idempotency_key, "withdraw", league_id, platform)
+    structlog.contextvars.bind_contextvars(command_id=command_id)
+    request = WithdrawPlayerRequest(player=body.player)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send_league(league_id, request, command_id)
+    left = next((e for e in reply.events if isinstance(e, PlayerWithdrawn)), None)
+    league = (await services.leagues.latest(league_id)).state
+    if left is None or league is None:
+        raise ProblemError("unavailable", "the engine recorded nothing; retry")
+    running = league.seat_of(left.player)
+    if running is not None:
+        table, seat = running
+        game = (await services.games.latest(table.game_id)).state
+        if game is None or game.status == "finished":
+            running = None  # their table is over: nothing left to play out
+        else:
+            await play_out_withdrawn_seat(services, table.game_id, seat)
+    log.info("player withdrawn", after_round=left.after_round)
+    return {
+        "league_id": league_id,
+        "player": left.player,
+        "after_round": left.after_round,
+        "running_game": running[0].game_id if running is not None else None,
+    }
+
+
+async def play_out_withdrawn_seat(services: Services, game_id: str, seat: int) -> None:
+    """Have the clock play out a withdrawn player's seat of a game still being played.
+
+    This is where the clocks' ``MarkAway(seat)`` game command goes (the clocks branch adds it):
+    ``await services.commands.send(game_id, MarkAwayRequest(seat=seat), f"league-away-{seat}")``
+    so the seat is auto-played at once on every turn. Until then a withdrawn player's running
+    table waits for its seat (or for a substitute, ``POST .../substitutions``).
+    """
+    log.info("withdrawn seat left to its clock", game_id=game_id, seat=seat)
+
+
+@router.post(
+    "/{league_id}/substitutions",
+    status_code=201,
+    response_model=Substituted,
+    responses=problems(400, 401, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def substitute(
+    league_id: LeagueId,
+    body: Substitute,
+    services: Services,
+    platform: Platform,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
+    """Seat a substitute in a player's seat at their table of the round being played, for the
+    league's platform: recorded in the league's history, the seat's token issued again to the
+    substitute (every earlier token of the seat is revoked) and returned here, once, to the
+    platform. The substitute plays for the original player's record: the standings credit the
+    game to the player, never to the substitute. A retry with the same ``Idempotency-Key``
+    gets the same token. 409 `wrong_phase` when the player has no table being played,
+    `game_over` when that game is over, `seat_taken` when the substitute plays a seat of the
+    round already."""
+    await _owned(services, league_id, platform)
+    command_id = keyed_command_id(
+        services.secret, idempotency_key, "substitute", league_id, platform
+    )
+    structlog.contextvars.bind_contextvars(command_id=command_id)
+    request = SubstitutePlayerRequest(player=body.player, substitute=body.substitute)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send_league(league_id, request, command_id)
+        seated = next((e for e in reply.events if isinstance(e, PlayerSubstituted)), None)
+        if seated is None:
+            raise ProblemError("unavailable", "the engine recorded nothing; retry")
+        # One game command per substitution (the league's version names it): a retry of the
+        # same substitution gets the same issue of the seat's token, a later one a new one.
+        reissue = ReissueTokenRequest(seat=seated.seat, player=seated.substitute)
+        game_reply = await services.commands.send(
+            seated.game_id, reissue, f"league-substitute-{reply.version}"
+        )
+    reissued = next(
+        (r.event for r in game_reply.events if isinstance(r.event, SeatTokenReissued)), None
+    )
+    if reissued is None:
+        raise ProblemError("unavailable", "the engine issued nothing; retry")
+    issued = services.seat_tokens.issue(seated.game_id, reissued.seat, reissued.issue)
+    log.info("substitute seated", game_id=seated.game_id, seat=seated.seat, issue=reissued.issue)
+    return {
+        "league_id": league_id,
+        "round": seated.round,
+        "game_id": seated.game_id,
+        "seat": seated.seat,
+        "player": seated.player,
+        "substitute": seated.substitute,
+        "token": issued.token,
+        "expires_at": issued.expires_at,
+    }
+
+
+ExportFormat = Annotated[
+    Literal["json", "csv"],
+    Query(alias="format", description="`json` (the default) or `csv` (RFC 4180, a header line)."),
+]
+
+
+@router.get(
+    "/{league_id}/exports/standings",
+    responses={
+        **problems(401, 404, 429, 503),
+        200: {
+            "description": "The standings as `GET .../standings` has them, or as CSV.",
+            "content": {"application/json": {}, "text/csv": {}},
+        },
+    },
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def export_standings(
+    league_id: LeagueId,
+    services: Services,
+    platform: Platform,
+    export_format: ExportFormat = "json",
+) -> Response:
+    """The standings to keep, for the league's platform: JSON as ``GET .../standings`` (one
+    object per player, ranked), or CSV, one row per player (columns: rank, player, wins,
+    points, games, byes, forfeits, withdrawn, mu, sigma, ordinal)."""
+    league = await _owned(services, league_id, platform)
+    standings = standings_json(
+        league, await services.read_models.league_standings(league.league_id)
+    )
+    if export_format == "csv":
+        return _csv(f"{league_id}-standings.csv", to_csv(STANDINGS_CSV, standings_rows(standings)))
+    return Response(msgspec.json.encode(standings), media_type="application/json")
+
+
+@router.get(
+    "/{league_id}/exports/results",
+    responses={
+        **problems(401, 404, 429, 503),
+        200: {
+            "description": "Every seat's result of the finished rounds, and every bye.",
+            "content": {"application/json": {}, "text/csv": {}},
+        },
+    },
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def export_results(
+    league_id: LeagueId,
+    services: Services,
+    platform: Platform,
+    export_format: ExportFormat = "json",
+) -> Response:
+    """The results the league recorded, for its platform: one row per seat of every table of
+    its finished rounds (round, table, game_id, seat, player, played_by: a substitute if one
+    finished the seat, points, result: `win`, `loss` or `forfeit`) and one per bye (result
+    `bye`, no table). JSON ``{"league_id", "results": [row, ...]}`` or CSV."""
+    league = await _owned(services, league_id, platform)
+    rows = results_rows(league)
+    if export_format == "csv":
+        return _csv(f"{league_id}-results.csv", to_csv(RESULTS_CSV, rows))
+    body = {"league_id": league_id, "results": rows}
+    return Response(msgspec.json.encode(body), media_type="application/json")
+
+
+def _csv(filename: str, text: str) -> Response:
+    return Response(
+        text,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

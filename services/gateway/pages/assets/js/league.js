@@ -12,38 +12,43 @@ function about(league) {
   return [
     h("p", {}, `${league.players.length} players, ${rules.preset} rules to ${rules.target}${rules.max_hands ? ` or ${rules.max_hands} hand(s)` : ""}, `,
       `${league.pairing === "swiss" ? "Swiss pairing" : "round robin"}, `,
-      `${league.rounds_scheduled} of ${league.rounds === null ? "no fixed number of" : league.rounds} round(s) scheduled.`),
+      `${league.rounds_scheduled} of ${league.rounds === null ? "no fixed number of" : league.rounds} round(s) scheduled, `,
+      `${league.rounds_finished} finished${league.finished ? ": the league is over" : ""}.`),
     h("p", { class: "quiet" }, `Players: ${league.players.join(", ")}.`),
+    league.withdrawn.length ? h("p", { class: "quiet" }, `Withdrawn: ${league.withdrawn.join(", ")}.`) : null,
+    league.clock ? h("p", { class: "quiet" }, `Every table on a clock: ${league.clock.turn_s} s a turn, ${league.clock.bank_s} s in the bank, ${league.clock.on_timeout === "forfeit" ? "a timeout forfeits" : "a timeout is played by the service"}.`) : null,
   ];
 }
 
 function standings(table) {
   if (!table.players.length) return h("p", { class: "quiet" }, "No player yet.");
   return h("table", { class: "standings" },
-    h("caption", {}, `Counting ${table.version} finished game(s). Ranked by wins, then points, then rating.`),
-    h("thead", {}, h("tr", {}, ["Rank", "Player", "Wins", "Points", "Games", "Byes", "Rating"].map((title) => h("th", { scope: "col" }, title)))),
+    h("caption", {}, `Counting ${table.version} finished game(s). Ranked by wins (a bye counts one), then points, then fewest forfeits, then rating.`),
+    h("thead", {}, h("tr", {}, ["Rank", "Player", "Wins", "Points", "Games", "Byes", "Forfeits", "Rating"].map((title) => h("th", { scope: "col" }, title)))),
     h("tbody", {}, table.players.map((row) =>
       h("tr", { dataset: { player: row.player } },
         h("td", {}, String(row.rank)),
-        h("th", { scope: "row" }, row.player),
+        h("th", { scope: "row" }, row.withdrawn ? `${row.player} (withdrawn)` : row.player),
         h("td", {}, String(row.wins)),
         h("td", {}, String(row.points)),
         h("td", {}, String(row.games)),
         h("td", {}, String(row.byes)),
+        h("td", {}, String(row.forfeits)),
         h("td", { title: `mu ${row.rating.mu.toFixed(2)}, sigma ${row.rating.sigma.toFixed(2)}` },
           `${row.rating.ordinal.toFixed(1)} (μ ${row.rating.mu.toFixed(1)} ± ${row.rating.sigma.toFixed(1)})`)))));
 }
 
 function round(played) {
   return h("section", { class: "round", dataset: { round: played.round } },
-    h("h3", {}, `Round ${played.round}`),
+    h("h3", {}, `Round ${played.round}${played.finished ? " · finished" : ""}`),
     h("ul", { class: "list" }, played.tables.map((table) => {
       const game = encodeURIComponent(table.game_id);
       const status = table.status || "starting";
       const scores = table.scores ? `scores ${table.scores.join(" : ")}` : "";
       return h("li", { dataset: { game: table.game_id, status } },
         h("strong", {}, `Table ${table.table}`),
-        h("span", {}, table.players.join(", ")),
+        h("span", {}, table.players.map((player, seat) =>
+          table.sitting[seat] === player ? player : `${player} (played by ${table.sitting[seat]})`).join(", ")),
         h("span", {}, status, scores ? `, ${scores}` : ""),
         h("a", { href: `/watch/${game}` }, status === "finished" ? "the table" : "watch"),
         status === "finished" ? h("a", { href: `/replay/${game}?hand=1` }, "replay") : null);
