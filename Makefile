@@ -1,10 +1,12 @@
 # Two commands: `make run` and `make test`. Everything else is set up by them.
 PYTHON ?= python3
+# pytest-xdist workers for `make test`: auto is one per core; tests/conftest.py groups the tests.
+TEST_WORKERS ?= auto
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck unit bench contracts clean
+.PHONY: install run test lint typecheck unit bench contracts clean spades bots audit lag
 
 install: $(STAMP)
 
@@ -23,7 +25,21 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
+
+# The common commands, beside `make run` (they find its stack by themselves).
+spades: install
+	$(BIN)/spades $(ARGS)
+
+bots: install
+	$(BIN)/spades bots --games 4
+
+audit: install
+	@test -n "$(GAME)" || { echo "usage: make audit GAME=<game id> [HAND=<n>]" >&2; exit 2; }
+	$(BIN)/spades audit $(GAME) $(if $(HAND),--hand $(HAND))
+
+lag: install
+	$(BIN)/spades projections lag
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -8,6 +8,7 @@ answers them); a game's history is the JetStream stream ``SPADES_GAMES``, one su
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -84,6 +85,11 @@ _commit_decoder = msgspec.json.Decoder(Commit)
 _commit_encoder = msgspec.json.Encoder()
 
 
+def commit_seconds(time: str) -> float:
+    """A commit's ``time`` as seconds since the epoch (what the clocks reckon in)."""
+    return datetime.fromisoformat(time).timestamp()
+
+
 def encode_commit(commit: Commit) -> bytes:
     return _commit_encoder.encode(commit)
 
@@ -150,7 +156,29 @@ class ActRequest(msgspec.Struct, frozen=True, tag="act", kw_only=True):
     issue: int | None = None
 
 
-RequestBody = CreateGameRequest | TakeSeatRequest | ReissueTokenRequest | ActRequest
+class TimeOutRequest(msgspec.Struct, frozen=True, tag="time_out", kw_only=True):
+    """A timer's: ``seat``'s clock has run out at ``expected_version`` (anything else is
+    refused ``conflict``, so a timeout fires once however many timers send it). The engine
+    decides it at its own time and, under ``auto``, chooses the seat's action with its bot."""
+
+    seat: int
+    expected_version: int
+
+
+class MarkAwayRequest(msgspec.Struct, frozen=True, tag="mark_away", kw_only=True):
+    """The seat's platform or league says its player is gone: it is played for at once."""
+
+    seat: int
+
+
+RequestBody = (
+    CreateGameRequest
+    | TakeSeatRequest
+    | ReissueTokenRequest
+    | ActRequest
+    | TimeOutRequest
+    | MarkAwayRequest
+)
 
 
 class CommandRequest(msgspec.Struct, frozen=True, kw_only=True):

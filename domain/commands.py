@@ -97,6 +97,31 @@ class RecordTally(Command, tag="record_tally", frozen=True):
     tricks: tuple[int, ...]
 
 
+class ComeBack(Command, tag="come_back", frozen=True):
+    """An away seat's player is back (the API's ``{"type": "back"}``): the seat is no longer
+    acted for. Any other action of the seat's token brings it back too."""
+
+    seat: int
+
+
+class TimeOut(Command, tag="time_out", frozen=True):
+    """The seat's clock has run out at ``at`` (seconds since the epoch, the engine's commit
+    time). Under ``auto`` clocks, ``actions`` are what the service's bot does for the seat,
+    seeing only what the seat sees (the domain checks each is legal): a look, if the seat has
+    to pick its cards up first, then the action that ends its turn."""
+
+    seat: int
+    at: float
+    actions: tuple[PlayerAction, ...] = ()
+
+
+class MarkAway(Command, tag="mark_away", frozen=True):
+    """The seat's platform or league says its player is gone (a withdrawal): it is away, and
+    acted for at once on each of its turns until its token acts again."""
+
+    seat: int
+
+
 class Unreadable(Command, tag="unreadable", frozen=True):
     """An action that could not be read; ``reason`` says what was wrong with it."""
 
@@ -104,8 +129,19 @@ class Unreadable(Command, tag="unreadable", frozen=True):
     seat: int | None = None
 
 
-PlayerAction = LookAtHand | Draw | DiscardCards | PlaceBid | PassCards | PlayCard | Unreadable
-AnyCommand = CreateGame | TakeSeat | ReissueSeatToken | DealHand | RecordTally | PlayerAction
+PlayerAction = (
+    LookAtHand | Draw | DiscardCards | PlaceBid | PassCards | PlayCard | ComeBack | Unreadable
+)
+AnyCommand = (
+    CreateGame
+    | TakeSeat
+    | ReissueSeatToken
+    | DealHand
+    | RecordTally
+    | TimeOut
+    | MarkAway
+    | PlayerAction
+)
 
 
 def _card(text: Any) -> Card:
@@ -173,6 +209,7 @@ _API_FIELDS = {
     "discard": {"cards"},
     "draw": {"keep"},
     "look": set(),
+    "back": set(),
 }
 
 
@@ -206,6 +243,8 @@ def from_api(seat: int, body: Any) -> PlayerAction:
             if not isinstance(body["keep"], bool):
                 raise RuleViolation("malformed", "draw takes keep: true or false")
             return Draw(seat, body["keep"])
+        if kind == "back":
+            return ComeBack(seat)
         return LookAtHand(seat)
     except RuleViolation as violation:
         return Unreadable(violation.detail, seat)
@@ -225,4 +264,6 @@ def to_api(action: PlayerAction) -> dict[str, Any]:
         return {"type": "draw", "keep": action.keep}
     if isinstance(action, LookAtHand):
         return {"type": "look"}
+    if isinstance(action, ComeBack):
+        return {"type": "back"}
     raise ValueError(f"{action!r} has no API form")

@@ -7,6 +7,8 @@ place that decides what a reader gets of them.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from domain.bids import Bid
@@ -148,6 +150,29 @@ class GameEnded(Event, tag="game_ended", frozen=True):
     forfeited: int | None = None
 
 
+class TimedOut(Event, tag="timed_out", frozen=True):
+    """The seat's clock ran out (``clock`` at creation). Under ``auto`` the events that follow
+    in the same commit are the action the service took for the seat, not the player's; under
+    ``forfeit`` a :class:`GameEnded` with ``forfeited`` follows."""
+
+    seat: int
+
+
+class SeatAway(Event, tag="seat_away", frozen=True):
+    """The seat is away: it is acted for at once on each of its turns until its token acts
+    again. ``reason``: ``timeouts`` (``away_after`` in a row) or ``marked`` (by its platform or
+    league, e.g. a withdrawn player)."""
+
+    seat: int
+    reason: Literal["timeouts", "marked"] = "timeouts"
+
+
+class SeatReturned(Event, tag="seat_returned", frozen=True):
+    """The seat's token acted again: it is no longer away, its timeouts in a row start over."""
+
+    seat: int
+
+
 AnyEvent = (
     GameCreated
     | SeatTaken
@@ -163,4 +188,7 @@ AnyEvent = (
     | HandScored
     | GameEnded
     | SeatTokenReissued
+    | TimedOut
+    | SeatAway
+    | SeatReturned
 )

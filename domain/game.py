@@ -28,17 +28,20 @@ from msgspec.structs import replace
 from domain.bidding import bid_placed, decide_bid
 from domain.commands import (
     AnyCommand,
+    ComeBack,
     CreateGame,
     DealHand,
     DiscardCards,
     Draw,
     LookAtHand,
+    MarkAway,
     PassCards,
     PlaceBid,
     PlayCard,
     RecordTally,
     ReissueSeatToken,
     TakeSeat,
+    TimeOut,
     Unreadable,
 )
 from domain.deal import check_deck, check_hands, deal_hand, decide_deal, hand_dealt
@@ -57,8 +60,11 @@ from domain.events import (
     HandDealt,
     HandLooked,
     HandScored,
+    SeatAway,
+    SeatReturned,
     SeatTaken,
     SeatTokenReissued,
+    TimedOut,
     TrickWon,
 )
 from domain.legal import (
@@ -91,6 +97,16 @@ from domain.seating import (
     take_seat,
 )
 from domain.state import Game, Hand
+from domain.timing import (
+    decide_come_back,
+    decide_mark_away,
+    decide_time_out,
+    returning,
+    seat_away,
+    seat_returned,
+    timed_out,
+    token_reissued,
+)
 from domain.tricks import card_played, decide_play, trick_won
 
 __all__ = [
@@ -129,6 +145,9 @@ _DECIDE: dict[type[Any], Callable[[Game, Any], list[AnyEvent]]] = {
     ReissueSeatToken: reissue_seat_token,
     DealHand: decide_deal,
     RecordTally: decide_tally,
+    MarkAway: decide_mark_away,
+    ComeBack: decide_come_back,
+    TimeOut: decide_come_back,  # replaced in _decide: a timeout needs the deal
 }
 """The decision of each command on an existing game."""
 
@@ -136,10 +155,23 @@ _MAY_LEAVE_A_HAND_DUE = frozenset({SeatTaken, HandScored})
 """The events after which the next hand may be due to be dealt."""
 
 
+_OWN_ACTIONS = frozenset({PlayCard, PlaceBid, LookAtHand, Draw, DiscardCards, PassCards})
+"""The actions a seat's own token sends: accepted, they bring an away seat back."""
+
+
 def decide(
     state: Game | None, command: AnyCommand, *, deal: DealSource | None = None
 ) -> list[AnyEvent]:
     """The events ``command`` causes in ``state``; raises RuleViolation when it is refused."""
+    events = _decide(state, command, deal)
+    if state is not None and state.timing is not None and type(command) in _OWN_ACTIONS:
+        back = returning(state, getattr(command, "seat", -1))
+        if back:
+            return back + events
+    return events
+
+
+def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) -> list[AnyEvent]:
     if type(command) is PlayCard and state is not None and state.status == "playing":
         events = decide_play(state, command)  # the hottest path, first
         if deal is not None and type(events[-1]) is HandScored:
@@ -158,6 +190,10 @@ def decide(
             raise RuleViolation("game_over", "the game has ended")
         if decide_command is None:
             raise RuleViolation("malformed", f"unknown command {type(command).__name__}")
+    if type(command) is TimeOut:
+        return decide_time_out(
+            state, command, lambda now, action: _decide(now, action, deal), evolve
+        )
     events = decide_command(state, command)
     if deal is not None and events and type(events[-1]) in _MAY_LEAVE_A_HAND_DUE:
         after = _after(events, state)
@@ -190,12 +226,22 @@ _HAND_STEPS: dict[type[Any], Callable[[Game, Hand, Any], Hand]] = {
 
 _GAME_STEPS: dict[type[Any], Callable[[Game, Any], Game]] = {
     SeatTaken: seat_taken,
-    SeatTokenReissued: seat_token_reissued,
+    SeatTokenReissued: lambda state, event: token_reissued(
+        seat_token_reissued(state, event), event, _name_in(state, event.seat)
+    ),
     HandDealt: hand_dealt,
     HandScored: hand_scored,
     GameEnded: game_ended,
+    TimedOut: timed_out,
+    SeatAway: seat_away,
+    SeatReturned: seat_returned,
 }
 """The change each event makes to the game as a whole."""
+
+
+def _name_in(state: Game, seat: int) -> str | None:
+    player = state.players[seat] if 0 <= seat < len(state.players) else None
+    return player.name if player is not None else None
 
 
 def evolve(state: Game | None, event: AnyEvent) -> Game:

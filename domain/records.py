@@ -7,6 +7,7 @@ so no record can show a card that someone could not see at the table while the h
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 import msgspec
 
@@ -14,12 +15,14 @@ from domain.bids import Bid
 from domain.cards import Card
 from domain.events import (
     AnyEvent,
+    BidPlaced,
     CardDrawn,
     CardPlayed,
     CardsDiscarded,
     CardsPassed,
     HandDealt,
     HandScored,
+    TimedOut,
     TrickWon,
 )
 
@@ -64,6 +67,18 @@ class Trick(msgspec.Struct, frozen=True):
     winner: int
 
 
+Move = Literal["draw", "discard", "bid", "pass", "play"]
+
+
+class TimedOutMove(msgspec.Struct, frozen=True, kw_only=True):
+    """A move the service made for a seat whose clock ran out: not the player's. ``trick``
+    (from 1) says which trick a play was in."""
+
+    seat: int
+    move: Move
+    trick: int | None = None
+
+
 class HandRecord(msgspec.Struct, frozen=True, kw_only=True):
     """API.md's hand record."""
 
@@ -80,6 +95,8 @@ class HandRecord(msgspec.Struct, frozen=True, kw_only=True):
     scores: list[int]
     bags: list[int]
     reneged: list[int] = []
+    timed_out: list[TimedOutMove] = []
+    """The moves of this hand the service made for a seat whose clock ran out."""
 
 
 class HandRecorder:
@@ -92,13 +109,20 @@ class HandRecorder:
         self._passes: list[Pass] = []
         self._tricks: list[Trick] = []
         self._trick: list[Played] = []
+        self._timed_out: list[TimedOutMove] = []
+        self._acting_for: int | None = None
+        """The seat whose clock just ran out: its next move is the service's."""
 
     def feed(self, event: AnyEvent) -> HandRecord | None:
         """Take one event; return the hand's record when this event scored it."""
+        if self._acting_for is not None:
+            self._note_timed_out(event)
         if isinstance(event, HandDealt):
             self._dealt = event
             self._draws, self._passes, self._tricks, self._trick = [], [], [], []
-            self._discards = []
+            self._discards, self._timed_out = [], []
+        elif isinstance(event, TimedOut):
+            self._acting_for = event.seat
         elif isinstance(event, CardDrawn) and event.card is not None:
             self._draws.append(Drawn(event.seat, event.card, event.kept))
         elif isinstance(event, CardsDiscarded):
@@ -113,6 +137,16 @@ class HandRecorder:
         elif isinstance(event, HandScored) and self._dealt is not None:
             return self._record(event)
         return None
+
+    def _note_timed_out(self, event: AnyEvent) -> None:
+        move: Move | None = _MOVES.get(type(event))
+        if move is None:
+            return
+        seat = self._acting_for
+        self._acting_for = None  # the move right after a timeout is the service's, no other
+        if seat is not None and getattr(event, "seat", None) == seat:
+            trick = len(self._tricks) + 1 if move == "play" else None
+            self._timed_out.append(TimedOutMove(seat=seat, move=move, trick=trick))
 
     def _record(self, scored: HandScored) -> HandRecord:
         dealt = self._dealt
@@ -140,7 +174,17 @@ class HandRecorder:
             scores=list(scored.scores),
             bags=list(scored.bags),
             reneged=list(scored.reneged),
+            timed_out=self._timed_out,
         )
+
+
+_MOVES: dict[type, Move] = {
+    CardDrawn: "draw",
+    CardsDiscarded: "discard",
+    BidPlaced: "bid",
+    CardsPassed: "pass",
+    CardPlayed: "play",
+}
 
 
 def hand_records(events: Iterable[AnyEvent]) -> list[HandRecord]:

@@ -18,6 +18,7 @@ from domain.platforms import Seating, Visibility
 from domain.rules import resolve_rules
 from domain.state import Game, Player, at_seat
 from domain.table import Seat, table_for
+from domain.timing import check_clock, timing_for
 
 MAX_NAME = 64
 MAX_ENTROPY_HEX = 256
@@ -86,6 +87,8 @@ def create_game(command: CreateGame) -> GameCreated:
         raise RuleViolation("malformed", f"a league name is 1 to {MAX_NAME} characters")
     check_entropy(command.entropy)
     _check_access(command)
+    if command.clock is not None:
+        check_clock(command.clock)
     return GameCreated(
         game_id=command.game_id,
         rules=rules,
@@ -162,6 +165,7 @@ def game_created(event: GameCreated) -> Game:
         platform=event.platform,
         visibility=event.visibility,
         seating=event.seating,
+        timing=timing_for(event.clock, rules.players),
     )
 
 

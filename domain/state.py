@@ -19,6 +19,7 @@ import msgspec
 
 from domain.bids import Bid
 from domain.cards import Card, CardSet, cards_in, set_of
+from domain.clock import Timing
 from domain.errors import RuleViolation
 from domain.platforms import FIRST_ISSUE, Seating, Visibility
 from domain.rules import Rules
@@ -106,6 +107,8 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     """The platform the game belongs to (:mod:`domain.platforms`); None: anyone's."""
     visibility: Visibility = "public"
     seating: Seating = "platform"
+    timing: Timing | None = None
+    """The seats' clocks of a game created with a ``clock``; None: no clock."""
 
 
 def in_hand(state: Game) -> Hand:

@@ -16,6 +16,7 @@ from msgspec.structs import replace
 
 from domain.bids import Bid
 from domain.cards import CARDS, Card
+from domain.clock import OnTimeout, rfc3339
 from domain.commands import to_api
 from domain.events import (
     AnyEvent,
@@ -30,6 +31,7 @@ from domain.events import (
 from domain.game import DiscardDue, PassDue, legal_actions
 from domain.state import HELD, LANE, NO_SEAT, Game, Phase, Status, cards_held, copies_in
 from domain.table import table_for
+from domain.timing import on_clock
 
 PUBLIC = None
 """The reader who holds no seat."""
@@ -43,6 +45,31 @@ class SeatInfo(msgspec.Struct, frozen=True):
 class TrickCard(msgspec.Struct, frozen=True):
     seat: int
     card: Card
+
+
+class SeatClockView(msgspec.Struct, frozen=True, kw_only=True):
+    """One seat's clock as anyone may see it."""
+
+    seat: int
+    bank_s: float
+    """What is left of its bank (as of its last move)."""
+    away: bool
+    timeouts: int
+    """Its timeouts in a row."""
+    deadline: str | None
+    """When its clock runs out (RFC 3339), while it is on the clock."""
+
+
+class ClockView(msgspec.Struct, frozen=True, kw_only=True):
+    """The game's clock: its settings, each seat's bank and away, and the deadline of the seat
+    on turn (the earliest, while two seats owe a blind nil pass)."""
+
+    turn_s: float
+    bank_s: float
+    on_timeout: OnTimeout
+    away_after: int
+    seats: list[SeatClockView]
+    deadline: str | None
 
 
 class PublicState(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,6 +95,7 @@ class PublicState(msgspec.Struct, frozen=True, kw_only=True):
     deal_commitment: str | None
     passes_due: list[int]
     discards: list[Card]
+    clock: ClockView | None = None
 
 
 class SeatView(PublicState, frozen=True, kw_only=True):
@@ -113,6 +141,40 @@ def public_view(game: Game) -> PublicState:
         deal_commitment=hand.commitment if hand else None,
         passes_due=[s for s in range(players) if hand and hand.passes_due >> s & 1],
         discards=_discards(game),
+        clock=clock_view(game),
+    )
+
+
+def clock_view(game: Game) -> ClockView | None:
+    """The clock of a clocked game (None without one). Deadlines need the state stamped with
+    its commits' times (:func:`domain.timing.apply_commit`); otherwise they are None."""
+    timing = game.timing
+    if timing is None:
+        return None
+    due = set(on_clock(game))
+    seats: list[SeatClockView] = []
+    deadlines: list[float] = []
+    for seat, held in enumerate(timing.seats):
+        deadline = timing.deadline(seat) if seat in due else None
+        if deadline is not None:
+            deadlines.append(deadline)
+        seats.append(
+            SeatClockView(
+                seat=seat,
+                bank_s=round(held.bank, 3),
+                away=held.away,
+                timeouts=held.timeouts,
+                deadline=rfc3339(deadline) if deadline is not None else None,
+            )
+        )
+    clock = timing.clock
+    return ClockView(
+        turn_s=clock.turn_s,
+        bank_s=clock.bank_s,
+        on_timeout=clock.on_timeout,
+        away_after=clock.away_after,
+        seats=seats,
+        deadline=rfc3339(min(deadlines)) if deadlines else None,
     )
 
 
@@ -131,8 +193,16 @@ def seat_view(game: Game, seat: int) -> SeatView:
         seat=seat,
         hand=cards,
         drawn_card=drawn,
-        legal=[_legal(action) for action in legal_actions(game, seat)],
+        legal=[_legal(action) for action in legal_actions(game, seat)] + _back(game, seat),
     )
+
+
+def _back(game: Game, seat: int) -> list[dict[str, Any]]:
+    """``{"type": "back"}`` for a seat that is away (acted for at once on its turns)."""
+    timing = game.timing
+    if timing is None or not 0 <= seat < len(timing.seats) or not timing.seats[seat].away:
+        return []
+    return [{"type": "back"}]
 
 
 def _legal(action: Any) -> dict[str, Any]:

@@ -32,6 +32,10 @@ HOLDING_ORDER = "SHDC"
 """A hand is shown as a player sorts it: trumps first."""
 
 
+TIMED_OUT = "⏱"
+"""The mark of a move the service made for a seat whose clock ran out."""
+
+
 def card_text(card: Card, *, strong: bool = False) -> Text:
     """``Q♥`` (hearts and diamonds in red), ``10♠``, ``BJ``; ``strong`` for the card that won."""
     style = "bold" if strong else ""
@@ -76,6 +80,8 @@ def tell_hand(account: HandAccount, problems: Sequence[Problem] = ()) -> Rendera
     if record.passes:
         parts.append(_passes(record))
     parts.append(_tricks(record, table))
+    if record.timed_out:
+        parts.append(_timed_out(record))
     parts.append(_score(account))
     if problems:
         parts.append(_findings(problems))
@@ -101,10 +107,11 @@ def _dealt(record: HandRecord, table: SeatsAndPack) -> RenderableType:
     grid = Table(show_header=False, box=None)
     for seat, cards in enumerate(record.deal.hands):
         grid.add_row(_seat_label(table, seat), holding_text(cards))
+    # Folded, never cut: a seed or commitment is checked character for character.
     if record.deal.commitment:
-        grid.add_row("commitment", Text(record.deal.commitment, style="dim"))
+        grid.add_row("commitment", Text(record.deal.commitment, style="dim", overflow="fold"))
     if record.deal.seed:
-        grid.add_row("seed", Text(record.deal.seed, style="dim"))
+        grid.add_row("seed", Text(record.deal.seed, style="dim", overflow="fold"))
     return _section(heading, grid)
 
 
@@ -141,9 +148,11 @@ def _bids(record: HandRecord, table: SeatsAndPack) -> RenderableType:
     grid.add_column("seat")
     grid.add_column("bid")
     players = table.players
+    auto = {moved.seat for moved in record.timed_out if moved.move == "bid"}
     for k in range(players):
         seat = (record.dealer + 1 + k) % players
-        grid.add_row(_seat_label(table, seat), bid_text(record.bids[seat]))
+        bid = bid_text(record.bids[seat]) + (f" {TIMED_OUT}" if seat in auto else "")
+        grid.add_row(_seat_label(table, seat), bid)
     for unit, seats in enumerate(table.units):
         if len(seats) > 1:
             contract = sum(tricks_bid(record.bids[seat]) for seat in seats)
@@ -177,9 +186,14 @@ def _tricks(record: HandRecord, table: SeatsAndPack) -> RenderableType:
         contract = sum(tricks_bid(record.bids[seat]) for seat in members)
         grid.add_column(f"u{unit}/{contract}", justify="right", no_wrap=True)
     won = [0] * table.players
+    auto = {(m.trick, m.seat) for m in record.timed_out if m.move == "play"}
     for number, trick in enumerate(record.tricks, start=1):
         cards = Text(" ").join(
-            Text.assemble(f"{p.seat}:", card_text(p.card, strong=p.seat == trick.winner))
+            Text.assemble(
+                f"{p.seat}:",
+                card_text(p.card, strong=p.seat == trick.winner),
+                TIMED_OUT if (number, p.seat) in auto else "",
+            )
             for p in trick.cards
         )
         if 0 <= trick.winner < table.players:
@@ -188,11 +202,23 @@ def _tricks(record: HandRecord, table: SeatsAndPack) -> RenderableType:
         counts.extend(_contract_count(record, table, members, won) for members in teams)
         grid.add_row(str(number), str(trick.leader), cards, str(trick.winner), *counts)
     legend = "sN/bid: tricks won so far by seat N against its bid"
+    if auto:
+        legend += f"; {TIMED_OUT}: played by the service when the seat's clock ran out"
     if teams:
         legend += "; uN/contract: by unit N toward its contract"
     if table.rules.decks > 1:
         legend += "; of two identical cards the one played later wins, and is the one in bold"
     return _section(f"The tricks ({legend})", grid)
+
+
+def _timed_out(record: HandRecord) -> RenderableType:
+    grid = Table()
+    for name in ("seat", "move", "trick"):
+        grid.add_column(name)
+    for moved in record.timed_out:
+        grid.add_row(str(moved.seat), moved.move, str(moved.trick or ""))
+    heading = f"Timed out ({TIMED_OUT}): moves the service made, not the player's"
+    return _section(heading, grid)
 
 
 def _contract_count(

@@ -27,21 +27,25 @@ from typing import get_args
 
 from msgspec.structs import replace
 
-from contracts.wire import Commit, ReplyCode
+from contracts.wire import Commit, ReplyCode, commit_seconds
 from domain.cards import card_at
 from domain.commands import (
     AnyCommand,
+    ComeBack,
     CreateGame,
     DealHand,
     DiscardCards,
     Draw,
     LookAtHand,
+    MarkAway,
     PassCards,
     PlaceBid,
     PlayCard,
+    PlayerAction,
     RecordTally,
     ReissueSeatToken,
     TakeSeat,
+    TimeOut,
 )
 from domain.deal import entropies_of
 from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck, entropy_bytes
@@ -54,11 +58,15 @@ from domain.events import (
     CardsDiscarded,
     CardsPassed,
     GameCreated,
+    GameEnded,
     HandDealt,
     HandLooked,
     HandScored,
+    SeatAway,
+    SeatReturned,
     SeatTaken,
     SeatTokenReissued,
+    TimedOut,
     TrickWon,
 )
 from domain.game import decide, evolve
@@ -66,6 +74,7 @@ from domain.records import HandRecord, HandRecorder
 from domain.rules import Rules
 from domain.scoring import HandScore, score_hand
 from domain.state import Game
+from domain.timing import stamped
 from services.audit.deals import deal_findings, seed_bytes
 from services.audit.disputes import (
     arithmetic,
@@ -212,10 +221,21 @@ def replay_game(commits: Sequence[StoredCommit]) -> Replay:
     return replayer.replay
 
 
-def recorded_command(events: Sequence[AnyEvent], deal: DealSource | None) -> AnyCommand | None:
+def recorded_command(
+    events: Sequence[AnyEvent], deal: DealSource | None, at: float = 0.0
+) -> AnyCommand | None:
     """The command whose outcome ``events`` are (a bid's commit may open with its look); None
-    when no command has such an outcome. ``deal`` is the source of a deal the events record."""
+    when no command has such an outcome. ``deal`` is the source of a deal the events record,
+    ``at`` the commit's time (a timeout is decided at it)."""
     first = events[0]
+    if isinstance(first, TimedOut):
+        return TimeOut(first.seat, at, _actions_for(first.seat, events[1:], deal))
+    if isinstance(first, SeatAway) and len(events) == 1:
+        return MarkAway(first.seat)
+    if isinstance(first, SeatReturned):
+        if len(events) == 1:
+            return ComeBack(first.seat)
+        return recorded_command(events[1:], deal, at)  # the seat's own action brought it back
     if isinstance(first, GameCreated):
         return CreateGame(
             first.game_id,
@@ -253,6 +273,22 @@ def recorded_command(events: Sequence[AnyEvent], deal: DealSource | None) -> Any
     if isinstance(first, HandScored):
         return RecordTally(first.tricks)
     return None
+
+
+def _actions_for(
+    seat: int, events: Sequence[AnyEvent], deal: DealSource | None
+) -> tuple[PlayerAction, ...]:
+    """The actions a timeout's events record the service taking for ``seat`` (none for a
+    forfeit): a look, when it opens them and a move follows, then the move."""
+    rest = [event for event in events if not isinstance(event, SeatAway)]
+    if not rest or isinstance(rest[0], GameEnded):
+        return ()
+    move = recorded_command(rest, deal)
+    if not isinstance(move, (LookAtHand, PlaceBid, PlayCard, PassCards, DiscardCards, Draw)):
+        return ()
+    if isinstance(rest[0], HandLooked) and not isinstance(move, LookAtHand):
+        return (LookAtHand(seat), move)
+    return (move,)
 
 
 def revealed_seeds(commits: Iterable[StoredCommit]) -> dict[int, str]:
@@ -294,6 +330,8 @@ class _Replayer:
         """The rules refused a command of the hand in play: its later commands are not decided."""
         self.stopped = False
         self.game_id: str | None = None
+        self.at = 0.0
+        """The time of the commit being replayed (seconds since the epoch)."""
 
     @property
     def state(self) -> Game | None:
@@ -325,7 +363,12 @@ class _Replayer:
             self.found(Problem(first, "commit", "an accepted command with no events"))
             return
         self.replay.events += len(commit.events)
+        before = self.state
+        self.at = _seconds(commit.time)
         self.follow(first, commit.events)
+        after = self.state
+        if after is not None and after.timing is not None and not self.stopped:
+            self.replay.state = stamped(before, commit.events, after, self.at)
 
     def refused(self, commit: Commit) -> None:
         """A refusal keeps only its code: check that it changed nothing."""
@@ -345,7 +388,7 @@ class _Replayer:
             return
         dealt = next((event for event in events if isinstance(event, HandDealt)), None)
         source = deal_source(dealt, self.seeds.get(dealt.hand)) if dealt else None
-        command = recorded_command(events, source)
+        command = recorded_command(events, source, self.at)
         if command is None:
             detail = f"{event_text(events[0])} is not the outcome of any command"
             self.found(Problem(first, "commit", detail))
@@ -527,6 +570,14 @@ class _Replayer:
         for problem in findings:
             self.found(problem)
         account.deal_verified = not findings
+
+
+def _seconds(time: str) -> float:
+    """A commit's time; an unreadable one reads as the epoch (the chain check reports it)."""
+    try:
+        return commit_seconds(time)
+    except ValueError:
+        return 0.0
 
 
 def _entropies(state: Game) -> list[bytes] | None:

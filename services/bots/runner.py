@@ -187,6 +187,8 @@ class SeatPlayer:
             await asyncio.sleep(RECONNECT_S)  # back off before following again
 
     def _take(self, message: ServerSentEvent) -> None:
+        if message.event == "clock":
+            return  # deadlines only: no move of any seat
         if message.event == "state":
             self.changed.set()
             return

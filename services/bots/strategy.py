@@ -73,7 +73,8 @@ class Bot:
 
     def act(self, view: View) -> dict[str, Any] | None:
         data = as_json(view)
-        legal: list[dict[str, Any]] = list(data["legal"])
+        # "back" (an away seat's return) is the player's to send, never a move to choose.
+        legal: list[dict[str, Any]] = [a for a in data["legal"] if a["type"] != "back"]
         kinds = {action["type"] for action in legal}
         if not kinds or kinds == {"look"}:
             return None  # not this seat's turn; looking early would forfeit a blind nil

@@ -1,10 +1,11 @@
 """``spades audit``: settle a disputed game or hand from its record.
 
-Three sources: a game's live stream (``GAME_ID``, from ``--nats-url`` or ``SPADES_NATS_URL``),
-a copy of its stored commits (``--commits FILE``, as ``--export`` writes them, so a copy that
-has been tampered with can be audited too), or a hand played elsewhere (``--record FILE``, a
-hand record or a tally, under ``--rules``). Exit 0 when the record is clean, 1 when a problem is
-found (the report says which and why), 2 when the input cannot be read.
+Three sources: a game's live stream (``GAME_ID``, from ``--nats-url``, ``SPADES_NATS_URL`` or the
+running ``spades up``), a copy of its stored commits (``--commits FILE``, as ``--export`` writes
+them, so a copy that has been tampered with can be audited too), or a hand played elsewhere
+(``--record FILE``, a hand record or a tally, under ``--rules``). Exit 0 when the record is
+clean, 1 when a problem is found (the report says which and why), 2 when the input cannot be
+read (or no stack is found).
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from services.audit.record_file import UnreadableRecord
 from services.audit.render import tell_hand, tell_report
 from services.audit.replay import Replay, replay_game
 from services.audit.report import AuditReport
-from services.cli.serve import nats_url_or_exit
+from services.cli.discover import stack_settings
 from services.runtime.broker_users import ADMIN
 from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.logging import configure_logging
 from services.runtime.nats import connect
-from services.runtime.settings import get_settings
+from services.runtime.settings import Settings, get_settings
 
 CLEAN, PROBLEM, UNREADABLE = 0, 1, 2
 
@@ -52,7 +53,10 @@ RulesOption = Annotated[
     typer.Option("--rules", help='The table\'s rules, e.g. \'{"preset": "cutthroat"}\'.'),
 ]
 NatsUrlOption = Annotated[
-    str | None, typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL).")
+    str | None,
+    typer.Option(
+        "--nats-url", help="NATS server (default: SPADES_NATS_URL, else the running `spades up`)."
+    ),
 ]
 ExportOption = Annotated[
     bool,
@@ -129,18 +133,21 @@ def _stored_commits(
 
 
 def _read_stream(game_id: str, nats_url: str | None) -> list[StoredCommit]:
-    url = nats_url_or_exit(nats_url)
-    configure_logging(get_settings(), "WARNING")  # to stderr: stdout holds the report or copy
+    settings = stack_settings(get_settings(), nats_url=nats_url)
+    configure_logging(settings, "WARNING")  # to stderr: stdout holds the report or copy
     try:
-        return asyncio.run(_read_game(url, game_id))
+        return asyncio.run(_read_game(settings, game_id))
     except (ConnectionError, OSError, TimeoutError) as error:
         _unreadable(f"the event store cannot be read: {error}")
 
 
-async def _read_game(url: str, game_id: str) -> list[StoredCommit]:
-    settings = get_settings()
+async def _read_game(settings: Settings, game_id: str) -> list[StoredCommit]:
+    assert settings.nats_url is not None
     connection = await connect(
-        url, "spades-audit", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
+        settings.nats_url,
+        "spades-audit",
+        user=ADMIN,
+        credentials=settings.nats_credentials(ADMIN),
     )
     try:
         return await GameStream(connection.jetstream()).read(game_id)

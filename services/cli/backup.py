@@ -1,11 +1,11 @@
 """``spades backup DIR`` and ``spades restore DIR``: the streams and what lives outside them
 (see :mod:`services.backup`).
 
-A backup reads a running NATS (``--nats-url``, ``SPADES_NATS_URL``, or the embedded server that
-``spades up`` runs on the data directory), as the broker's ``admin`` user. A restore writes into a
-NATS with no streams, or none with messages: the one ``--nats-url`` names, or, without one, an
-embedded server it starts on the empty data directory's store and stops when done, so that on
-one machine the next ``spades up`` finds the streams in place.
+A backup reads a running NATS (``--nats-url``, ``SPADES_NATS_URL``, or the server of the
+``spades up`` running on the data directory), as the broker's ``admin`` user. A restore writes
+into a NATS with no streams, or none with messages: the one ``--nats-url`` names, or, without
+one, an embedded server it starts on the empty data directory's store and stops when done, so
+that on one machine the next ``spades up`` finds the streams in place.
 """
 
 from __future__ import annotations
@@ -45,18 +45,12 @@ def backup(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -
     """
     from services.backup.deployment import take_backup
     from services.backup.manifest import BackupError
+    from services.cli.discover import stack_settings
     from services.runtime.nats import connect
-    from services.runtime.nats_server import embedded_url
 
-    settings = _settings(nats_url, data_dir)
-    url = settings.nats_url or embedded_url(settings.nats_store_dir)
-    if url is None:
-        typer.echo(
-            "error: no NATS server: pass --nats-url or set SPADES_NATS_URL, or run it beside "
-            "the `spades up` of this data directory",
-            err=True,
-        )
-        raise typer.Exit(2)
+    settings = stack_settings(_settings(nats_url, data_dir))
+    url = settings.nats_url
+    assert url is not None  # stack_settings exits when it finds none
 
     async def run() -> None:
         client = await connect(

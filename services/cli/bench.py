@@ -197,3 +197,50 @@ def webhooks(
     )
     table.add_row("ratio deliveries / raw POSTs", f"{figures.ratio:.3f}")
     Console().print(table)
+
+
+@app.command("timers")
+def timers(
+    games: Annotated[int, typer.Option(min=1, help="Games on the clock at once.")] = 5000,
+    acting: Annotated[
+        float, typer.Option(min=0, max=1, help="Share of games whose seats act, slowly.")
+    ] = 0.1,
+    turn_s: Annotated[float, typer.Option(min=0.05, help="Each turn's clock.")] = 60.0,
+    window_s: Annotated[float, typer.Option(min=1, help="Seconds measured.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed of the game ids and the slow seats.")] = 1,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """Thousands of clocks at once: the timer worker's CPU per timeout and how late timeouts
+    come past their deadlines (p50, p99), against the engine's CPU per timeout."""
+    from benchmarks.timers import run
+
+    if not json:
+        console.print(f"opening {games} clocked games (turn_s {turn_s}) ...")
+    figures = run(games, acting, turn_s, window_s, seed)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"timers: {games} games on a {turn_s:g} s clock, {window_s:g} s measured")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("games whose seats act (slowly)", f"{figures.acting_games:,}")
+    table.add_row("timeouts in the window", f"{figures.timeouts:,}")
+    table.add_row("timeouts/s", f"{figures.timeouts_per_s:,.1f}")
+    table.add_row("moves the slow seats made themselves", f"{figures.own_moves:,}")
+    table.add_row("timer worker CPU", f"{figures.timer_cpu_s:.2f} s")
+    table.add_row("timer worker CPU per timeout", f"{figures.timer_cpu_per_timeout_us:,.0f} us")
+    table.add_row("timer worker memory (RSS)", f"{figures.timer_rss_mb:.0f} MB")
+    table.add_row("sent by the worker, past the deadline, p50", f"{figures.fired_p50_ms:.1f} ms")
+    table.add_row("sent by the worker, past the deadline, p99", f"{figures.fired_p99_ms:.1f} ms")
+    table.add_row(
+        "decided by the engine, past the deadline, p50", f"{figures.lateness_p50_ms:.1f} ms"
+    )
+    table.add_row(
+        "decided by the engine, past the deadline, p99", f"{figures.lateness_p99_ms:.1f} ms"
+    )
+    table.add_row(
+        "decided by the engine, past the deadline, max", f"{figures.lateness_max_ms:.1f} ms"
+    )
+    table.add_row("peer: engine CPU per timeout", f"{figures.engine_cpu_per_timeout_us:,.0f} us")
+    Console().print(table)
+    typer.echo(f"ratio (timer CPU / engine CPU, per timeout): {figures.ratio:.3f}")

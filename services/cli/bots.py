@@ -23,6 +23,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from services.cli.discover import Url
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 console = Console(stderr=True)
@@ -46,16 +48,15 @@ def play_bots(
     rules: Annotated[
         str | None, typer.Option(help="Rule overrides as JSON, e.g. '{\"target\": 200}'.")
     ] = None,
-    url: Annotated[
-        str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
-    ] = DEFAULT_URL,
+    url: Url = DEFAULT_URL,
     api_key: Annotated[
         str | None,
         typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Games played at once.")] = 4,
 ) -> None:
-    """Create games, seat a bot in every seat and play them to the end over the HTTP API."""
+    """Create games, seat a bot in every seat and play them to the end over the HTTP API;
+    print each game's id (for `spades audit` or the replay page) and a summary."""
     from services.bots.runner import GameOutcome, play_games
     from services.bots.strategy import Bot
     from services.cli.errors import server_errors_reported
@@ -82,7 +83,16 @@ def play_bots(
         Progress(*columns, TimeElapsedColumn(), console=console) as progress,
     ):
         seconds = asyncio.run(run(progress))
+    for outcome in finished:
+        typer.echo(_played(outcome))
     Console().print(_summary(preset, finished, seconds))
+
+
+def _played(outcome: Any) -> str:
+    """One line per game, its id first, so it can be watched, replayed or audited."""
+    scores = " / ".join(str(score) for score in outcome.scores)
+    won = " & ".join(f"unit {unit}" for unit in outcome.winners) or "nobody"
+    return f"game {outcome.game_id}: {outcome.hands} hands, scores {scores}, won by {won}"
 
 
 def _summary(preset: str, outcomes: list[Any], seconds: float) -> Table:

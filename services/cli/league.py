@@ -36,6 +36,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from services.cli.discover import Url
+
 if TYPE_CHECKING:
     from services.bots.strategy import Player
     from services.client.leagues import Export, LeagueClient, Standings, StartedTable
@@ -47,9 +49,6 @@ T = TypeVar("T")
 app = typer.Typer(no_args_is_help=True, help="Leagues: create, schedule rounds, standings.")
 console = Console(stderr=True)
 
-Url = Annotated[
-    str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
-]
 ApiKey = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from services.cli import (
     audit,
@@ -21,6 +22,20 @@ from services.cli import (
     serve,
     webhooks,
 )
+
+
+def _flags_show_no_value() -> None:
+    """Typer's rich help writes ``<bool>`` after every flag (``--json``, ``--help``), as if it
+    took a value; its plain help, rightly, writes nothing. Make the rich one agree."""
+    shown = typer.core.TyperOption.display_type_rich
+
+    def display_type_rich(option: typer.core.TyperOption, ctx: Any) -> str | None:
+        return None if option.is_bool_flag else shown(option, ctx)
+
+    setattr(typer.core.TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+
+
+_flags_show_no_value()
 
 app = typer.Typer(
     no_args_is_help=True,

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from domain.cards import Card
 from domain.errors import RuleViolation
+from services.cli.discover import Url
 from services.cli.errors import server_errors_reported
 from services.cli.follow import GameFollower
 from services.cli.table import describe_action, narrate, render_table, seat_name
@@ -30,7 +31,7 @@ T = TypeVar("T")
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 STORY_LINES = 8
-"""Events shown under the table by ``spades watch``."""
+"""Events shown under the table by ``spades watch`` and ``spades play``."""
 REDRAW_AFTER = frozenset(
     {"hand_dealt", "bid_placed", "cards_received", "trick_won", "hand_scored", "game_ended"}
 )
@@ -43,9 +44,6 @@ Chooser = Callable[[SeatView], Awaitable[Mapping[str, Any] | None]]
 
 app = typer.Typer(help="Play or watch a game from a terminal.")
 
-Url = Annotated[
-    str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
-]
 ApiKey = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),
@@ -160,54 +158,129 @@ def final_words(state: PublicState) -> Text:
     return Text(f"Final scores: {scores}.", style="bold")
 
 
+class Screen:
+    """What ``spades play`` shows: the table, and under it the latest events of the game's
+    story (who bid what, who won each trick). On a terminal every change redraws it in place;
+    elsewhere (a pipe, a log, a test) each line is written once, in order."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.redraw = console.is_terminal
+        self.view: SeatView | None = None
+        self.story: list[Text] = []
+        self.status: str | None = None
+        self.told = 0
+        """The position of the last event in the story (each is told once, stream or not)."""
+        self.seen = 0
+        """The newest version the stream has shown (an event's position, a state's version)."""
+
+    def show(self, view: SeatView) -> None:
+        """The table as the view has it (and, redrawing, the story under it)."""
+        self.view, self.status = view, None
+        if self.redraw:
+            self._draw()
+        else:
+            self.console.print(render_table(view))
+
+    def tell(self, line: str) -> None:
+        """One more line of the story."""
+        self.story = [*self.story, Text(line)][-STORY_LINES:]
+        if self.redraw:
+            self._draw()
+        else:
+            self.console.print(line)
+
+    def tell_event(self, position: int, event: Mapping[str, Any], view: PublicState) -> None:
+        """The event at ``position`` in the story, unless it is there already."""
+        if position > self.told:
+            self.told = position
+            self.tell(narrate(event, view))
+
+    def wait(self, line: str) -> None:
+        """What the seat waits for, under the story."""
+        self.status = line
+        if self.redraw:
+            self._draw()
+        else:
+            self.console.print(line)
+
+    def _draw(self) -> None:
+        self.console.clear()
+        if self.view is not None:
+            self.console.print(render_table(self.view))
+        for line in self.story:
+            self.console.print(line, style="dim")
+        if self.status is not None:
+            self.console.print(self.status)
+
+
 async def play_game(
     client: SpadesClient, game_id: str, token: str, choose: Chooser, console: Console
 ) -> SeatView:
     """Play one seat until the game ends or the chooser gives up; return the last view.
 
     Shows the table whenever the seat has a move, posts the chosen action with a fresh
-    Idempotency-Key, and meanwhile tells the story of the other seats' moves from the stream.
+    Idempotency-Key, and tells the story of the game under it: what the other seats did, from
+    the stream, and what its own moves caused (a trick it completed: who won it).
     """
+    screen = Screen(console)
     waiting_for: tuple[int, int | None] | None = None
     async with GameFollower(client, game_id, token) as follower:
         while True:
             view = await client.view(game_id, token)
+            if not screen.told:
+                screen.told = view.version  # what came before the seat sat down is not told
+            screen.seen = max(screen.seen, view.version)
+            await _tell_what_arrived(follower, view, screen)
             if view.status == "finished":
-                console.print(render_table(view))
+                screen.show(view)
                 console.print(final_words(view))
                 return view
             if not _your_move(view):
                 if waiting_for != (view.hand_number, view.turn):
                     waiting_for = (view.hand_number, view.turn)
-                    console.print(f"Waiting for {seat_name(view, view.turn)}…")
-                await _wait_for_change(follower, view, console)
+                    screen.wait(f"Waiting for {seat_name(view, view.turn)}…")
+                await _wait_for_change(follower, view, screen)
                 continue
             waiting_for = None
-            console.print(render_table(view))
+            screen.show(view)
             action = await choose(view)
             if action is None:
                 return view
             try:
-                await client.act(game_id, token, action, idempotency_key=uuid.uuid4().hex)
+                result = await client.act(game_id, token, action, idempotency_key=uuid.uuid4().hex)
             except ApiError as error:
                 if error.status >= 500:
                     raise
                 console.print(f"[yellow]Refused: {error.code}: {error.detail or error.title}[/]")
+                continue
+            for record in result.events:  # its own move, and what that caused (a trick won)
+                screen.tell_event(record.version, record.event, view)
 
 
-async def _wait_for_change(follower: GameFollower, view: SeatView, console: Console) -> None:
-    """Wait for an event past the view, telling what the other seats did."""
-    while True:
-        message = await follower.next()
-        if message.event == "state":
-            if _state_of(message).version > view.version:
-                return
-            continue
-        if message.is_comment or _position(message) <= view.version:
-            continue
-        console.print(narrate(_event_of(message), view))
-        if follower.pending == 0:
-            return
+async def _wait_for_change(follower: GameFollower, view: SeatView, screen: Screen) -> None:
+    """Wait until the stream shows something newer than the view (it may have already),
+    telling what the other seats did."""
+    while screen.seen <= view.version:
+        _take(await follower.next(), view, screen)
+
+
+async def _tell_what_arrived(follower: GameFollower, view: SeatView, screen: Screen) -> None:
+    """Tell the events the stream has brought already, without waiting for more."""
+    while follower.pending:
+        _take(await follower.next(), view, screen)
+
+
+def _take(message: ServerSentEvent, view: SeatView, screen: Screen) -> None:
+    """Note how far the stream has gone, and tell the event a message carries."""
+    if message.is_comment or message.event == "clock":
+        return  # a clock frame carries deadlines; the table is told by its events
+    if message.event == "state":
+        screen.seen = max(screen.seen, _state_of(message).version)
+        return
+    position = _position(message)
+    screen.seen = max(screen.seen, position)
+    screen.tell_event(position, _event_of(message), view)
 
 
 async def watch_game(
@@ -223,7 +296,7 @@ async def watch_game(
     async with GameFollower(client, game_id, token) as follower:
         while True:
             message = await follower.next()
-            if message.is_comment:
+            if message.is_comment or message.event == "clock":
                 continue
             if message.event == "state":
                 state = _state_of(message)

@@ -45,11 +45,43 @@ ModelOption = Annotated[
 ]
 
 
-def _settings() -> Settings:
+def _settings(level: str | None = None) -> Settings:
     """The settings, with logs going to stderr (stdout is the command's own output)."""
     settings = get_settings()
-    configure_logging(settings)
+    configure_logging(settings, level)
     return settings
+
+
+def _read_model_settings() -> Settings:
+    """The settings of a command on the read models: the running stack's database (else
+    ``SPADES_DATABASE_URL`` or the data directory's), which must be there already."""
+    from services.cli.discover import database_settings, sqlite_file_or_exit
+
+    settings = database_settings(_settings("WARNING"))
+    sqlite_file_or_exit(settings.read_model_database_url)
+    return settings
+
+
+def _stream_settings() -> Settings:
+    """The same, and the NATS server of the running stack (else ``SPADES_NATS_URL``)."""
+    from services.cli.discover import sqlite_file_or_exit, stack_settings
+
+    settings = stack_settings(_settings("WARNING"))
+    sqlite_file_or_exit(settings.read_model_database_url)
+    return settings
+
+
+def _reported(work: Callable[[], T]) -> T:
+    """Run ``work``; a server or database that cannot be reached ends the command with one
+    line and status 2, never a traceback."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        return work()
+    except (OSError, TimeoutError, SQLAlchemyError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        typer.echo(f"error: {reason}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
@@ -64,7 +96,7 @@ def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
         finally:
             await store.close()
 
-    return asyncio.run(run())
+    return _reported(lambda: asyncio.run(run()))
 
 
 def _check_model(model: str | None) -> None:
@@ -100,7 +132,7 @@ def parked(
     from services.projections.parking import parked_messages
 
     _check_model(model)
-    messages = _with_store(_settings(), lambda store: parked_messages(store, model))
+    messages = _with_store(_read_model_settings(), lambda store: parked_messages(store, model))
     if json:
         for message in messages:
             fields = {**dataclasses.asdict(message), "payload": None}
@@ -115,7 +147,7 @@ def replay_parked_command(model: ModelOption = None) -> None:
     from services.projections.parking import replay_parked
 
     _check_model(model)
-    outcome = _with_store(_settings(), lambda store: replay_parked(store, model))
+    outcome = _with_store(_read_model_settings(), lambda store: replay_parked(store, model))
     typer.echo(f"{len(outcome.applied)} applied, {len(outcome.still_parked)} still parked")
     if outcome.still_parked:
         console.print(_parked_table("still parked", outcome.still_parked))
@@ -141,12 +173,12 @@ def rebuild_command(
     if (name is None) == (not every):
         raise typer.BadParameter("name one read model, or give --all")
     _check_model(name)
-    settings = _settings()
+    settings = _stream_settings() if wait else _read_model_settings()
     names = None if every else [name or ""]
     rebuilt = _with_store(settings, lambda store: rebuild(store, names))
     typer.echo(f"reset {', '.join(rebuilt)}: the workers replay the stream")
     if wait:
-        asyncio.run(_wait_replayed(settings, rebuilt))
+        _reported(lambda: asyncio.run(_wait_replayed(settings, rebuilt)))
 
 
 async def _wait_replayed(settings: Settings, models: list[str]) -> None:
@@ -162,7 +194,8 @@ def lag_command(
     the stream, if it does (exit status 1 then)."""
     from services.store.lag import refusals
 
-    report = asyncio.run(_lag(_settings(), None))
+    settings = _stream_settings()
+    report = _reported(lambda: asyncio.run(_lag(settings, None)))
     refused = refusals(report)
     if json:
         typer.echo(msgspec.json.encode({m: w.lag for m, w in report.items()}).decode())
@@ -191,13 +224,11 @@ async def _lag(
 ) -> dict[str, WorkerLag]:
     from services.runtime.broker_users import ADMIN
     from services.runtime.nats import connect
-    from services.runtime.nats_server import embedded_url
     from services.store.database import open_store
     from services.store.lag import projection_lag
 
-    url = settings.nats_url or embedded_url(settings.nats_store_dir)
-    if url is None:
-        raise typer.BadParameter("set SPADES_NATS_URL: the lag is measured against the stream")
+    url = settings.nats_url
+    assert url is not None  # _stream_settings exits when it finds none
     client = await connect(
         url, "spades-cli", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
     )

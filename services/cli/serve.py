@@ -23,19 +23,12 @@ NatsUrl = Annotated[
 
 
 def nats_url_or_exit(given: str | None) -> str:
-    """``--nats-url``, else ``SPADES_NATS_URL``, else the embedded server of the data
-    directory (the one ``spades up`` started there)."""
-    from services.runtime.nats_server import embedded_url
+    """``--nats-url``, else ``SPADES_NATS_URL``, else the NATS server of the stack running on
+    the data directory (the one ``spades up`` records there)."""
+    from services.cli.discover import stack_settings
 
-    settings = get_settings()
-    url = given or settings.nats_url or embedded_url(settings.nats_store_dir)
-    if not url:
-        typer.echo(
-            "error: no NATS server: pass --nats-url or set SPADES_NATS_URL "
-            "(`spades up` starts an embedded one for you)",
-            err=True,
-        )
-        raise typer.Exit(2)
+    url = stack_settings(get_settings(), nats_url=given).nats_url
+    assert url is not None  # stack_settings exits when it finds none
     return url
 
 
@@ -97,3 +90,14 @@ def webhooks(nats_url: NatsUrl = None) -> None:
     settings = get_settings()
     configure_logging(settings)
     asyncio.run(serve_webhooks(settings, nats_url=nats_url_or_exit(nats_url)))
+
+
+@app.command("timers")
+def timers(nats_url: NatsUrl = None) -> None:
+    """The timer worker: learns the clocks from the game stream and fires each timeout once
+    through the engine (several may run)."""
+    from services.timers.service import serve_timers
+
+    settings = get_settings()
+    configure_logging(settings)
+    asyncio.run(serve_timers(settings, nats_url=nats_url_or_exit(nats_url)))

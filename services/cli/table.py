@@ -215,5 +215,14 @@ def narrate(event: Mapping[str, Any], state: PublicState) -> str:
         return f"Hand {event.get('hand')} is scored: points {event.get('points')}."
     if kind == "game_ended":
         winners = " and ".join(_unit_name(state, unit) for unit in event.get("winners") or [])
+        if event.get("forfeited") is not None:
+            loser = _unit_name(state, event["forfeited"])
+            return f"The game is over: {loser} ran out of time, {winners} won."
         return f"The game is over: {winners} won."
+    if kind == "timed_out":
+        return f"{who} ran out of time: the service moves for it."
+    if kind == "seat_away":
+        return f"{who} is away: the service moves for it at once."
+    if kind == "seat_returned":
+        return f"{who} is back."
     return f"{kind}"

@@ -1,20 +1,25 @@
 """``spades up``: the whole stack on one machine, from one command.
 
 Starts the embedded nats-server (unless ``SPADES_NATS_URL`` names a server), then the engine,
-the projection workers, the webhooks worker and the gateway, each as its own process (``spades
-serve ...``) with the same settings and its own broker credentials (``SPADES_NATS_CREDS``: the
-path of its seed file).
+the projection workers, the webhooks worker, the timer worker and the gateway, each as its own
+process (``spades serve ...``) with the same settings and its own broker credentials
+(``SPADES_NATS_CREDS``: the path of its seed file).
 
 It owns what it starts. A child or the server that dies is started again after a pause (the
 services reconnect to the server by themselves). Ctrl-C, SIGTERM or SIGHUP stops every child,
 then the server, and waits for them; the server runs in a process group of its own, so a Ctrl-C
 in the terminal does not stop it before the services that use it. If ``spades up`` itself dies
 (``kill -9``, of it or of its process group), the kernel stops them all (``PR_SET_PDEATHSIG``,
-Linux). A second ``spades up`` on a data directory whose server runs is refused.
+Linux). A second ``spades up`` on a data directory where one runs is refused.
+
+Once the gateway answers, it logs "ready" and records where its parts listen in
+``<data_dir>/stack.json`` (see :mod:`services.runtime.discovery`), which every other command
+reads; a clean stop removes the record first.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -25,6 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from services.runtime.discovery import (
+    StackRunning,
+    connectable_url,
+    holding_stack_lock,
+    record_for,
+    remove_record,
+    write_record,
+)
 from services.runtime.logging import get_logger
 from services.runtime.nats_server import EmbeddedNats, EmbeddedNatsError, StoreInUse
 from services.runtime.orphans import dies_with_parent
@@ -34,6 +47,9 @@ log = get_logger("spades.up")
 
 RESTART_PAUSE_S = 2.0
 STOP_TIMEOUT_S = 10.0
+SUPERVISE_EVERY_S = 0.5
+READY_PROBE_EVERY_S = 0.05
+READY_PROBE_TIMEOUT_S = 1.0
 
 
 @dataclass
@@ -95,6 +111,7 @@ def children(settings: Settings, nats_url: str, server: EmbeddedNats | None) -> 
         child("engine", "serve", "engine"),
         child("projections", "serve", "projections"),
         child("webhooks", "serve", "webhooks"),
+        child("timers", "serve", "timers"),
         child("gateway", "serve", "gateway", "--host", settings.host, "--port", str(settings.port)),
     ]
 
@@ -113,6 +130,21 @@ def _keep_server_running(server: EmbeddedNats, stopping: threading.Event) -> Non
     log.info("nats-server started again", pid=server.pid, url=server.url)
 
 
+def gateway_listens(url: str) -> bool:
+    """Whether the gateway at ``url`` answers ``/healthz`` (it is up; ``/readyz`` also waits
+    for the engine and the read models)."""
+    parts = url.removeprefix("http://").rsplit(":", 1)
+    host, port = parts[0].strip("[]"), int(parts[1])
+    connection = http.client.HTTPConnection(host, port, timeout=READY_PROBE_TIMEOUT_S)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
 def run_stack(settings: Settings) -> int:
     """Run until a signal; return the exit status."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -128,6 +160,7 @@ def run_stack(settings: Settings) -> int:
 
     server: EmbeddedNats | None = None
     nats_url = settings.nats_url
+    credentials = settings.nats_creds
     if nats_url is None:
         server = EmbeddedNats(
             Path(settings.nats_store_dir), port=settings.nats_port, exit_with_parent=True
@@ -138,6 +171,7 @@ def run_stack(settings: Settings) -> int:
             print(f"error: {error}", file=sys.stderr)  # one line, before anything started
             return 1
         nats_url = server.url
+        credentials = server.credentials.directory
         log.info(
             "embedded nats-server",
             url=nats_url,
@@ -145,12 +179,47 @@ def run_stack(settings: Settings) -> int:
             pid=server.pid,
             credentials=str(server.credentials.directory),
         )
+    try:
+        # After the embedded server's own lock, which names the server that holds the store;
+        # this one also holds for a stack on an external NATS.
+        with holding_stack_lock(settings.data_dir):
+            return _supervise(settings, stopping, nats_url, credentials, server)
+    except StackRunning as error:
+        print(f"error: {error}", file=sys.stderr)  # one line, before any service started
+        if server is not None:
+            server.stop()
+        return 1
+
+
+def _supervise(
+    settings: Settings,
+    stopping: threading.Event,
+    nats_url: str,
+    credentials: Path | None,
+    server: EmbeddedNats | None,
+) -> int:
+    """Start the services, announce the stack once its gateway answers, and keep it running
+    until ``stopping`` is set; then stop it all, the server last."""
+    remove_record(settings.data_dir)  # left by a stack that died: not ours to announce
+    gateway_url = connectable_url(settings.host, settings.port)
     stack = children(settings, nats_url, server)
+    ready = False
     try:
         for child in stack:
             child.start()
-        log.info("ready", url=f"http://{settings.host}:{settings.port}")
-        while not stopping.wait(0.5):
+        while not stopping.wait(SUPERVISE_EVERY_S if ready else READY_PROBE_EVERY_S):
+            if not ready and gateway_listens(gateway_url):
+                ready = True
+                write_record(
+                    settings.data_dir,
+                    record_for(
+                        settings,
+                        nats_url=nats_url,
+                        nats_credentials=credentials,
+                        gateway_url=gateway_url,
+                    ),
+                )
+                log.info("ready", url=gateway_url)
             if server is not None:
                 _keep_server_running(server, stopping)
             for child in stack:
@@ -162,6 +231,7 @@ def run_stack(settings: Settings) -> int:
                     if not stopping.is_set():
                         child.start()
     finally:
+        remove_record(settings.data_dir)  # first: no command should find a stack going away
         for child in reversed(stack):
             child.stop()
         for child in reversed(stack):

@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli.discover import Url
+
 if TYPE_CHECKING:
     from services.client.webhooks import WebhookClient
 
@@ -21,9 +23,6 @@ T = TypeVar("T")
 
 app = typer.Typer(no_args_is_help=True, help="Webhooks: a platform's endpoints and deliveries.")
 
-Url = Annotated[
-    str, typer.Option("--url", envvar="SPADES_URL", help="The Spades server (SPADES_URL).")
-]
 ApiKey = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SPADES_API_KEY", help="Platform key (SPADES_API_KEY)."),

@@ -198,12 +198,16 @@ class SpadesClient:
         *,
         visibility: str | None = None,
         seating: str | None = None,
+        clock: Mapping[str, Any] | None = None,
     ) -> PublicState:
         """Create a game (``POST /v1/games``) and return its public state. With
         ``idempotency_key`` a 503 is retried, and every retry gets the same game.
         ``visibility`` (`public`, `private`) and ``seating`` (`platform`, `open`) left out take
-        the server's defaults."""
+        the server's defaults; ``clock`` (``{"turn_s": 20, "on_timeout": "auto", ...}``) puts
+        the game on the clock."""
         body: dict[str, Any] = {"rules": dict(rules)}
+        if clock is not None:
+            body["clock"] = dict(clock)
         for name, value in (
             ("dealer", dealer),
             ("entropy", entropy),

@@ -13,6 +13,7 @@ import msgspec
 from domain.bids import Bid
 from domain.cards import Card
 from domain.records import HandRecord
+from domain.views import ClockView
 
 Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "discard", "bid", "pass", "play"]
@@ -57,6 +58,8 @@ class PublicState(msgspec.Struct, frozen=True, kw_only=True):
     """Seats that still owe a blind nil pass (served beyond API.md's list)."""
     discards: list[Card] = []
     """The face-up discards of the two-player draw (served beyond API.md's list)."""
+    clock: ClockView | None = None
+    """A clocked game's clock: each seat's bank, away, the deadline of the seat on turn."""
 
     def player(self, seat: int) -> str | None:
         """The name at ``seat``, if taken."""

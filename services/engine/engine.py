@@ -23,20 +23,34 @@ from contracts.wire import (
     Commit,
     CreateGameRequest,
     EventRecord,
+    MarkAwayRequest,
     Refusal,
     ReissueTokenRequest,
     ReplyCode,
     TakeSeatRequest,
+    TimeOutRequest,
+    commit_seconds,
     encode_commit,
     request_decoder,
 )
-from domain.commands import AnyCommand, CreateGame, ReissueSeatToken, TakeSeat, from_api
+from domain.commands import (
+    AnyCommand,
+    CreateGame,
+    MarkAway,
+    PlayerAction,
+    ReissueSeatToken,
+    TakeSeat,
+    TimeOut,
+    from_api,
+)
 from domain.dealing import SeededDeal
 from domain.events import SeatTaken, SeatTokenReissued
 from domain.game import decide
 from domain.seating import GAME_ID, GAME_ID_RULE
 from domain.state import Game
+from domain.timing import on_clock
 from domain.views import event_for
+from services.bots.stand_in import stand_in_actions
 from services.engine.handler import (
     CommandHandler,
     Refused,
@@ -126,6 +140,14 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
             command = TakeSeat(body.player, body.seat, body.entropy)
         elif isinstance(body, ReissueTokenRequest):
             command = ReissueSeatToken(body.seat, body.player)
+        elif isinstance(body, MarkAwayRequest):
+            command = MarkAway(body.seat)
+        elif isinstance(body, TimeOutRequest):
+            if body.expected_version > state.version:  # another engine's commits: read them
+                await self.games.catch_up(held)
+                state = held.state
+                assert state is not None
+            command = self._time_out(state, body)
         else:
             revoked = revocation(state, body)
             if revoked is not None:
@@ -135,6 +157,25 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
                 raise Refused("conflict", detail)
             command = from_api(body.seat, body.action)
         return list(decide(state, command, deal=SeededDeal(self._seed())))
+
+    def records_refusal(self, request: CommandRequest) -> bool:
+        """A timer's refused timeout is nobody's action (a stale shot, a race another timer
+        won, a deadline not reached): it is answered, not recorded."""
+        return not isinstance(request.body, TimeOutRequest)
+
+    def _time_out(self, state: Game, body: TimeOutRequest) -> TimeOut:
+        """A timer's timeout, decided at this engine's time; under ``auto`` it carries what
+        the service's bot does for the seat, from the seat's view alone."""
+        if body.expected_version != state.version:
+            detail = f"the game is at version {state.version}, not {body.expected_version}"
+            raise Refused("conflict", detail)
+        at = commit_seconds(self._clock())
+        timing = state.timing
+        auto = timing is not None and timing.clock.on_timeout == "auto"
+        actions: tuple[PlayerAction, ...] = ()
+        if auto and body.seat in on_clock(state):
+            actions = stand_in_actions(state, body.seat)
+        return TimeOut(body.seat, at, actions)
 
     async def _decide_and_append(
         self, held: LoadedGame, command_id: str, request: CommandRequest, digest: str

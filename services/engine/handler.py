@@ -175,7 +175,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             try:
                 events = await self.decide(held, request)
             except (RuleViolation, Refused) as refused:
-                if refused.code in self.UNRECORDED:
+                if refused.code in self.UNRECORDED or not self.records_refusal(request):
                     return self.refusal(command_id, refused.code, refused.detail)
                 events, refusal = [], Refusal(refused.code, refused.detail)
             if not events and refusal is None:  # nothing new to record (a second look)
@@ -209,6 +209,11 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             return self.refusal(command_id, "idempotency_key_reused", detail)
         stored = await self._stream.read_one(answered.sequence)
         return self.reply(request, stored.commit, answered.sequence)
+
+    def records_refusal(self, request: Request) -> bool:
+        """Whether a refusal of this request goes into the history (so that a retry gets it);
+        every request's does unless a handler says otherwise."""
+        return True
 
     @abstractmethod
     def read(self, data: bytes) -> Request:

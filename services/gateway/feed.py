@@ -25,9 +25,12 @@ from fastapi.sse import format_sse_event
 from nats.js import JetStreamContext, api
 from starlette.responses import StreamingResponse
 
-from contracts.wire import GAMES_STREAM, game_subject, read_commit
+from contracts.wire import GAMES_STREAM, commit_seconds, game_subject, read_commit
 from domain.events import SeatTokenReissued
+from domain.game import evolve
 from domain.state import Game
+from domain.timing import apply_commit
+from domain.views import clock_view
 from services.gateway.auth import SeatGrant
 from services.gateway.views import Reader, event_json, state_for, versioned
 from services.runtime.logging import get_logger
@@ -114,6 +117,13 @@ def _state_frame(game: Game, reader: Reader) -> bytes:
     return format_sse_event(data_str=data, event="state", id=str(game.version))
 
 
+def _clock_frame(game: Game) -> bytes:
+    """The clock after a commit (each seat's bank, away, the deadline of the seat on turn):
+    public, without an id (a client resumes by its events)."""
+    data = msgspec.json.encode(clock_view(game)).decode()
+    return format_sse_event(data_str=data, event="clock")
+
+
 async def frames(
     js: JetStreamContext, start: FeedStart, reader: Reader, keep_alive_s: float
 ) -> AsyncIterator[bytes]:
@@ -136,7 +146,8 @@ async def frames(
                 except nats.errors.TimeoutError:
                     yield KEEP_ALIVE
                     continue
-                for version, event in versioned(read_commit(message.data)):
+                commit = read_commit(message.data)
+                for version, event in versioned(commit):
                     if version > seen:
                         data = event_json(event, reader).decode()
                         yield format_sse_event(
@@ -145,5 +156,9 @@ async def frames(
                         seen = version
                         if start.revokes(event):
                             return
+                if game.timing is not None and commit.events and commit.version > game.version:
+                    at = commit_seconds(commit.time)
+                    game = apply_commit(game, commit.events, at, evolve) or game
+                    yield _clock_frame(game)
     except nats.errors.Error as error:
         log.warning("event stream ends: nats", game_id=game.game_id, error=type(error).__name__)

@@ -149,6 +149,28 @@ class CreateGame(_Strict):
         description="Never settable: a game joins a league only through the league's rounds "
         "(422 `invalid_rules`).",
     )
+    clock: ClockSettings | None = Field(
+        default=None,
+        description="The game's clock; absent: none (a seat may take as long as it likes).",
+        examples=[{"turn_s": 20, "bank_s": 60, "on_timeout": "auto", "away_after": 2}],
+    )
+
+
+class ClockSettings(_Strict):
+    """A game's clock (API.md, Clocks): ``turn_s`` per turn plus a ``bank_s`` reserve per seat;
+    at the deadline ``auto`` acts for the seat, ``forfeit`` ends the game with its unit losing;
+    after ``away_after`` timeouts in a row (0: never) the seat is acted for at once."""
+
+    turn_s: float = Field(gt=0, le=86_400, description="Seconds each turn gives.", examples=[20])
+    bank_s: float = Field(
+        default=0, ge=0, le=86_400, description="Seconds per seat that time past turn_s uses."
+    )
+    on_timeout: Literal["auto", "forfeit"] = Field(
+        default="auto", description="`auto`: the service acts; `forfeit`: the seat's unit loses."
+    )
+    away_after: int = Field(
+        default=0, ge=0, le=1000, description="Timeouts in a row that make a seat away; 0: never."
+    )
 
 
 class TakeSeat(_Strict):
@@ -210,7 +232,13 @@ class LookAction(_Action):
     type: Literal["look"]
 
 
-Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | LookAction
+class BackAction(_Action):
+    """An away seat's player is back: the service stops acting for it at once."""
+
+    type: Literal["back"]
+
+
+Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | LookAction | BackAction
 """The body of ``POST .../actions``, told apart by ``type``."""
 
 
@@ -230,6 +258,25 @@ class SeatInfo(BaseModel):
 class TrickCard(BaseModel):
     seat: int
     card: Card
+
+
+class SeatClock(BaseModel):
+    seat: int
+    bank_s: float = Field(description="What is left of the seat's bank.")
+    away: bool = Field(description="Acted for at once on each turn until its token acts.")
+    timeouts: int = Field(description="Its timeouts in a row.")
+    deadline: str | None = Field(description="When its clock runs out (RFC 3339), on turn.")
+
+
+class ClockState(BaseModel):
+    turn_s: float
+    bank_s: float
+    on_timeout: Literal["auto", "forfeit"]
+    away_after: int
+    seats: list[SeatClock]
+    deadline: str | None = Field(
+        description="When the seat on turn runs out of time (RFC 3339); null when none is."
+    )
 
 
 class PublicState(BaseModel):
@@ -255,6 +302,9 @@ class PublicState(BaseModel):
     deal_commitment: str | None
     passes_due: list[int]
     discards: list[Card]
+    clock: ClockState | None = Field(
+        default=None, description="The game's clock, when it was created with one."
+    )
 
 
 class LegalBid(BaseModel):
@@ -290,8 +340,14 @@ class LegalLook(BaseModel):
     type: Literal["look"]
 
 
+class LegalBack(BaseModel):
+    """Listed while the seat is away."""
+
+    type: Literal["back"]
+
+
 LegalAction = Annotated[
-    LegalBid | LegalPlay | LegalPass | LegalDiscard | LegalDraw | LegalLook,
+    LegalBid | LegalPlay | LegalPass | LegalDiscard | LegalDraw | LegalLook | LegalBack,
     Field(discriminator="type"),
 ]
 
@@ -397,6 +453,12 @@ class ScoreLine(BaseModel):
     text: str = Field(description="The step in words, e.g. `bid 5, took 8: 10 x 5`.")
 
 
+class TimedOutMove(BaseModel):
+    seat: int
+    move: Literal["draw", "discard", "bid", "pass", "play"]
+    trick: int | None = Field(default=None, description="The trick of a play, from 1.")
+
+
 class HandRecord(BaseModel):
     """One finished hand, as dealt and played and scored."""
 
@@ -413,6 +475,9 @@ class HandRecord(BaseModel):
     scores: list[int]
     bags: list[int]
     reneged: list[int]
+    timed_out: list[TimedOutMove] = Field(
+        default=[], description="Moves the service made for a seat whose clock ran out."
+    )
     score_lines: list[ScoreLine] = Field(
         description="The hand's score as the rules reckon it, line by line, unit by unit."
     )
@@ -461,16 +526,6 @@ class GameList(BaseModel):
 # --------------------------------------------------------------------------- leagues
 
 
-class TableClock(_Strict):
-    """A table's clock (API.md, "Clocks"): ``turn_s`` a turn, a ``bank_s`` reserve per seat,
-    what a timeout does, and after how many timeouts in a row a seat is away (0: never)."""
-
-    turn_s: float = Field(gt=0, le=86_400, examples=[20])
-    bank_s: float = Field(default=0.0, ge=0, le=8_640_000, examples=[60])
-    on_timeout: Literal["auto", "forfeit"] = "auto"
-    away_after: int = Field(default=0, ge=0, le=100, examples=[2])
-
-
 class CreateLeague(_Strict):
     name: PlayerName = Field(
         description="As a player's name, 1 to 64 printable characters.",
@@ -495,7 +550,7 @@ class CreateLeague(_Strict):
         default=None,
         description="Of the league and every game of its rounds, as for a game.",
     )
-    clock: TableClock | None = Field(
+    clock: ClockSettings | None = Field(
         default=None, description="The clock of every table the league starts; absent: none."
     )
 

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from contracts.wire import Commit
 from domain.events import (
     AnyEvent,
+    BidPlaced,
     CardDrawn,
     CardPlayed,
     CardsDiscarded,
@@ -27,6 +28,7 @@ from domain.events import (
     GameCreated,
     HandDealt,
     HandScored,
+    TimedOut,
     TrickWon,
 )
 from domain.records import HandRecord, HandRecorder
@@ -34,8 +36,19 @@ from services.projections.model import PerGameModel
 from services.store.database import upsert
 from services.store.schema import hand_progress, hand_records
 
-RECORDED = (HandDealt, CardDrawn, CardsDiscarded, CardsPassed, CardPlayed, TrickWon, HandScored)
-"""The events a hand record is made of; the others (bids, looks, receipts) are not kept."""
+RECORDED = (
+    HandDealt,
+    CardDrawn,
+    CardsDiscarded,
+    CardsPassed,
+    CardPlayed,
+    TrickWon,
+    HandScored,
+    TimedOut,
+    BidPlaced,
+)
+"""The events a hand record is made of (a bid only to tell whether the service made it after a
+timeout); the others (looks, receipts) are not kept."""
 
 _encode_pending = msgspec.json.Encoder().encode
 _decode_pending = msgspec.json.Decoder(list[AnyEvent]).decode

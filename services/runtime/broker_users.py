@@ -135,7 +135,7 @@ BROKER_USERS: dict[str, BrokerUser] = {
         subscribe=(_inbox("projections"),),
     ),
     "timers": BrokerUser(
-        role="(to come) fires a turn's timeout as a command, from the turns in the game stream",
+        role="fires a turn's timeout as a command, from the turns in the game stream",
         publish=(COMMAND_SUBJECTS, *_consumes(GAMES_STREAM)),
         subscribe=(_inbox("timers"),),
     ),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.wire import Commit
+from contracts.wire import Commit, commit_seconds
 from domain.game import evolve
 from domain.state import Game
+from domain.timing import stamped
 from services.runtime.aggregate_cache import AggregateCache, Answered, Loaded
+from services.runtime.event_store import Stored
 from services.runtime.game_stream import GameStore
 
 __all__ = ["Answered", "GameCache", "LoadedGame"]
@@ -19,6 +21,15 @@ class LoadedGame(Loaded[Game, Commit]):
     @staticmethod
     def fold(state: Game | None, event: Any) -> Game:
         return evolve(state, event)
+
+    def apply(self, stored: Stored[Commit]) -> None:
+        """Fold the commit, then run a clocked game's clocks to the commit's time."""
+        before = self.state
+        super().apply(stored)
+        after = self.state
+        commit = stored.commit
+        if after is not None and after.timing is not None and commit.events:
+            self.state = stamped(before, commit.events, after, commit_seconds(commit.time))
 
     @property
     def game_id(self) -> str:

@@ -93,17 +93,6 @@ def find_nats_server_binary() -> Path:
     )
 
 
-def embedded_url(store_dir: Path) -> str | None:
-    """The client URL of the embedded server last started on ``store_dir`` (from its rendered
-    configuration), so that tools beside ``spades up`` find it; None if there is none."""
-    try:
-        rendered = (store_dir / CONFIG_FILENAME).read_text()
-        config = json.loads(rendered.split("\n", 1)[1])
-        return f"nats://{config['host']}:{int(config['port'])}"
-    except (OSError, IndexError, ValueError, KeyError, TypeError):
-        return None
-
-
 class EmbeddedNats:
     """A `nats-server` child process with JetStream file storage under `store_dir`.
 

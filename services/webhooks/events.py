@@ -7,8 +7,8 @@ the whole commit, each seat that has just come to act makes ``game.turn``. A lea
 round's last game ends, :mod:`services.engine.round_watch`) ``league.round_finished``; and
 ``league_finished`` (its last planned round over) ``league.finished``.
 
-``game.timed_out`` waits for the clocks of the service: :func:`timed_out` is where its event
-is mapped, and makes nothing until then.
+A seat's clock running out (``timed_out``) makes ``game.timed_out`` (:func:`timed_out`), and a
+clocked game's ``game.turn`` carries the seat's deadline (:func:`turn_deadline`).
 
 Nothing here reads a card: every payload is built from what the public view shows.
 """
@@ -24,6 +24,8 @@ from contracts.webhooks import (
     GameCreatedData,
     GameFinished,
     GameFinishedData,
+    GameTimedOut,
+    GameTimedOutData,
     GameTurn,
     GameTurnData,
     HandScored,
@@ -37,8 +39,17 @@ from contracts.webhooks import (
     RoundStartedData,
     TableResultData,
 )
-from contracts.wire import Commit, LeagueCommit
-from domain.events import AnyEvent, GameEnded, HandLooked, SeatTokenReissued
+from contracts.wire import Commit, LeagueCommit, commit_seconds
+from domain.clock import rfc3339
+from domain.events import (
+    AnyEvent,
+    GameEnded,
+    HandLooked,
+    SeatAway,
+    SeatReturned,
+    SeatTokenReissued,
+    TimedOut,
+)
 from domain.events import GameCreated as GameCreatedEvent
 from domain.events import HandScored as HandScoredEvent
 from domain.game import evolve
@@ -47,6 +58,7 @@ from domain.league import LeagueFinished as LeagueFinishedEvent
 from domain.league import evolve as evolve_league
 from domain.state import NO_SEAT, Game, Phase
 from domain.table import table_for
+from domain.timing import stamped
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +104,9 @@ def game_webhooks(before: Seen | None, commit: Commit) -> tuple[Seen | None, lis
             made.append(Made(chain, webhook))
     if state is None:
         return None, made
+    if state.timing is not None and commit.events:  # the clocks run to the commit's time
+        before_game = before.game if before is not None else None
+        state = stamped(before_game, commit.events, state, commit_seconds(commit.time))
     after = Seen(state, league)
     if commit.events:
         made += [Made(chain, turn) for turn in _turns(before, after, commit)]
@@ -109,14 +124,32 @@ def _of_event(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
 
 
 def timed_out(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
-    """``game.timed_out`` for the event that records a seat's clock running out (an action the
-    service took for it, or a forfeit): none exists yet, so nothing is made."""
-    return None
+    """``game.timed_out`` for the event that records a seat's clock running out: the service
+    acted for the seat (``auto``) or the game is forfeited (``forfeit``)."""
+    if not isinstance(event, TimedOut):
+        return None
+    game = seen.game
+    timing = game.timing
+    player = game.players[event.seat] if 0 <= event.seat < len(game.players) else None
+    data = GameTimedOutData(
+        game_id=game.game_id,
+        league=seen.league,
+        seat=event.seat,
+        player=player.name if player else None,
+        outcome=timing.clock.on_timeout if timing is not None else "auto",
+        version=game.version,
+    )
+    return GameTimedOut(timestamp=time, data=data)
 
 
 def turn_deadline(game: Game, seat: int) -> str | None:
-    """When ``seat``'s clock runs out (RFC 3339): no game has a clock yet."""
-    return None
+    """When ``seat``'s clock runs out (RFC 3339); None in a game without a clock, or when the
+    seat is not on the clock."""
+    timing = game.timing
+    if timing is None or not 0 <= seat < len(timing.seats):
+        return None
+    deadline = timing.deadline(seat)
+    return rfc3339(deadline) if deadline is not None else None
 
 
 def _players(game: Game) -> list[str | None]:
@@ -185,7 +218,7 @@ def seats_to_act(game: Game | None) -> dict[int, Phase]:
     return {hand.turn: hand.phase} if hand.turn != NO_SEAT else {}
 
 
-_STANDING_STILL = (HandLooked, SeatTokenReissued)
+_STANDING_STILL = (HandLooked, SeatTokenReissued, SeatAway, SeatReturned)
 """Events after which the seat on turn is still to make the same move."""
 
 

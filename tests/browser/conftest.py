@@ -1,7 +1,7 @@
 """Browser tests: the pages in a real headless Chromium (Debian's ``chromium``, driven by
 Playwright for Python; Playwright's own browsers are never downloaded), against one real stack.
 
-One browser for the session, a fresh context per page under test. Every context is guarded:
+One browser for the suite, a fresh context per page under test. Every context is guarded:
 each request is routed, and one to any host but the stack's is refused and recorded; every
 console error and uncaught page error is recorded; a test fails on either unless it names what
 it expects (a 409 it provoked, a connection it cut). Screenshots go to ``var/screenshots/``.
@@ -118,19 +118,20 @@ class Browse:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the browser tests after every other: Playwright's sync API marks the thread's event
-    loop as running for as long as its one browser lives (the session), and the async tests
-    cannot start their own loops under it."""
+    """Run the browser tests first, together: the longest unit of work starts first (under
+    pytest-xdist the other workers take everything else meanwhile). Playwright's sync API marks
+    the thread's event loop as running while its browser lives, so the driver and the browser
+    are this package's fixtures: torn down after its last test, before any async test runs."""
     browser = [item for item in items if _is_browser_test(item)]
     if browser:
-        items[:] = [item for item in items if not _is_browser_test(item)] + browser
+        items[:] = browser + [item for item in items if not _is_browser_test(item)]
 
 
 def _is_browser_test(item: pytest.Item) -> bool:
     return Path(__file__).parent in Path(item.path).parents
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The whole stack for the browser tests (no platform keys: the pages read as anyone)."""
     running = Stack(tmp_path_factory.mktemp("browser-stack"))
@@ -141,13 +142,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     assert not left, f"still running after SIGTERM: {left}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
+    """The driver, for this package's tests only: under pytest-xdist a worker may run other
+    suites after these, and they need the thread's event loop back."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     launched = playwright.chromium.launch(
         executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,8 +17,8 @@ from playwright.sync_api import Page, expect
 from contracts.wire import encode_commit, game_subject
 from domain.events import HandScored
 from services.runtime.broker_users import ADMIN
+from services.runtime.discovery import find_stack
 from services.runtime.nats import connect
-from services.runtime.nats_server import embedded_url
 from tests.browser.conftest import PHONE, Browse, data_of, screenshot
 from tests.browser.games import new_game, play_out
 from tests.e2e.stack import Stack
@@ -110,10 +111,10 @@ def test_the_replay_fits_a_phone(browse: Browse, stack: Stack) -> None:
 
 
 async def _append_as_operator(stack: Stack, game_id: str, messages: list[bytes]) -> int:
-    url = embedded_url(stack.data_dir / "nats")
-    assert url is not None
-    credentials = stack.data_dir / "nats" / "credentials" / f"{ADMIN}.nk"
-    connection = await connect(url, "tamperer", user=ADMIN, credentials=credentials)
+    running = find_stack(stack.data_dir)  # where `spades up` says its parts listen
+    assert running.nats_credentials is not None
+    credentials = Path(running.nats_credentials) / f"{ADMIN}.nk"
+    connection = await connect(running.nats_url, "tamperer", user=ADMIN, credentials=credentials)
     try:
         js = connection.jetstream()
         for data in messages:

@@ -101,9 +101,9 @@ class Stack:
     def api_key(self) -> str | None:
         return self.api_keys.split(",")[0] if self.api_keys else None
 
-    def start(self, *, until: str = "/readyz") -> None:
+    def start(self, *, until: str | None = "/readyz") -> None:
         """Start it and return once ``until`` answers 200: ``/readyz`` (ready), or
-        ``/healthz`` for a stack that is up but may not be ready."""
+        ``/healthz`` for a stack that is up but may not be ready; None: at once."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # Only what the test chooses: no SPADES_* setting of the machine leaks in.
         env = {key: value for key, value in os.environ.items() if not key.startswith("SPADES_")}
@@ -126,7 +126,8 @@ class Stack:
                 # group without killing pytest.
                 process_group=0,
             )
-        self._wait_until_ready(until)
+        if until is not None:
+            self._wait_until_ready(until)
 
     def _wait_until_ready(self, until: str) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

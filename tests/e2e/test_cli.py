@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import random
+import re
 
 import httpx
 import pytest
@@ -131,6 +132,9 @@ async def test_a_terminal_player_plays_a_whole_game(client: SpadesClient) -> Non
     assert "Your hand:" in text
     assert "Final scores:" in text
     assert "bot" in text
+    # who won each of the hand's 13 tricks, whoever completed it, told once
+    winners = re.findall(r"seat \d \((?:you|bot)\) wins the trick\.", text)
+    assert len(winners) == 13, text
 
 
 async def test_watching_follows_the_game_to_its_end(client: SpadesClient) -> None:

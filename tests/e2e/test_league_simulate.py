@@ -85,7 +85,6 @@ async def test_a_six_player_league_seats_teams_of_facing_partners(
     assert len(partners) == 6, "the second round changes every partnership"
 
 
-@pytest.mark.xfail(strict=True, reason="needs the clocks branch")
 async def test_a_round_with_idle_players_still_finishes_on_its_clocks(
     stack: Stack, client: SpadesClient
 ) -> None:

@@ -371,6 +371,31 @@ async def test_operations_on_no_league_are_404(http: httpx.AsyncClient) -> None:
         assert_problem(await http.get(f"/v1/leagues/nope/exports/{what}"), 404, "league_not_found")
 
 
+async def test_a_withdrawn_players_running_seat_is_left_to_the_league_clock(
+    http: httpx.AsyncClient,
+) -> None:
+    """On a league with a clock, withdrawing a player marks their seat of the table still being
+    played away (the service acts for it at once from now on); the other seats are untouched,
+    and a retried withdrawal changes nothing more."""
+    players = [f"c{n}" for n in range(5)]  # one table of four and a bye
+    clock = {"turn_s": 600, "on_timeout": "auto"}
+    league_id = await create_league(http, players, rounds=2, clock=clock)
+    url = f"/v1/leagues/{league_id}"
+    table = ok(await http.post(f"{url}/rounds"), 201)["tables"][0]
+    leaving = table["seats"][2]
+    key = {"Idempotency-Key": "withdraw-c2"}
+    left = ok(
+        await http.post(f"{url}/withdrawals", json={"player": leaving["player"]}, headers=key), 201
+    )
+    assert left["running_game"] == table["game_id"]
+    state = ok(await http.get(f"/v1/games/{table['game_id']}"))
+    away = [seat["away"] for seat in state["clock"]["seats"]]
+    assert away == [seat == 2 for seat in range(4)]
+    version = state["version"]
+    ok(await http.post(f"{url}/withdrawals", json={"player": leaving["player"]}, headers=key), 201)
+    assert ok(await http.get(f"/v1/games/{table['game_id']}"))["version"] == version
+
+
 async def test_the_cli_exports_withdraws_and_substitutes(
     gateway: str, http: httpx.AsyncClient, house: Client, tmp_path: Path
 ) -> None:

@@ -92,14 +92,16 @@ def test_contracts_never_import_services() -> None:
 # The services' layering. A service package is what one process runs; only the CLI that runs it
 # (and its own modules) may import it. Everything several services share lives in the shared
 # packages, which never import a service.
-SERVICES = frozenset({"engine", "projections", "webhooks", "gateway", "timers", "bots", "backup"})
+SERVICES = frozenset({"engine", "projections", "webhooks", "gateway", "timers", "backup"})
 """Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
-timers) or a tool the CLI drives (bots, backup)."""
-SHARED = frozenset({"runtime", "store", "audit", "client"})
+timers) or a tool the CLI drives (backup)."""
+SHARED = frozenset({"runtime", "store", "audit", "client", "bots"})
 """Libraries several services and the CLI use: process plumbing and the event streams
-(runtime), the read-model database (store), audit by replay (audit), the HTTP client (client)."""
+(runtime), the read-model database (store), audit by replay (audit), the HTTP client (client),
+the bots' strategies (bots: the engine's stand-in for a seat whose clock ran out plays with them,
+and their runner plays games through the client)."""
 RUNNER = "cli"
-SHARED_ORDER = ("runtime", "store", "audit", "client")
+SHARED_ORDER = ("runtime", "store", "audit", "client", "bots")
 """Shared packages below in this order import only those before them (and contracts, domain)."""
 
 

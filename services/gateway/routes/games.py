@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from contracts.wire import CreateGameRequest
+from domain.clock import Clock
 from domain.game import fold
 from domain.state import Status
 from services.gateway.commands import create, default_visibility
@@ -56,6 +57,7 @@ async def create_game(
         platform=platform,
         visibility=body.visibility or default_visibility(services),
         seating=body.seating,
+        clock=Clock(**body.clock.model_dump()) if body.clock is not None else None,
     )
 
     async def send(game_id: str, command_id: str) -> list[Any]:

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from contracts.wire import (
     CreateGameRequest,
     CreateLeagueRequest,
+    MarkAwayRequest,
     ReissueTokenRequest,
     ScheduleRoundRequest,
     SubstitutePlayerRequest,
@@ -335,7 +336,7 @@ async def withdraw(
         if game is None or game.status == "finished":
             running = None  # their table is over: nothing left to play out
         else:
-            await play_out_withdrawn_seat(services, table.game_id, seat)
+            await play_out_withdrawn_seat(services, table.game_id, seat, command_id)
     log.info("player withdrawn", after_round=left.after_round)
     return {
         "league_id": league_id,
@@ -345,15 +346,22 @@ async def withdraw(
     }
 
 
-async def play_out_withdrawn_seat(services: Services, game_id: str, seat: int) -> None:
-    """Have the clock play out a withdrawn player's seat of a game still being played.
-
-    This is where the clocks' ``MarkAway(seat)`` game command goes (the clocks branch adds it):
-    ``await services.commands.send(game_id, MarkAwayRequest(seat=seat), f"league-away-{seat}")``
-    so the seat is auto-played at once on every turn. Until then a withdrawn player's running
-    table waits for its seat (or for a substitute, ``POST .../substitutions``).
-    """
-    log.info("withdrawn seat left to its clock", game_id=game_id, seat=seat)
+async def play_out_withdrawn_seat(
+    services: Services, game_id: str, seat: int, command_id: str
+) -> None:
+    """Have the clock play out a withdrawn player's seat of a game still being played: the seat
+    is marked away, so the service acts for it at once on every turn. The command id follows
+    the withdrawal's, so a retried withdrawal marks the seat once. A table without a clock
+    refuses (`wrong_phase`) and waits for its seat, or for a substitute (``POST
+    .../substitutions``); that refusal does not undo the withdrawal."""
+    try:
+        await services.commands.send(game_id, MarkAwayRequest(seat=seat), f"{command_id}-away")
+    except ProblemError as refused:
+        if refused.code not in {"wrong_phase", "game_over"}:
+            raise
+        log.info("withdrawn seat left to its table", game_id=game_id, seat=seat, why=refused.code)
+        return
+    log.info("withdrawn seat played out by its clock", game_id=game_id, seat=seat)
 
 
 @router.post(

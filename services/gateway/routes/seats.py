@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import structlog
 from fastapi import APIRouter, Body, Path
 
-from contracts.wire import ReissueTokenRequest, TakeSeatRequest
+from contracts.wire import MarkAwayRequest, ReissueTokenRequest, TakeSeatRequest
 from domain.events import SeatTokenReissued
 from domain.league import table_of
 from domain.platforms import FIRST_ISSUE
@@ -26,10 +26,11 @@ from domain.rules import PLAYERS
 from domain.state import Game
 from services.gateway.commands import anonymous_seat_key, keyed_command_id
 from services.gateway.deps import Caller, GameCaller, GameReadOf, Services
-from services.gateway.models import ReissueToken, SeatTaken, TakeSeat
+from services.gateway.models import Events, ReissueToken, SeatTaken, TakeSeat
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.routes.actions import IdempotencyKey
+from services.gateway.views import event_records
 from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
@@ -126,6 +127,37 @@ async def reissue_token(
         "token": issued.token,
         "expires_at": issued.expires_at,
     }
+
+
+@router.post(
+    "/{seat}/away",
+    response_model=Events,
+    responses=problems(401, 403, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def mark_away(
+    read: GameReadOf,
+    asking: GameCaller,
+    seat: Annotated[int, Path(ge=0, le=9, description="The seat, 0 for the first.")],
+    services: Services,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
+    """Say the seat's player is gone, for the game's platform only (a withdrawal): in a game
+    with a clock the seat is `away` from now on, played for by the service at once on each of
+    its turns until its token acts again (`{"type": "back"}`, or any action). A game without a
+    clock refuses it (409 `wrong_phase`); a seat away already changes nothing."""
+    game = read.game
+    if not asking.owns(game.platform):
+        raise ProblemError("forbidden", "only the game's platform says a seat is away")
+    command_id = keyed_command_id(
+        services.secret, idempotency_key, "away", game.game_id, seat, asking.platform
+    )
+    structlog.contextvars.bind_contextvars(command_id=command_id, seat=seat)
+    with services.in_flight.hold(command_id):
+        reply = await services.commands.send(game.game_id, MarkAwayRequest(seat=seat), command_id)
+    log.info("seat marked away", changed=bool(reply.events))
+    events = ((record.version, record.event) for record in reply.events)
+    return {"version": reply.version, "events": event_records(events, None)}
 
 
 def _may_sit(asking: Caller, game: Game) -> None:

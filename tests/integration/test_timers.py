@@ -1,0 +1,397 @@
+"""Clocks against a real nats-server: the engine and timer workers as their own processes.
+
+Nobody at these tables acts (unless a test says so): the timer workers fire every timeout,
+the engine acts for the seats (``auto``) or ends the game (``forfeit``). Every game is then
+audited from its stored commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from nats.aio.client import Client
+from nats.js import api
+
+from contracts.wire import (
+    ActRequest,
+    CommandRequest,
+    Commit,
+    CreateGameRequest,
+    TakeSeatRequest,
+    TimeOutRequest,
+    commit_seconds,
+    game_subject,
+    read_commit,
+    reply_decoder,
+)
+from domain.clock import Clock
+from domain.commands import to_api
+from domain.events import (
+    BidPlaced,
+    CardPlayed,
+    CardsPassed,
+    GameEnded,
+    HandLooked,
+    SeatAway,
+    SeatReturned,
+    TimedOut,
+)
+from domain.game import evolve
+from domain.state import Game
+from domain.timing import apply_commit, deadlines, on_clock
+from services.audit.replay import audit_game
+from services.bots.stand_in import stand_in_actions
+from services.engine.engine import Engine
+from services.runtime.engine_client import EngineClient
+from services.runtime.game_stream import GameStream, StoredCommit
+from tests.integration.support import EngineProcess, ServiceProcess, history, ready_client
+
+pytestmark = pytest.mark.integration
+
+RULES = {"preset": "partnership", "max_hands": 1}
+MOVES = (BidPlaced, CardPlayed, CardsPassed)
+
+
+class TimersProcess(ServiceProcess):
+    """``spades serve timers``."""
+
+    service = "timers"
+
+
+@pytest.fixture
+def timers(nats_url: str, tmp_path: Path, engine: EngineProcess) -> Iterator[TimersProcess]:
+    process = TimersProcess(nats_url, tmp_path, "timers-a")
+    process.start()
+    process.wait_ready("timers ready")
+    yield process
+    process.stop()
+
+
+class Watch:
+    """A game's commits as they are appended, folded with their times as the engine does."""
+
+    def __init__(self, connection: Client, game_id: str) -> None:
+        self.connection = connection
+        self.game_id = game_id
+        self.state: Game | None = None
+        self.commits: list[Commit] = []
+        self.changed = asyncio.Event()
+
+    async def __aenter__(self) -> Watch:
+        js = self.connection.jetstream()
+        self.subscription = await js.subscribe(
+            game_subject(self.game_id),
+            ordered_consumer=True,
+            deliver_policy=api.DeliverPolicy.ALL,
+            cb=self._take,
+        )
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.subscription.unsubscribe()
+
+    async def _take(self, msg: Any) -> None:
+        commit = read_commit(msg.data)
+        self.commits.append(commit)
+        if commit.events:
+            self.state = apply_commit(
+                self.state, commit.events, commit_seconds(commit.time), evolve
+            )
+        self.changed.set()
+
+    async def until(self, test: Any, timeout_s: float = 60.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not test(self):
+                self.changed.clear()
+                await self.changed.wait()
+
+    @property
+    def ended(self) -> bool:
+        return self.state is not None and self.state.status == "finished"
+
+
+async def open_table(client: EngineClient, game_id: str, clock: Clock) -> None:
+    created = await client.send(game_id, CreateGameRequest(rules=RULES, dealer=3, clock=clock))
+    assert created.ok, created
+    for seat in range(4):
+        taken = await client.send(game_id, TakeSeatRequest(player=f"p{seat}", seat=seat))
+        assert taken.ok, taken
+
+
+def moves_and_timeouts(commits: list[StoredCommit]) -> tuple[int, int]:
+    events = [event for stored in commits for event in stored.commit.events]
+    moves = sum(isinstance(event, MOVES) for event in events)
+    return moves, sum(isinstance(event, TimedOut) for event in events)
+
+
+def assert_every_move_timed_out_once(commits: list[StoredCommit]) -> None:
+    """Each move was the service's, made once: one TimedOut per move, each commit of a
+    timeout holding one move, the record replaying clean."""
+    moves, timeouts = moves_and_timeouts(commits)
+    assert moves == timeouts == 4 + 52
+    for stored in commits:
+        events = stored.commit.events
+        if events and isinstance(events[0], TimedOut):
+            assert sum(isinstance(event, MOVES) for event in events) == 1
+    report = audit_game(commits, reveal_open_hand=True)
+    assert report.ok, report.problems
+    assert all(hand.replayed for hand in report.hands)
+
+
+async def test_a_table_nobody_touches_is_played_out_by_the_service(
+    timers: TimersProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    async with Watch(connection, "idle-auto") as watch:
+        await open_table(client, "idle-auto", Clock(turn_s=0.05, on_timeout="auto"))
+        await watch.until(lambda w: w.ended)
+    commits = await history(connection, "idle-auto")
+    assert_every_move_timed_out_once(commits)
+    # Every timeout came at or after its seat's deadline, never before.
+    state: Game | None = None
+    for stored in commits:
+        commit = stored.commit
+        at = commit_seconds(commit.time)
+        if commit.events and isinstance(commit.events[0], TimedOut) and state is not None:
+            assert state.timing is not None
+            deadline = state.timing.deadline(commit.events[0].seat)
+            assert deadline is not None
+            assert at >= deadline - 0.001
+        if commit.events:
+            state = apply_commit(state, commit.events, at, evolve)
+
+
+async def test_forfeit_ends_the_game_at_the_first_deadline_with_the_other_unit_winning(
+    timers: TimersProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    async with Watch(connection, "idle-forfeit") as watch:
+        await open_table(client, "idle-forfeit", Clock(turn_s=0.2, on_timeout="forfeit"))
+        await watch.until(lambda w: w.ended)
+    commits = await history(connection, "idle-forfeit")
+    last = commits[-1].commit
+    assert last.events == [TimedOut(0), GameEnded((1,), (0, 0), forfeited=0)]
+    seated = commits[-2].commit
+    late = commit_seconds(last.time) - commit_seconds(seated.time)
+    assert 0.2 - 0.001 <= late < 2.0
+    assert audit_game(commits, reveal_open_hand=True).ok
+
+
+async def test_a_seat_that_comes_back_after_being_away_acts_for_itself(
+    timers: TimersProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    game = "away-back"
+    clock = Clock(turn_s=0.3, on_timeout="auto", away_after=1)
+    async with Watch(connection, game) as watch:
+        await open_table(client, game, clock)
+
+        def away(w: Watch) -> bool:
+            timing = w.state.timing if w.state is not None else None
+            return timing is not None and timing.seats[0].away
+
+        await watch.until(away)
+        assert any(
+            event == SeatAway(0, "timeouts") for commit in watch.commits for event in commit.events
+        )
+        back = await client.send(game, ActRequest(seat=0, action={"type": "back"}))
+        assert back.ok, back
+        assert [record.event for record in back.events] == [SeatReturned(0)]
+
+        def seat_0_on_turn(w: Watch) -> bool:
+            return w.state is not None and 0 in on_clock(w.state)
+
+        await watch.until(seat_0_on_turn)
+        state = watch.state
+        assert state is not None
+        sent = [
+            await client.send(
+                game, ActRequest(seat=0, action=to_api(action), expected_version=None)
+            )
+            for action in stand_in_actions(state, 0)
+        ]
+        assert all(reply.ok for reply in sent), sent
+        own = [record.event for reply in sent for record in reply.events]
+        assert not any(isinstance(event, TimedOut) for event in own)
+        assert watch.state is not None
+        await watch.until(lambda w: w.ended)
+    commits = await history(connection, game)
+    report = audit_game(commits, reveal_open_hand=True)
+    assert report.ok, report.problems
+    moves, timeouts = moves_and_timeouts(commits)
+    assert timeouts == moves - 1  # all but seat 0's own move
+
+
+@contextlib.asynccontextmanager
+async def watching(connection: Client, games: list[str]) -> AsyncIterator[list[Watch]]:
+    async with contextlib.AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(Watch(connection, game)) for game in games]
+
+
+async def test_a_timer_killed_while_games_are_overdue_fires_each_timeout_once_after_restart(
+    nats_url: str, tmp_path: Path, engine: EngineProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    first = TimersProcess(nats_url, tmp_path, "timers-killed")
+    first.start()
+    first.wait_ready("timers ready")
+    games = [f"killed-{n}" for n in range(4)]
+    clock = Clock(turn_s=0.1, on_timeout="auto")
+    try:
+        async with watching(connection, games) as watches:
+            for game in games:
+                await open_table(client, game, clock)
+            for watch in watches:  # the worker is firing: a few moves made in every game
+                await watch.until(lambda w: sum(bool(c.events) for c in w.commits) > 8)
+            first.kill()
+            # Let every game go overdue while no timer runs (the clocks are in the stream); a
+            # timeout the killed worker sent just before it died may still land meanwhile.
+            await asyncio.sleep(0.5)
+            assert all(not watch.ended for watch in watches)
+            stalled = [len(watch.commits) for watch in watches]
+            restarted_at = time.time()
+            for watch in watches:
+                assert watch.state is not None
+                due = deadlines(watch.state)
+                assert due
+                assert max(due.values()) < restarted_at  # overdue
+            second = TimersProcess(nats_url, tmp_path, "timers-restarted")
+            second.start()
+            try:
+                second.wait_ready("timers ready")
+                for watch, before in zip(watches, stalled, strict=True):
+                    await watch.until(lambda w, n=before: len(w.commits) > n)
+                    fired = watch.commits[before]
+                    assert commit_seconds(fired.time) >= restarted_at - 0.001
+                    assert isinstance(fired.events[0], TimedOut)  # fired after the restart
+                for watch in watches:
+                    await watch.until(lambda w: w.ended, timeout_s=120)
+            finally:
+                second.stop()
+    finally:
+        first.stop()
+    for game in games:
+        assert_every_move_timed_out_once(await history(connection, game))
+
+
+async def test_two_timer_workers_at_once_make_one_action_per_timeout(
+    nats_url: str, tmp_path: Path, timers: TimersProcess, connection: Client
+) -> None:
+    other = TimersProcess(nats_url, tmp_path, "timers-b")
+    other.start()
+    try:
+        other.wait_ready("timers ready")
+        client = await ready_client(connection)
+        games = [f"twin-{n}" for n in range(3)]
+        async with watching(connection, games) as watches:
+            for game in games:
+                await open_table(client, game, Clock(turn_s=0.05, on_timeout="auto"))
+            for watch in watches:
+                await watch.until(lambda w: w.ended, timeout_s=120)
+    finally:
+        other.stop()
+    for game in games:
+        commits = await history(connection, game)
+        assert_every_move_timed_out_once(commits)
+        assert all(stored.commit.refusal is None for stored in commits)
+
+
+async def test_a_worker_sleeps_until_the_earliest_deadline_of_all_it_holds(
+    nats_url: str, engine: EngineProcess, connection: Client
+) -> None:
+    """Many far clocks and one near: the worker holds them all, fires only the near one when
+    it is due, and sends nothing for the others (it looks at no game to find what is due)."""
+    from services.runtime.nats import connect as connect_as
+    from services.timers.worker import Timers, stats
+    from tests.integration.support import credentials_of
+
+    client = await ready_client(connection)
+    far = [f"far-{n}" for n in range(20)]
+    for game in far:
+        await open_table(client, game, Clock(turn_s=3600, on_timeout="auto"))
+    timers_connection = await connect_as(
+        nats_url, "pytest-timers", user="timers", credentials=credentials_of("timers")
+    )
+    timers = Timers(timers_connection)
+    try:
+        await timers.start()
+        firing = asyncio.create_task(timers.fire_due())
+        await asyncio.wait_for(timers.caught_up.wait(), 30)
+        assert timers.clocks == len(far)
+        async with Watch(connection, "near") as watch:
+            await open_table(client, "near", Clock(turn_s=0.2, on_timeout="forfeit"))
+            await watch.until(lambda w: w.ended)
+        async with asyncio.timeout(10):
+            await timers.until(lambda t: t.observed >= 1 and t.fired + t.lost >= 1)
+        figures = stats(timers)
+        assert figures["fired"] == 1
+        assert figures["lost"] == 0
+        assert timers.clocks == len(far)  # the finished game is forgotten
+        assert figures["sent_late_p50_ms"] is not None
+        assert figures["sent_late_p50_ms"] < 1000
+        firing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await firing
+    finally:
+        await timers.stop()
+        await timers_connection.close()
+    for game in far:  # nothing was sent for them
+        commits = await history(connection, game)
+        assert not any(stored.commit.events and isinstance(stored.commit.events[0], TimedOut)
+                       for stored in commits)  # fmt: skip
+
+
+async def test_an_engine_whose_copy_is_behind_reads_on_and_takes_the_timeout(
+    engine: EngineProcess, connection: Client
+) -> None:
+    """A timeout often reaches an engine whose copy of the game is behind (another engine
+    appended the last commits): it reads them and takes the timeout, never refusing it as
+    stale, for the timer would not send it again and the table would stall."""
+    client = await ready_client(connection)
+    game = "behind"
+    await open_table(client, game, Clock(turn_s=0.05, on_timeout="auto"))
+    behind = Engine(GameStream(connection.jetstream()))  # no follower: it reads only on demand
+    held = await behind.games.get(game)
+    seated = held.version
+    async with Watch(connection, game) as watch:  # the process engine moves the game on
+        bid = await client.send(game, ActRequest(seat=0, action={"type": "bid", "bid": 3}))
+        assert bid.ok, bid
+        await watch.until(lambda w: w.state is not None and w.state.version > seated)
+        current = watch.state
+    assert current is not None
+    assert held.version == seated  # this engine has not seen the bid
+    await asyncio.sleep(0.06)  # seat 1's clock runs out
+    request = CommandRequest(
+        command_id="timeout-behind",
+        game_id=game,
+        body=TimeOutRequest(seat=1, expected_version=current.version),
+    )
+    reply = reply_decoder.decode(await behind.handle(msgspec.json.encode(request)))
+    assert reply.ok, reply
+    assert isinstance(reply.events[0].event, TimedOut)
+    # The timer is answered as the public sees the table: the look the service made for the
+    # seat shows no card.
+    looked = [r.event for r in reply.events if isinstance(r.event, HandLooked)]
+    assert looked
+    assert all(event.cards is None for event in looked)
+
+
+async def test_two_engines_and_a_timer_play_tables_out(
+    timers: TimersProcess, second_engine: EngineProcess, connection: Client
+) -> None:
+    client = await ready_client(connection)
+    games = [f"two-engines-{n}" for n in range(2)]
+    async with watching(connection, games) as watches:
+        for game in games:
+            await open_table(client, game, Clock(turn_s=0.03, on_timeout="auto"))
+        for watch in watches:
+            await watch.until(lambda w: w.ended, timeout_s=120)
+    for game in games:
+        assert_every_move_timed_out_once(await history(connection, game))
