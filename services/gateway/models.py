@@ -168,8 +168,8 @@ class ClockSettings(_Strict):
     on_timeout: Literal["auto", "forfeit"] = Field(
         default="auto", description="`auto`: the service acts; `forfeit`: the seat's unit loses."
     )
-    away_after: int = Field(
-        default=0, ge=0, le=1000, description="Timeouts in a row that make a seat away; 0: never."
+    away_after: Annotated[int, Field(ge=0, le=1000), BeforeValidator(_whole)] = Field(
+        default=0, description="Timeouts in a row that make a seat away; 0: never."
     )
 
 

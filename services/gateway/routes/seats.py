@@ -138,7 +138,14 @@ async def reissue_token(
 async def mark_away(
     read: GameReadOf,
     asking: GameCaller,
-    seat: Annotated[int, Path(ge=0, le=9, description="The seat, 0 for the first.")],
+    seat: Annotated[
+        int,
+        Path(
+            ge=0,
+            le=max(PLAYERS) - 1,
+            description="The seat, 0 for the first; one the table does not have is 404.",
+        ),
+    ],
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
@@ -149,6 +156,8 @@ async def mark_away(
     game = read.game
     if not asking.owns(game.platform):
         raise ProblemError("forbidden", "only the game's platform says a seat is away")
+    if seat >= game.rules.players:
+        raise ProblemError("not_found", f"the table has no seat {seat}")
     command_id = keyed_command_id(
         services.secret, idempotency_key, "away", game.game_id, seat, asking.platform
     )
