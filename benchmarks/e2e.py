@@ -192,6 +192,16 @@ async def play(
 def spades_up(settings: dict[str, str] | None = None) -> Iterator[str]:
     """``spades up`` on a free port with its data in a temporary directory (and these
     ``SPADES_*`` ``settings``); its URL."""
+    with spades_up_process(settings) as (url, _process, _data_dir):
+        yield url
+
+
+@contextlib.contextmanager
+def spades_up_process(
+    settings: dict[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """As :func:`spades_up`, with the ``spades up`` process (whose children are the stack) and
+    its data directory."""
     with tempfile.TemporaryDirectory(prefix="spades-bench-e2e-") as data_dir:
         port = free_port()
         # Only the benchmark's own settings: none of the machine's SPADES_* leaks in.
@@ -211,7 +221,7 @@ def spades_up(settings: dict[str, str] | None = None) -> Iterator[str]:
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_until_ready(url, process, log_path)
-            yield url
+            yield url, process, Path(data_dir)
         finally:
             _stop(process)
 

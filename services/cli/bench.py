@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
@@ -10,6 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.projections import bench as bench_projections
+
+if TYPE_CHECKING:
+    from benchmarks.http import SideFigures
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks: print figures and ratios to a peer.")
 console = Console(stderr=True)
@@ -244,3 +249,94 @@ def timers(
     table.add_row("peer: engine CPU per timeout", f"{figures.engine_cpu_per_timeout_us:,.0f} us")
     Console().print(table)
     typer.echo(f"ratio (timer CPU / engine CPU, per timeout): {figures.ratio:.3f}")
+
+
+@app.command("http")
+def http(
+    games: Annotated[int, typer.Option(min=1, help="Games played at once.")] = 16,
+    seconds: Annotated[float, typer.Option(min=1, help="Measured window, per side.")] = 20.0,
+    warmup: Annotated[float, typer.Option(min=0, help="Seconds before the window.")] = 3.0,
+    preset: Annotated[str, typer.Option(help="Rules preset.")] = "partnership",
+    profile: Annotated[
+        Path | None,
+        typer.Option(help="Record each process with py-spy into this directory."),
+    ] = None,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """The HTTP action path (a seat's view, then one of its legal actions) on the whole
+    `make run` stack, against a bare FastAPI app that appends each action to JetStream;
+    the same lean client drives both."""
+    from benchmarks.http import run
+
+    figures = run(games, seconds, warmup, preset, profile=profile)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"http: {games} {preset} games at once, {seconds:.0f} s per side")
+    table.add_column("measure")
+    for side in (figures.service, figures.peer):
+        table.add_column(side.name, justify="right")
+    rows: list[tuple[str, Callable[[SideFigures], str]]] = [
+        ("actions/s", lambda s: f"{s.actions_per_s:,.1f}"),
+        ("requests per action", lambda s: f"{s.requests_per_action:.2f}"),
+        ("request latency p50 / p99", lambda s: f"{s.p50_ms:.1f} / {s.p99_ms:.1f} ms"),
+        ("action latency p50 / p99", lambda s: f"{s.action_p50_ms:.1f} / {s.action_p99_ms:.1f} ms"),
+        ("errors", lambda s: str(s.errors)),
+        (
+            "projection lag p50 / p99",
+            lambda s: "-" if s.lag_p99_ms is None else f"{s.lag_p50_ms} / {s.lag_p99_ms} ms",
+        ),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *(cell(side) for side in (figures.service, figures.peer)))
+    Console().print(table)
+    cpu = Table(title="CPU in the window (cores busy; ms per action)")
+    cpu.add_column("side")
+    cpu.add_column("process")
+    cpu.add_column("cores", justify="right")
+    cpu.add_column("ms/action", justify="right")
+    for side in (figures.service, figures.peer):
+        for process in side.processes:
+            cpu.add_row(
+                side.name, process.name, f"{process.cores:.2f}", f"{process.ms_per_action:.2f}"
+            )
+    Console().print(cpu)
+    for side in (figures.service, figures.peer):
+        for name, lines in side.hot.items():
+            typer.echo(f"\n{side.name} / {name}: where the samples are")
+            for line in lines:
+                typer.echo("  " + line)
+        for sample in side.error_samples:
+            typer.echo(f"{side.name} error: {sample}")
+    typer.echo(f"load average before {figures.load_before}, after {figures.load_after}")
+    typer.echo(f"ratio (service / bare app actions/s): {figures.ratio:.2f}")
+
+
+@app.command("memory")
+def memory(
+    games: Annotated[int, typer.Option(min=1, help="Games created and read.")] = 10_000,
+    width: Annotated[int, typer.Option(min=1, help="Requests at once.")] = 32,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """The engine's and the gateway's RSS once every process of `make run` has met this many
+    games, against their own RSS holding none."""
+    from benchmarks.memory import run
+
+    figures = run(games, width)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"memory: {figures.games:,} games, caches of {figures.cache_capacity:,}")
+    table.add_column("process")
+    table.add_column("RSS ready (no game)", justify="right")
+    table.add_column(f"RSS with {figures.games:,} games", justify="right")
+    table.add_column("per cached game", justify="right")
+    for name, ready in figures.rss_ready_mb.items():
+        table.add_row(
+            name,
+            f"{ready:.1f} MB",
+            f"{figures.rss_mb[name]:.1f} MB",
+            f"{figures.kb_per_cached_game[name]:.1f} kB",
+        )
+    Console().print(table)
+    typer.echo(f"created and read in {figures.seconds:.0f} s; load average {figures.load}")

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.runtime.logging import configure_logging
+from services.runtime.loop import run as run_service
 from services.runtime.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -261,7 +262,7 @@ def serve(
     settings = _settings()
     if nats_url is not None:
         settings = settings.model_copy(update={"nats_url": nats_url})
-    asyncio.run(_serve(settings, model, batch_size))
+    run_service(_serve(settings, model, batch_size))
 
 
 async def _serve(settings: Settings, models: list[str] | None, batch_size: int | None) -> None:

@@ -57,7 +57,7 @@ from services.engine.handler import (
     commit_time,
     fresh_seed,
 )
-from services.runtime.game_cache import GameCache, LoadedGame
+from services.runtime.game_cache import CAPACITY, GameCache, LoadedGame
 from services.runtime.game_stream import GameStore
 from services.runtime.logging import get_logger
 
@@ -98,7 +98,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         *,
         clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = fresh_seed,
-        cache_capacity: int = 2000,
+        cache_capacity: int = CAPACITY,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)
         super().__init__(stream, self.games)

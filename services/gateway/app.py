@@ -7,11 +7,15 @@ the services every route shares (:class:`services.gateway.deps.Gateway`), and cl
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import nats.errors
+import nats.js.errors
 from fastapi import FastAPI
+from nats.js import JetStreamContext
 
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatTokens
@@ -37,6 +41,7 @@ from services.gateway.routes import (
 from services.gateway.routes.pages import install_pages
 from services.gateway.telemetry import Metrics, RequestTelemetry
 from services.runtime.engine_client import EngineClient
+from services.runtime.follower import Follower
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GameStream
 from services.runtime.league_cache import LeagueCache
@@ -86,6 +91,10 @@ def _lifespan(
         js = connection.jetstream(timeout=settings.command_timeout_s)
         stream = GameStream(js)
         games = GameCache(stream)
+        # The games it holds take each commit as it is appended: a read then finds its game
+        # current, and the stream answers its one question (anything after?) with "no".
+        follower = Follower(stream, games)
+        following = asyncio.create_task(_follow(follower, js))
         store = open_store(settings.read_model_database_url)
         await migrate(store)  # the projection workers may not have started yet
         in_flight = InFlight()
@@ -116,6 +125,10 @@ def _lifespan(
         try:
             yield
         finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+            await follower.stop()
             try:
                 await connection.close()
             except (OSError, nats.errors.Error) as error:  # NATS already gone: nothing to flush
@@ -123,6 +136,23 @@ def _lifespan(
             await store.close()
 
     return lifespan
+
+
+FOLLOW_RETRY_S = 1.0
+"""How soon the gateway tries again to follow the game stream (not there yet, NATS away)."""
+
+
+async def _follow(follower: Follower, js: JetStreamContext) -> None:
+    """Follow the game stream once it can be followed (the engine creates it). Following only
+    spares reads a request: until it starts, and if it never does, they read the stream."""
+    while True:
+        try:
+            await follower.start(js)
+        except (nats.errors.Error, nats.js.errors.Error, TimeoutError) as error:
+            log.debug("not following the game stream yet", error=repr(error))
+            await asyncio.sleep(FOLLOW_RETRY_S)
+        else:
+            return
 
 
 def create_app(

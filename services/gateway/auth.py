@@ -32,6 +32,8 @@ _VERSION = "st2"
 _NONCE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _SEAT = re.compile(r"^[0-9]$")
 _NUMBER = re.compile(r"^[1-9][0-9]{0,11}$")
+VERIFIED_KEPT = 20_000
+"""Verified tokens kept in memory (a few MB): about four per active game."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ class SeatTokens:
         self._key = signing_key
         self._ttl_s = ttl_s
         self._clock = clock
+        self._read: dict[str, SeatGrant] = {}
+        """Tokens already verified, and what they name (a token names the same forever)."""
 
     def now(self) -> float:
         return self._clock()
@@ -85,7 +89,20 @@ class SeatTokens:
 
     def read(self, token: str) -> SeatGrant | None:
         """What a token this service signed names, or None for anything else (expired and
-        revoked tokens included: the caller checks those)."""
+        revoked tokens included: the caller checks those). A token's grant is kept once it is
+        verified (the last :data:`VERIFIED_KEPT` of them): a seat presents the same token on
+        every request, and the rate limit and the route both read it."""
+        grant = self._read.get(token)
+        if grant is not None:
+            return grant
+        grant = self._verify(token)
+        if grant is not None:
+            if len(self._read) >= VERIFIED_KEPT:
+                del self._read[next(iter(self._read))]  # the oldest first
+            self._read[token] = grant
+        return grant
+
+    def _verify(self, token: str) -> SeatGrant | None:
         body, _, mac = token.rpartition(".")
         parts = body.split(".")
         if len(parts) != 6 or parts[0] != _VERSION:

@@ -74,7 +74,9 @@ class Caps:
     round_tables: int
 
 
-def gateway(request: Request) -> Gateway:
+async def gateway(request: Request) -> Gateway:
+    """The services (async: FastAPI runs a plain ``def`` dependency in a thread, a hop every
+    request paid for an attribute read)."""
     held: Gateway = request.app.state.gateway
     return held
 

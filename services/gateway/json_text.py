@@ -10,6 +10,7 @@ anything reaches NATS. Bytes that are not UTF-8 never get this far: the parser r
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,14 +38,14 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+"""``\\ud800`` to ``\\udfff``, in either case."""
+
+
 def _escapes_surrogate(body: bytes) -> bool:
-    """Whether the body could hold a surrogate escape at all (a cheap look before parsing)."""
-    lowered = body.lower()
-    return (
-        b"\\ud8" in lowered
-        or b"\\ud9" in lowered
-        or any(f"\\ud{digit}".encode() in lowered for digit in "abcdef")
-    )
+    """Whether the body could hold a surrogate escape at all (a cheap look before parsing:
+    one scan of the bytes, on every body the gateway reads)."""
+    return _SURROGATE_ESCAPE.search(body) is not None
 
 
 class JsonText:

@@ -130,6 +130,16 @@ class PullFeed:
         messages, self._arrived = self._arrived[:batch], self._arrived[batch:]
         return messages
 
+    async def fetch_now(self, batch: int) -> list[Msg]:
+        """Up to ``batch`` messages the stream has now, without waiting for any (none: [])."""
+        if len(self._arrived) < batch:
+            wanted = batch - len(self._arrived)
+            await self._pull({"batch": wanted, "no_wait": True}, wanted, NO_WAIT_S)
+        if self._conflict is not None:
+            raise ConsumerGone(self._conflict)
+        messages, self._arrived = self._arrived[:batch], self._arrived[batch:]
+        return messages
+
     async def _pull(self, request: dict[str, object], wanted: int, wait_s: float) -> None:
         self._wanted = wanted
         self._over.clear()

@@ -195,6 +195,8 @@ class JetStreamEventStore(Generic[C]):
         """The commits of ``key`` with a stream sequence above ``after``, in order; with
         ``limit``, the first ``limit`` of them; with ``until`` (the sequence of one of its
         commits), none past it, and no question to the server of where the history ends."""
+        if until is None and limit is None:
+            return await self._read_to_end(key, after)
         last = until if until is not None else await self.last_sequence(key)
         if last <= after:
             return []
@@ -211,6 +213,29 @@ class JetStreamEventStore(Generic[C]):
                 return commits
             cursor = stored.sequence + 1
         commits.extend(await self._consume(key, cursor, last, wanted - len(commits)))
+        return commits
+
+    async def _read_to_end(self, key: str, after: int) -> list[Stored[C]]:
+        """Every commit of ``key`` above ``after``. The next one is asked for directly, until
+        the server has none: a history already read through costs one short "no message"
+        answer, where asking first where it ends cost a whole message (and, with a commit to
+        read, a second request)."""
+        commits: list[Stored[C]] = []
+        cursor = after + 1
+        subject = self._subject_of(key)
+        for _ in range(DIRECT_READS):
+            try:
+                message = await self._js.get_msg(
+                    self._stream, seq=cursor, subject=subject, next=True
+                )
+            except nats.js.errors.NotFoundError:
+                return commits
+            stored = self.stored(int(message.seq or 0), message.data or b"")
+            commits.append(stored)
+            cursor = stored.sequence + 1
+        last = await self.last_sequence(key)  # a long history: a consumer reads the rest
+        if last >= cursor:
+            commits.extend(await self._consume(key, cursor, last, last))
         return commits
 
     async def _consume(self, key: str, start: int, last: int, wanted: int) -> list[Stored[C]]:

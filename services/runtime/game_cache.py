@@ -12,7 +12,12 @@ from services.runtime.aggregate_cache import AggregateCache, Answered, Loaded
 from services.runtime.event_store import Stored
 from services.runtime.game_stream import GameStore
 
-__all__ = ["Answered", "GameCache", "LoadedGame"]
+__all__ = ["CAPACITY", "Answered", "GameCache", "LoadedGame"]
+
+CAPACITY = 2000
+"""Games a process holds in memory at most (the engine and the gateway each): the least
+recently used goes first, and comes back by replaying its stream when it is asked for again.
+What it bounds is measured by ``spades bench memory``."""
 
 
 class LoadedGame(Loaded[Game, Commit]):
@@ -39,5 +44,5 @@ class LoadedGame(Loaded[Game, Commit]):
 class GameCache(AggregateCache[LoadedGame]):
     """Games in memory; a cold game is rebuilt by replaying its subject."""
 
-    def __init__(self, stream: GameStore, capacity: int = 2000) -> None:
+    def __init__(self, stream: GameStore, capacity: int = CAPACITY) -> None:
         super().__init__(stream, LoadedGame, capacity)

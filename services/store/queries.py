@@ -9,6 +9,7 @@ write passes the version its command returned, and the gateway waits with
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -118,8 +119,17 @@ async def player_stats(engine: AsyncEngine, name: str) -> dict[str, Any] | None:
 async def model_version(engine: AsyncEngine, game_id: str, model: str | None = None) -> int:
     """The game version that ``model`` has applied (with None: that every model has applied,
     the least of them); 0 when the game is not there yet."""
+    async with engine.connect() as conn:
+        versions = (await conn.execute(_version_query(model), {"game_id": game_id})).one()
+    return min(int(version) for version in versions)
+
+
+@functools.cache
+def _version_query(model: str | None) -> sa.Select[Any]:
+    """:func:`model_version`'s query, built once per model (``?min_version=`` polls it)."""
     columns = GAME_VERSIONS if model is None else {model: GAME_VERSIONS[model]}
-    query = sa.select(
+    game_id = sa.bindparam("game_id", type_=sa.String)
+    return sa.select(
         *(
             sa.func.coalesce(
                 sa.select(column).where(column.table.c.game_id == game_id).scalar_subquery(), 0
@@ -127,9 +137,6 @@ async def model_version(engine: AsyncEngine, game_id: str, model: str | None = N
             for column in columns.values()
         )
     )
-    async with engine.connect() as conn:
-        versions = (await conn.execute(query)).one()
-    return min(int(version) for version in versions)
 
 
 async def wait_for_version(

@@ -56,6 +56,10 @@ log = structlog.get_logger("spades.webhooks")
 
 BATCH_SIZE = 500
 IDLE_S = 1.0
+GATHER_S = 0.02
+"""After the first messages of a batch, how long the ingest lets more arrive: one transaction
+(and one round of the deliveries it wakes) for what a busy stream appends meanwhile, rather
+than one per message. At most this much is added to a webhook's lag."""
 ACK_WAIT_S = 60.0
 RESTART_DELAYS_S = (0.2, 1.0, 5.0)
 STATES_HELD = 5000
@@ -277,7 +281,9 @@ class Ingest:
         batch_size: int = BATCH_SIZE,
         idle_s: float = IDLE_S,
         clock: Callable[[], float] = time.time,
+        gather_s: float = GATHER_S,
     ) -> None:
+        self.gather_s = gather_s
         self.source = source
         self.store = store
         self.client = client
@@ -320,6 +326,9 @@ class Ingest:
                     if self._reconnections() != reconnects:
                         return  # look at the stream again: it may be another one now
                     continue
+                if len(messages) < self.batch_size and self.gather_s > 0:
+                    await asyncio.sleep(self.gather_s)  # a batching window, not a wait for one
+                    messages += await feed.fetch_now(self.batch_size - len(messages))
                 if self._reconnections() != reconnects:
                     return
                 await self._apply(messages)

@@ -18,9 +18,17 @@ class Game:
     players: list[str]
 
 
-def new_game(http: httpx.Client, rules: dict[str, Any], players: list[str]) -> Game:
-    """A game with every seat taken (so its first hand is dealt)."""
-    created = http.post("/v1/games", json={"rules": rules}, timeout=TIMEOUT_S)
+def new_game(
+    http: httpx.Client,
+    rules: dict[str, Any],
+    players: list[str],
+    clock: dict[str, Any] | None = None,
+) -> Game:
+    """A game with every seat taken (so its first hand is dealt), on ``clock`` if given."""
+    body: dict[str, Any] = {"rules": rules}
+    if clock is not None:
+        body["clock"] = clock
+    created = http.post("/v1/games", json=body, timeout=TIMEOUT_S)
     assert created.status_code == 201, created.text
     game_id = created.json()["game_id"]
     tokens = []

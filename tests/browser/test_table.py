@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, Request, Route, expect
+from playwright.sync_api import Page, Request, expect
 
 from tests.browser.conftest import DESK, PHONE, WAIT_MS, Browse, data_of, screenshot
-from tests.browser.games import Game, act, new_game, state, view
+from tests.browser.games import Game, new_game, state, view
 from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.browser
@@ -194,40 +194,19 @@ def check_the_summary(page: Page, final: dict[str, Any]) -> None:
     expect(page.locator("#turn")).to_contain_text("Game over")
 
 
-def test_the_table_draws_a_clock_only_when_the_state_has_one(browse: Browse, stack: Stack) -> None:
-    """This server has no clocks yet: the table shows none. A state with one (API.md: each
-    seat's bank, `away`, the deadline of the seat on turn) is drawn with no change to the page;
-    here the view the page reads is given one on its way, in the shape API.md describes."""
+def test_a_game_without_a_clock_shows_none(browse: Browse, stack: Stack) -> None:
+    """No countdown, bank or away badge for a game created without a clock (a clocked one is
+    in test_clock.py)."""
     with httpx.Client(base_url=stack.base_url) as http:
         game = new_game(http, {"preset": "partnership"}, ["ann", "bob", "cy", "dee"])
         public = state(http, game.game_id)
+        assert public["clock"] is None
         watching = (public["turn"] + 2) % 4
         page = browse.page(f"/play/{game.game_id}#token={game.tokens[watching]}")
         wait_for_version(page, public["version"])
-        expect(page.locator("[data-clock]")).to_have_count(0)
-
-        deadline = "2099-01-01T00:00:00Z"
-
-        def with_a_clock(route: Route) -> None:
-            answer = route.fetch()
-            body = answer.json()
-            seats = len(body["seats"])
-            body["clock"] = {
-                "banks": [60 - 10 * seat for seat in range(seats)],
-                "away": [seat == 3 for seat in range(seats)],
-                "deadline": deadline,
-            }
-            route.fulfill(response=answer, json=body)
-
-        page.route("**/view", with_a_clock)
-        version = act(http, game, public["turn"], {"type": "bid", "bid": 3})["version"]
-        wait_for_version(page, version)
-        turn = state(http, game.game_id)["turn"]
-        expect(page.locator("[data-clock]")).to_have_count(4)
-        expect(page.locator('[data-clock="1"]')).to_contain_text("bank 50 s")
-        expect(page.locator('[data-clock="3"]')).to_contain_text("away")
-        expect(page.locator(f'[data-clock="{turn}"] [data-deadline]')).to_contain_text("s left")
-        expect(page.locator("[data-deadline]")).to_have_count(1)
+        expect(page.locator("#seats [data-seat]")).to_have_count(4)
+        expect(page.locator(".countdown, [data-bank], [data-away]")).to_have_count(0)
+        expect(page.locator("#turn-clock")).to_be_hidden()
 
 
 def test_a_watcher_sees_the_table_fill_up_and_the_first_hand_dealt(

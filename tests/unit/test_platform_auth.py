@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from services.gateway import auth
 from services.gateway.auth import PlatformKeys, SeatTokens
-from services.gateway.json_text import has_lone_surrogate
+from services.gateway.json_text import _escapes_surrogate, has_lone_surrogate
 from services.runtime.settings import bare_key_platform, parse_api_keys
 
 
@@ -57,8 +58,47 @@ def test_a_token_grants_its_seat_issue_and_expiry_and_nothing_altered() -> None:
     assert tokens.read(issued.token.replace("st2.", "st1.", 1)) is None
 
 
+def test_verified_tokens_are_kept_and_only_those_and_no_more_than_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(auth, "VERIFIED_KEPT", 3)
+    tokens = SeatTokens(b"k" * 32, ttl_s=60, clock=lambda: 1000.0)
+    issued = [tokens.issue("g1", seat, 1).token for seat in range(4)]
+    first = tokens.read(issued[0])
+    assert first is not None
+    assert tokens.read(issued[0]) is first  # kept: not verified again
+    forged = issued[0][:-2] + ("AA" if not issued[0].endswith("AA") else "BB")
+    assert tokens.read(forged) is None  # a kept token's grant is not another token's
+    assert tokens.read(forged) is None  # and a refusal is not kept as a grant
+    for token in issued[1:]:
+        assert tokens.read(token) is not None
+    assert len(tokens._read) == 3  # the bound: the oldest went first
+    assert issued[0] not in tokens._read
+    assert tokens.read(issued[0]) == first  # verified again, the same grant
+
+
 def test_a_lone_surrogate_is_found_anywhere_in_a_json_value() -> None:
     assert not has_lone_surrogate({"a": ["b", {"c": "\U0001f0a1"}], "d": 1})
     assert has_lone_surrogate({"a": ["b", {"c": "\ud800"}]})
     assert has_lone_surrogate({"\udfff": 1})
     assert has_lone_surrogate(["x", "\ude00\ud83d"])
+
+
+@pytest.mark.parametrize(
+    ("body", "escapes"),
+    [
+        (b'{"a":"\\ud800"}', True),
+        (b'{"a":"\\uD83D\\uDE00"}', True),
+        (b'{"a":"\\udfff"}', True),
+        (b'{"\\udc00":1}', True),
+        (b'{"a":"\\ud7ff"}', False),
+        (b'{"a":"\\ue000"}', False),
+        (b'{"a":"\\u0041"}', False),
+        (b'{"a":"ud800"}', False),
+        (b'{"type":"play","card":"AS","expected_version":12}', False),
+    ],
+)
+def test_the_cheap_look_finds_every_surrogate_escape_and_no_other(
+    body: bytes, escapes: bool
+) -> None:
+    assert _escapes_surrogate(body) is escapes

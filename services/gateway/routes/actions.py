@@ -13,7 +13,7 @@ from services.gateway.deps import GameCaller, GameId, Services
 from services.gateway.models import Action, Events
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
-from services.gateway.views import event_records
+from services.gateway.views import events_answer
 
 router = APIRouter(prefix="/v1/games/{game_id}/actions", tags=["actions"])
 
@@ -58,4 +58,4 @@ async def act(
     with services.in_flight.hold(command_id):
         reply = await services.commands.send(game_id, request, command_id)
     events = ((record.version, record.event) for record in reply.events)
-    return {"version": reply.version, "events": event_records(events, seat)}
+    return events_answer(reply.version, events, seat)

@@ -12,7 +12,7 @@ from services.gateway.deps import GameReadOf, Services, StreamReadOf
 from services.gateway.feed import EventStream, FeedStart, frames, resume_point
 from services.gateway.models import Events
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, event_stream_schema, problems
-from services.gateway.views import event_records, versioned
+from services.gateway.views import events_answer, versioned
 
 router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
 
@@ -44,7 +44,7 @@ async def events(
         for stored in commits:
             page.extend(pair for pair in versioned(stored.commit) if pair[0] > after)
         start = commits[-1].sequence
-    return {"version": version, "events": event_records(page[:limit], reader)}
+    return events_answer(version, page[:limit], reader)
 
 
 @router.get(

@@ -17,7 +17,7 @@ from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.routes.actions import IdempotencyKey
-from services.gateway.views import as_json, state_for
+from services.gateway.views import as_json, state_answer, state_for
 from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/games", tags=["games"])
@@ -119,10 +119,10 @@ async def list_games(
 async def public_state(read: GameReadOf) -> Any:
     """The game as anyone watching the table sees it (a private game: its platform and its
     seats)."""
-    return as_json(state_for(read.game, None))
+    return state_answer(read.game, None)
 
 
 @router.get("/{game_id}/view", response_model=SeatView, responses=problems(401, 403, 404, 429, 503))
 async def seat_view(read: SeatReadOf) -> Any:
     """The game as the token's seat sees it: its cards once looked at, and every legal action."""
-    return as_json(state_for(read.game, read.seat))
+    return state_answer(read.game, read.seat)

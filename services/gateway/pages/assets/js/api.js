@@ -25,6 +25,29 @@ async function answer(response) {
   throw new Refusal(response.status, "unavailable", `the server answered ${response.status}`);
 }
 
+const SKEW_SAMPLES = 7;
+const SKEW_IGNORED_MS = 2000;
+const skew = []; // server time minus this device's, one sample per answer, newest last
+
+/** Note the server's time from an answer's Date header (whole seconds), against the middle of
+ * the round trip on this device's clock. */
+function noteServerTime(response, sentAt) {
+  const date = Date.parse(response.headers.get("date") || "");
+  if (Number.isNaN(date)) return;
+  skew.push(date + 500 - (sentAt + Date.now()) / 2);
+  if (skew.length > SKEW_SAMPLES) skew.shift();
+}
+
+/** This device's clock is wrong by this much (ms, to add to Date.now() for the server's time):
+ * the median of the last answers, taken as none under two seconds (the header counts whole
+ * seconds). A countdown to a server deadline drawn on a device set minutes off is right. */
+export function serverOffsetMs() {
+  if (!skew.length) return 0;
+  const sorted = [...skew].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  return Math.abs(median) < SKEW_IGNORED_MS ? 0 : median;
+}
+
 const TRIES = 3;
 const MOST_RETRY_AFTER_S = 5;
 const RETRIED = [429, 503];
@@ -39,11 +62,13 @@ function retryAfterMs(response) {
 export async function get(path, token = null) {
   for (let attempt = 1; ; attempt += 1) {
     let response;
+    const sentAt = Date.now();
     try {
       response = await fetch(path, { headers: headersFor(token), cache: "no-store" });
     } catch (error) {
       throw new Refusal(0, "unreachable", "the server cannot be reached");
     }
+    noteServerTime(response, sentAt);
     if (!RETRIED.includes(response.status) || attempt === TRIES) return answer(response);
     await new Promise((resolve) => setTimeout(resolve, retryAfterMs(response)));
   }

@@ -1,10 +1,10 @@
 // The table: /play/{game_id}#token=... for a seat, /watch/{game_id} for anyone who may read it.
 // The state comes from the event stream's `state` event and, after each event, from the API
 // (the seat's view, with its `legal` actions, or the public state); nothing is decided here.
-import { act, follow, fragmentValue, get, pathId, Refusal } from "./api.js";
+import { act, follow, fragmentValue, get, pathId, Refusal, serverOffsetMs } from "./api.js";
 import { bidWords, cardFace, cardWords, groupWords, sortHand, suitGroup } from "./cards.js";
 import { byId, h, replaceChildren } from "./dom.js";
-import { eventWords, phaseWords, refusalWords, turnVerb } from "./words.js";
+import { countdownWords, eventWords, phaseWords, refusalWords, turnVerb } from "./words.js";
 
 const gameId = pathId();
 const playing = location.pathname.startsWith("/play/");
@@ -21,6 +21,10 @@ const page = {
   refreshing: false,
   refreshAgain: false,
   clockTimer: null,
+  // Moves the service made for a seat whose clock ran out, in the hand being played:
+  // "bid:SEAT" and "play:SEAT:CARD" (a card played is public; a bid is too).
+  byService: new Map(), // key -> the version of the move
+  service: { seat: null }, // the seat the service is acting for, from a `timed_out` to its move
 };
 
 const LOG_LINES = 40;
@@ -85,13 +89,14 @@ async function loadRecent(version) {
   const after = Math.max(0, version - LAST_TRICK_WINDOW);
   const recent = await get(`/v1/games/${encodeURIComponent(gameId)}/events?after=${after}&limit=${LAST_TRICK_WINDOW}`, token);
   const played = [];
+  const service = { seat: null };
   for (const record of recent.events) {
     if (record.version > version) break;
     trackTrick(record.event, played);
     const line = eventWords(record.event, name);
-    if (line) log(line, record.version);
+    if (line) log(line, record.version, trackService(record.event, service, record.version));
   }
-  renderLastTrick();
+  render();
 }
 
 /** Keep the trick being played and the last one won, from the events. */
@@ -108,23 +113,67 @@ function trackTrick(event, played = page.trickSoFar) {
   }
 }
 
+const MOVES = ["bid_placed", "card_played", "cards_passed", "cards_discarded", "card_drawn", "hand_looked"];
+
+/** Whether `event` is a move the service made for a seat whose clock ran out: the moves of
+ * that seat after its `timed_out`, in the same commit (the tracker forgets the seat at the
+ * move that ends its turn, at another seat's move, or when the seat is back). */
+function trackService(event, tracker, version) {
+  if (event.type === "hand_dealt") {
+    for (const [key, at] of page.byService) if (at < version) page.byService.delete(key);
+  }
+  if (event.type === "timed_out") {
+    tracker.seat = event.seat;
+    return false;
+  }
+  if (event.type === "seat_returned" || event.type === "game_ended") tracker.seat = null;
+  if (!MOVES.includes(event.type)) return false;
+  if (event.seat !== tracker.seat) {
+    tracker.seat = null;
+    return false;
+  }
+  if (event.type === "bid_placed") page.byService.set(`bid:${event.seat}`, version);
+  if (event.type === "card_played") page.byService.set(`play:${event.seat}:${event.card}`, version);
+  const turnEnds = event.type !== "hand_looked" && !(event.type === "card_drawn" && !event.kept);
+  if (turnEnds) tracker.seat = null;
+  return true;
+}
+
 // --------------------------------------------------------------------------- events
 
-function onEvent({ version, event }) {
+function onEvent({ version, type, event }) {
+  if (type === "clock") {
+    onClock(event);
+    return;
+  }
   trackTrick(event);
+  const byService = trackService(event, page.service, version);
   const line = eventWords(event, name);
-  if (line) log(line, version);
+  if (line) log(line, version, byService);
   if (event.type === "hand_scored") loadSummary(event, version);
   refresh();
 }
 
-/** Add a line to the log, newest first, each event once whichever way it came. */
-function log(text, version) {
+/** The clock after a commit (a clocked game's stream sends one after each): the banks, who
+ * is away and the deadlines, drawn at once; the commit is over, so is any move made for a seat. */
+function onClock(clock) {
+  page.service.seat = null;
+  if (!page.state || !clock) return;
+  page.state = { ...page.state, clock };
+  render();
+}
+
+/** Add a line to the log, newest first, each event once whichever way it came; a move the
+ * service made for a seat whose time ran out says so. */
+function log(text, version, byService = false) {
   const list = byId("log");
   const lines = [...list.children];
   if (lines.some((line) => Number(line.dataset.version) === version)) return;
   const older = lines.find((line) => Number(line.dataset.version) < version);
-  list.insertBefore(h("li", { dataset: { version } }, text), older || null);
+  const line = byService
+    ? h("li", { class: "by-service", dataset: { version, timedOut: true } }, text, " ", h("span", { class: "badge service-badge" }, "timed out: played by the service"))
+    : h("li", { dataset: { version } }, text);
+  list.insertBefore(line, older || null);
   while (list.children.length > LOG_LINES) list.lastElementChild.remove();
 }
 
@@ -191,6 +240,7 @@ function render() {
     state.phase && state.status === "playing" ? ` · ${phaseWords(state.phase)}` : "",
   );
   renderTurn();
+  renderTurnClock();
   renderScores();
   renderSeats();
   renderTrick();
@@ -270,18 +320,21 @@ function renderSeats() {
     const turn = state.turn === seat && state.status === "playing";
     const bid = state.bids[seat];
     const facts = [
-      h("span", { class: "fact" }, "bid ", h("strong", { dataset: { seatBid: seat } }, bidWords(bid))),
+      h("span", { class: "fact" }, "bid ", h("strong", { dataset: { seatBid: seat } }, bidWords(bid)),
+        bid !== null && bid !== undefined && page.byService.has(`bid:${seat}`)
+          ? h("span", { class: "service-note", dataset: { timedOut: true } }, " (timed out: bid by the service)") : null),
       h("span", { class: "fact" }, "won ", h("strong", {}, String(state.tricks[seat] || 0))),
     ];
     if (state.dealer === seat) facts.push(h("span", { class: "badge" }, "dealer"));
     if (turn) facts.push(h("span", { class: "badge turn-badge" }, `to ${turnVerb(state.phase)}`));
     const clock = seatClock(seat);
     if (clock) facts.push(clock);
+    const away = seatClockOf(seat)?.away === true;
     return h(
       "div",
       {
-        class: ["seat", `at-${index + 1}-of-${order.length}`, turn && "on-turn", playing && seat === state.seat && "mine"],
-        dataset: { seat },
+        class: ["seat", `at-${index + 1}-of-${order.length}`, turn && "on-turn", playing && seat === state.seat && "mine", away && "away"],
+        dataset: { seat, away: away || null },
         "aria-current": turn ? "true" : null,
       },
       h("p", { class: "who" }, name(seat), h("span", { class: "seat-number" }, ` seat ${seat}, unit ${unitOf(seat)}`)),
@@ -316,8 +369,14 @@ function renderTrick() {
     h("p", { class: "trick-caption" }, `Trick ${trickNumber()}, led by ${name(cards[0].seat)}`),
     h("ul", { class: "played", "aria-label": "cards in this trick" },
       cards.map((played, index) =>
-        h("li", { dataset: { seat: played.seat } }, cardFace(played.card), h("span", { class: "by" }, index === 0 ? `${name(played.seat)} led` : name(played.seat))))),
+        h("li", { dataset: { seat: played.seat, timedOut: servicePlayed(played) || null } }, cardFace(played.card),
+          h("span", { class: "by" }, index === 0 ? `${name(played.seat)} led` : name(played.seat)),
+          servicePlayed(played) ? h("span", { class: "service-note" }, "timed out: played by the service") : null))),
   );
+}
+
+function servicePlayed(played) {
+  return page.byService.has(`play:${played.seat}:${played.card}`);
 }
 
 function trickNumber() {
@@ -337,7 +396,9 @@ function renderLastTrick() {
     box,
     h("p", {}, `Last trick${last.trick ? ` (${last.trick})` : ""}: ${name(last.winner)} won it`, last.cards.length ? `, ${name(last.cards[0].seat)} led` : "", "."),
     h("ul", { class: "played" }, last.cards.map((played) =>
-      h("li", { class: played.seat === last.winner ? "winning" : null }, cardFace(played.card), h("span", { class: "by" }, name(played.seat))))),
+      h("li", { class: played.seat === last.winner ? "winning" : null, dataset: { timedOut: servicePlayed(played) || null } }, cardFace(played.card),
+        h("span", { class: "by" }, name(played.seat)),
+        servicePlayed(played) ? h("span", { class: "service-note" }, "timed out: played by the service") : null))),
   );
 }
 
@@ -417,6 +478,11 @@ function renderControls(passing) {
   const looks = legalOf("look");
   const bids = legalOf("bid");
   const draws = legalOf("draw");
+  if (legalOf("back").length) {
+    controls.push(h("div", { class: "away-notice", dataset: { awayNotice: true } },
+      h("p", {}, "You are away: the service moves for you at once on each of your turns."),
+      h("button", { type: "button", class: "action", dataset: { action: "back", legal: true }, onclick: () => send({ type: "back" }) }, "I'm back")));
+  }
   if (bids.length) controls.push(bidControls(bids));
   if (looks.length) {
     controls.push(h("button", { type: "button", class: "action", dataset: { action: "look", legal: true }, onclick: () => send({ type: "look" }) }, "Look at my cards"));
@@ -506,57 +572,81 @@ function renderSummary() {
 
 // --------------------------------------------------------------------------- the clock
 
-function seatClock(seat) {
-  const clock = page.state.clock;
-  if (!clock) return null;
-  const bank = pick(clock, ["banks", "bank_s", "bank"], seat);
-  const away = pick(clock, ["away"], seat);
-  const parts = [];
-  if (typeof bank === "number") parts.push(`bank ${Math.round(bank)} s`);
-  if (away === true) parts.push("away");
-  if (page.state.turn === seat && deadlineOf(clock) !== null) {
-    parts.push(h("span", { class: "countdown", dataset: { deadline: String(deadlineOf(clock)) } }, countdownWords(deadlineOf(clock))));
-  }
-  return parts.length ? h("span", { class: "clock", dataset: { clock: seat } }, parts.flatMap((p, i) => (i ? [" · ", p] : [p]))) : null;
+/** The seat's part of the clock (`{seat, bank_s, away, timeouts, deadline}`), or null. */
+function seatClockOf(seat) {
+  const clock = page.state && page.state.clock;
+  if (!clock || !Array.isArray(clock.seats)) return null;
+  return clock.seats.find((entry) => entry && entry.seat === seat) || null;
 }
 
-/** A per-seat value of the clock, whichever way it is laid out: a list per seat, a map by
- * seat, or a list of seat objects. */
-function pick(clock, names, seat) {
-  for (const key of names) {
-    const value = clock[key];
-    if (Array.isArray(value)) return value[seat];
-    if (value && typeof value === "object") return value[seat] ?? value[String(seat)];
-  }
-  const seats = clock.seats;
-  if (Array.isArray(seats)) {
-    const entry = seats.find((s) => s && s.seat === seat) || seats[seat];
-    if (entry) for (const key of names) if (key in entry) return entry[key];
-  }
-  return undefined;
-}
-
-function deadlineOf(clock) {
-  const deadline = clock.deadline ?? clock.turn_deadline ?? null;
-  if (deadline === null) return null;
-  if (typeof deadline === "number") return deadline < 1e12 ? deadline * 1000 : deadline;
+/** A deadline (RFC 3339) as milliseconds since the epoch, or null. */
+function deadlineMs(deadline) {
+  if (typeof deadline !== "string") return null;
   const parsed = Date.parse(deadline);
   return Number.isNaN(parsed) ? null : parsed;
 }
 
-function countdownWords(deadlineMs) {
-  const left = Math.max(0, Math.round((deadlineMs - Date.now()) / 1000));
-  return `${left} s left`;
+/** A ticking countdown to `deadline`; `bank` (seconds) says when the bank is being used. */
+function countdown(deadline, bank, label) {
+  const at = deadlineMs(deadline);
+  if (at === null) return null;
+  return h("span", {
+    class: "countdown",
+    role: "timer",
+    "aria-label": label,
+    dataset: { deadline: String(at), bankS: String(bank || 0) },
+  }, countdownWords(at, bank || 0, serverNow()));
+}
+
+/** A seat's clock on the table: its bank, "away", timeouts in a row, and its own countdown
+ * while it is on the clock (every seat that owes a pass is, at once). */
+function seatClock(seat) {
+  const held = seatClockOf(seat);
+  if (!held) return null;
+  const parts = [h("span", { class: "bank", dataset: { bank: seat } }, `bank ${Math.ceil(held.bank_s)} s`)];
+  if (held.away) parts.push(h("span", { class: "badge away-badge", title: "the service moves for this seat at once" }, "away"));
+  if (held.timeouts > 0) parts.push(h("span", { class: "timeouts" }, `${held.timeouts} timeout${held.timeouts === 1 ? "" : "s"}`));
+  const ticking = page.state.status === "playing" ? countdown(held.deadline, held.bank_s, `time left for ${name(seat)}`) : null;
+  if (ticking) parts.push(ticking);
+  return h("span", { class: "clock", dataset: { clock: seat } }, parts.flatMap((p, i) => (i ? [" · ", p] : [p])));
+}
+
+/** Under the turn: how long the seat (or seats) on the clock have, ticking each second. */
+function renderTurnClock() {
+  const box = byId("turn-clock");
+  const clock = page.state.clock;
+  const due = clock && page.state.status === "playing"
+    ? clock.seats.filter((held) => deadlineMs(held.deadline) !== null) : [];
+  box.hidden = due.length === 0;
+  box.dataset.deadline = clock && clock.deadline ? String(deadlineMs(clock.deadline)) : "";
+  if (!due.length) {
+    replaceChildren(box);
+    return;
+  }
+  replaceChildren(box, "Clock: ", due.flatMap((held, i) => {
+    const who = name(held.seat);
+    const part = [h("span", { class: "clock-seat", dataset: { clockSeat: held.seat } }, `${who} `, countdown(held.deadline, held.bank_s, `time left for ${who}`))];
+    if (held.away) part.push(" (away: the service moves at once)");
+    return i ? [" · ", ...part] : part;
+  }), ` (${clock.turn_s} s a turn, then the bank; ${clock.on_timeout === "forfeit" ? "the unit that runs out loses" : "at 0 the service moves"})`);
+}
+
+/** Now on the server's clock, as near as this device can tell (see serverOffsetMs). */
+function serverNow() {
+  return Date.now() + serverOffsetMs();
+}
+
+function tick() {
+  const now = serverNow();
+  for (const element of document.querySelectorAll(".countdown[data-deadline]")) {
+    element.textContent = countdownWords(Number(element.dataset.deadline), Number(element.dataset.bankS), now);
+  }
 }
 
 function renderClockTicks() {
-  const ticking = Boolean(page.state.clock);
+  const ticking = Boolean(page.state.clock) && page.state.status === "playing";
   if (ticking && !page.clockTimer) {
-    page.clockTimer = setInterval(() => {
-      for (const element of document.querySelectorAll("[data-deadline]")) {
-        element.textContent = countdownWords(Number(element.dataset.deadline));
-      }
-    }, 1000);
+    page.clockTimer = setInterval(tick, 1000);
   } else if (!ticking && page.clockTimer) {
     clearInterval(page.clockTimer);
     page.clockTimer = null;

@@ -59,7 +59,23 @@ export function eventWords(event, name) {
     case "card_played": return `${name(event.seat)} played the ${cardWords(event.card)}.`;
     case "trick_won": return `${name(event.seat)} won trick ${event.trick}.`;
     case "hand_scored": return `Hand ${event.hand} scored: ${event.points.map((p) => (p > 0 ? `+${p}` : p)).join(", ")}.`;
-    case "game_ended": return "The game is over.";
+    case "game_ended": return event.forfeited === null || event.forfeited === undefined
+      ? "The game is over." : "The game is over: a clock ran out (forfeit).";
+    case "timed_out": return `Time ran out for ${name(event.seat)}.`;
+    case "seat_away": return event.reason === "marked"
+      ? `${name(event.seat)} was marked away: the service moves for them until they are back.`
+      : `${name(event.seat)} is away after running out of time: the service moves for them until they are back.`;
+    case "seat_returned": return `${name(event.seat)} is back.`;
     default: return null;
   }
+}
+
+/** A countdown to `deadlineMs` at `nowMs`: "12 s left", "4 s left (bank)" once only the
+ * seat's bank of `bankS` seconds is left, "time is up" at the deadline. */
+export function countdownWords(deadlineMs, bankS, nowMs) {
+  const left = Math.ceil((deadlineMs - nowMs) / 1000);
+  if (left <= 0) return "time is up";
+  const minutes = Math.floor(left / 60);
+  const shown = minutes ? `${minutes}:${String(left % 60).padStart(2, "0")}` : `${left} s`;
+  return bankS > 0 && left <= Math.ceil(bankS) ? `${shown} left (bank)` : `${shown} left`;
 }
