@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from domain.clock import Clock
+from domain.errors import Code
 from domain.events import AnyEvent
 from domain.league import AnyLeagueEvent, PairingChoice
 from domain.platforms import Seating, Visibility
+from domain.rules import rule_set_schema
+
+RuleSetInput = Annotated[dict[str, Any], msgspec.Meta(extra_json_schema=rule_set_schema())]
+"""A rule set as a request writes it; its schema is the domain's (``rule_set_schema``)."""
 
 SCHEMA = 1
 """The version of the commit and event shapes written now (see :func:`read_commit`)."""
@@ -27,7 +32,6 @@ COMMAND_SUBJECTS = "spades.commands.*"
 MAX_COMMAND_BYTES = 64 * 1024
 """A command larger than this is refused as malformed without being decoded."""
 
-GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COMMAND_ID = re.compile(r"^[A-Za-z0-9_=-]{1,128}$")
 GENESIS = "0" * 64
 """The ``previous`` hash of a game's first commit."""
@@ -117,7 +121,7 @@ class CreateGameRequest(msgspec.Struct, frozen=True, tag="create_game", kw_only=
     """A new game. ``league`` is set only by a league's round (the gateway refuses it from a
     client); ``platform``, ``visibility`` and ``seating`` as :mod:`domain.platforms` says."""
 
-    rules: dict[str, Any]
+    rules: RuleSetInput
     dealer: int | None = None
     entropy: str = ""
     league: str | None = None
@@ -187,29 +191,14 @@ class CommandRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 ReplyCode = Literal[
-    "not_your_turn",
-    "wrong_phase",
-    "card_not_in_hand",
-    "must_follow_suit",
-    "spades_not_broken",
-    "must_beat",
-    "wrong_opening_lead",
-    "invalid_bid",
-    "nil_not_allowed",
-    "blind_nil_not_allowed",
-    "blind_bid_not_allowed",
-    "invalid_pass",
-    "invalid_discard",
-    "game_over",
-    "malformed",
-    "invalid_rules",
-    "seat_taken",
+    Code,
     "game_not_found",
     "conflict",
     "idempotency_key_reused",
     "unauthorized",
     "unavailable",
 ]
+"""The domain's refusal codes (:data:`domain.errors.Code`) and those only a service gives."""
 
 
 class EventRecord(msgspec.Struct, frozen=True):
@@ -297,7 +286,7 @@ def read_league_commit(data: bytes) -> LeagueCommit:
 
 class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_only=True):
     name: str
-    rules: dict[str, Any]
+    rules: RuleSetInput
     players: list[str]
     rounds: int | None = None
     pairing: PairingChoice = "auto"

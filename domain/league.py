@@ -51,6 +51,7 @@ from domain.errors import RuleViolation
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
+from domain.seating import is_player_name
 from domain.state import Game
 from domain.table import table_for
 
@@ -411,13 +412,14 @@ def _clock(clock: Clock | None) -> Clock | None:
 
 
 def _printable(name: str) -> bool:
-    return 1 <= len(name) <= MAX_NAME and name.isprintable()
+    """A league's name follows the rule of a player's (:data:`domain.seating.PLAYER_NAME`)."""
+    return is_player_name(name)
 
 
 def _check_players(players: tuple[str, ...], table_size: int) -> None:
     """The same names a seat takes (:func:`domain.game.decide`), each once, enough for a table."""
     for player in players:
-        if not isinstance(player, str) or not _printable(player):
+        if not is_player_name(player):
             raise RuleViolation(
                 "malformed", f"a player's name is 1 to {MAX_NAME} printable characters"
             )
@@ -425,7 +427,7 @@ def _check_players(players: tuple[str, ...], table_size: int) -> None:
         raise RuleViolation("malformed", "a league names each player once")
     if not table_size <= len(players) <= MAX_PLAYERS:
         raise RuleViolation(
-            "malformed",
+            "invalid_rules",  # well formed, but not enough for the tables its rules set
             f"a league of tables of {table_size} needs {table_size} to {MAX_PLAYERS} players, "
             f"not {len(players)}",
         )

@@ -14,10 +14,12 @@ the option that cannot be played::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from domain.cards import Card
 from domain.errors import InvalidRules
@@ -41,47 +43,58 @@ PresetName = Literal[
 ]
 PLAYERS = (2, 3, 4, 6)
 DECKS = (1, 2)
+MAX_TRICKS = 54
+"""The most tricks any table has: two decks with jokers, two players."""
+MAX_POINTS = 1_000_000
+"""The largest number of points any one option names (a target, a bonus, a penalty)."""
+MAX_HANDS = 10_000
+
+Count = Annotated[int, Meta(ge=0, le=2 * 54)]
+"""Cards of the pack: none to two decks with their jokers."""
+Tricks = Annotated[int, Meta(ge=0, le=MAX_TRICKS)]
+Points = Annotated[int, Meta(ge=0, le=MAX_POINTS)]
+SignedPoints = Annotated[int, Meta(ge=-MAX_POINTS, le=MAX_POINTS)]
 
 
 class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, cache_hash=True):
     """Every option of a table, resolved. Defaults are those of the ``partnership`` preset."""
 
     preset: PresetName = "partnership"
-    players: int = 4
+    players: Annotated[int, Meta(ge=min(PLAYERS), le=max(PLAYERS))] = 4
     partnerships: bool = True
-    decks: int = 1
-    deck_remove: tuple[Card, ...] = ()
+    decks: Annotated[int, Meta(ge=min(DECKS), le=max(DECKS))] = 1
+    deck_remove: Annotated[tuple[Card, ...], Meta(max_length=2 * 54)] = ()
     jokers: bool = False
     trump_order: TrumpOrder = "standard"
-    out_of_play: int = 0
-    dealer_discard: int = 0
+    out_of_play: Count = 0
+    dealer_discard: Count = 0
     deal: DealKind = "deal"
     first_hand: FirstHand = "bid"
-    min_bid: int = 1
-    team_min_bid: int = 0
+    min_bid: Tricks = 1
+    team_min_bid: Tricks = 0
     nil: bool = True
-    nil_value: int = 100
+    nil_value: Points = 100
     blind_nil: bool = True
-    blind_nil_value: int = 200
-    blind_nil_behind: int | None = 100
-    blind_nil_pass: int = 2
-    blind_bids: int = 0
+    blind_nil_value: Points = 200
+    blind_nil_behind: Points | None = 100
+    blind_nil_pass: Annotated[int, Meta(ge=0, le=MAX_TRICKS - 1)] = 2
+    blind_bids: Tricks = 0
     failed_nil_tricks: FailedNilTricks = "bags_if_partner_made"
     spades_lead: SpadesLead = "broken"
     first_lead: FirstLead = "left_of_dealer"
     must_beat: bool = False
     renege: Renege = "reject"
     failed_bid: FailedBid = "bid"
-    overtrick_points: int = 1
-    bag_limit: int | None = 10
-    bag_penalty: int = 100
+    overtrick_points: SignedPoints = 1
+    bag_limit: Annotated[int, Meta(ge=1, le=MAX_POINTS)] | None = 10
+    bag_penalty: Points = 100
     ten_for_two_hundred: bool = False
     boston: bool = False
     blind_boston: bool = False
-    all_tricks_bonus: int = 0
-    target: int = 500
-    lose_at: int | None = None
-    max_hands: int | None = None
+    all_tricks_bonus: Points = 0
+    target: Annotated[int, Meta(ge=1, le=MAX_POINTS)] = 500
+    lose_at: SignedPoints | None = None
+    max_hands: Annotated[int, Meta(ge=1, le=MAX_HANDS)] | None = None
 
     @property
     def pack_size(self) -> int:
@@ -161,7 +174,8 @@ def resolve_rules(raw: Mapping[str, Any] | Rules) -> Rules:
     preset = raw.get("preset", "partnership")
     if not isinstance(preset, str) or preset not in PRESETS:
         raise InvalidRules(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    merged = {**PRESETS[preset], **raw, "preset": preset}
+    merged = {**PRESETS[preset], **{key: _whole(value) for key, value in raw.items()}}
+    merged["preset"] = preset
     if isinstance(merged.get("deck_remove"), list):
         merged["deck_remove"] = [_card_text(text) for text in merged["deck_remove"]]
     try:
@@ -173,13 +187,18 @@ def resolve_rules(raw: Mapping[str, Any] | Rules) -> Rules:
 
 
 def _card_text(text: Any) -> Any:
-    """Accept ``10H`` in ``deck_remove`` as everywhere; leave the rest to ``convert``."""
-    if isinstance(text, str):
-        try:
-            return Card.parse(text).value
-        except Exception:
-            return text
+    """Accept ``10H`` and lower case in ``deck_remove`` (:data:`CARD_INPUT_PATTERN`); leave
+    the rest to ``convert``."""
+    if isinstance(text, str) and re.fullmatch(CARD_INPUT_PATTERN, text):
+        return Card.parse(text).value
     return text
+
+
+def _whole(value: Any) -> Any:
+    """A number JSON writes ``300.0`` is the integer 300 (as JSON Schema counts it)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _explain(message: str) -> str:
@@ -255,3 +274,47 @@ def _check(rules: Rules) -> None:
         raise InvalidRules("lose_at must be below target")
     if rules.max_hands is not None and rules.max_hands < 1:
         raise InvalidRules("max_hands must be at least 1, or null")
+
+
+CARD_INPUT_PATTERN = "^(?:(?:10|[2-9TJQKAtjqka])[CDHScdhs]|[BbLl][Jj])$"
+"""A card as a request may write it: FORMAT.md's text, ``10`` for ``T``, either case."""
+
+
+def rule_set_schema() -> dict[str, Any]:
+    """The JSON Schema of a rule set as a request writes it, ``{"preset": NAME, ...overrides}``:
+    every option of :class:`Rules` with its type, its values or range, and no other key.
+
+    Generated from :class:`Rules` (its types and ``Meta`` bounds are what :func:`resolve_rules`
+    enforces), so the HTTP and NATS contracts say what the domain accepts. Defaults are left
+    out: they are the preset's. What a schema cannot say is whether the options chosen make a
+    table that can be played (the pack dealt evenly, ``min_bid`` within the tricks of a hand,
+    ``lose_at`` below ``target``, ...): such a set is refused as ``invalid_rules``."""
+    full = msgspec.json.schema(Rules)
+    defs = full.pop("$defs")
+    options: dict[str, Any] = {}
+    for name, option in defs["Rules"]["properties"].items():
+        option = {key: value for key, value in option.items() if key != "default"}
+        options[name] = option
+    options["players"] = {"enum": list(PLAYERS), "type": "integer"}
+    options["decks"] = {"enum": list(DECKS), "type": "integer"}
+    options["deck_remove"]["items"] = {
+        "type": "string",
+        "pattern": CARD_INPUT_PATTERN,
+        "description": "A card: `2C`..`AS`, `10H` for `TH`, either case; `BJ`, `LJ` jokers.",
+    }
+    options["preset"]["description"] = "The preset the other options override: " + "; ".join(
+        f"`{name}` {_json_text(overrides) if overrides else '(the defaults)'}"
+        for name, overrides in PRESETS.items()
+    )
+    return {
+        "title": "RuleSetInput",
+        "description": "A rule set: a preset and the options that override it (FORMAT.md).",
+        "type": "object",
+        "properties": dict(sorted(options.items())),
+        "additionalProperties": False,
+        "examples": [{"preset": "partnership", "target": 300}],
+    }
+
+
+def _json_text(value: Any) -> str:
+    return msgspec.json.encode(value).decode()

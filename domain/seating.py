@@ -6,12 +6,13 @@ never later) and waits until every seat is taken; the last seat taken starts it.
 
 from __future__ import annotations
 
+import re
 from typing import get_args
 
 from msgspec.structs import replace
 
 from domain.commands import CreateGame, ReissueSeatToken, TakeSeat
-from domain.errors import RuleViolation
+from domain.errors import InvalidRules, RuleViolation
 from domain.events import AnyEvent, GameCreated, SeatTaken, SeatTokenReissued
 from domain.platforms import Seating, Visibility
 from domain.rules import resolve_rules
@@ -21,7 +22,33 @@ from domain.timing import check_clock, timing_for
 
 MAX_NAME = 64
 MAX_ENTROPY_HEX = 256
-MAX_GAME_ID = 128
+MAX_GAME_ID = 64
+
+GAME_ID_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_GAME_ID}}}$"
+"""A game's id: the one rule of the domain, the wire and the HTTP paths."""
+GAME_ID = re.compile(GAME_ID_PATTERN)
+GAME_ID_RULE = f"a game id is 1 to {MAX_GAME_ID} of A-Z a-z 0-9 _ -"
+
+PLAYER_NAME_PATTERN = (
+    "^[^\\x00-\\x1f\\x7f-\\xa0\\xad\\u061c\\u1680\\u180e\\u2000-\\u200f"
+    "\\u2028-\\u202f\\u205f-\\u206f\\u3000\\ufeff\\ufff9-\\ufffb]"
+    f"{{1,{MAX_NAME}}}$"
+)
+"""A player's name: 1 to 64 characters, none of them a control character, a line or paragraph
+separator, or an invisible space or format mark (the plain space is fine). Written as a regular
+expression that Python and JSON Schema (ECMA-262) read alike, so the API's schema states it.
+(A lone surrogate is no character at all: the gateway refuses any body holding one.)"""
+PLAYER_NAME = re.compile(PLAYER_NAME_PATTERN)
+PLAYER_NAME_RULE = f"a player's name is 1 to {MAX_NAME} printable characters"
+
+ENTROPY_PATTERN = f"^(?:[0-9A-Fa-f]{{2}}){{0,{MAX_ENTROPY_HEX // 2}}}$"
+"""Entropy a game or a seat mixes into the deal: whole bytes of hex, at most 256 digits."""
+ENTROPY = re.compile(ENTROPY_PATTERN)
+
+
+def is_player_name(name: object) -> bool:
+    """Whether ``name`` is a name a player may sit under (:data:`PLAYER_NAME_PATTERN`)."""
+    return isinstance(name, str) and PLAYER_NAME.fullmatch(name) is not None
 
 
 def seat_of(state: Game, seat: int) -> Seat:
@@ -32,13 +59,11 @@ def seat_of(state: Game, seat: int) -> Seat:
 
 
 def check_entropy(entropy: str) -> None:
-    """Entropy is hex, and short."""
+    """Entropy is whole bytes of hex, and short (:data:`ENTROPY_PATTERN`)."""
     if len(entropy) > MAX_ENTROPY_HEX:
         raise RuleViolation("malformed", f"entropy is at most {MAX_ENTROPY_HEX} hex digits")
-    try:
-        bytes.fromhex(entropy)
-    except ValueError:
-        raise RuleViolation("malformed", f"entropy {entropy!r} is not hex") from None
+    if ENTROPY.fullmatch(entropy) is None:
+        raise RuleViolation("malformed", f"entropy {entropy!r} is not whole bytes of hex")
 
 
 # --------------------------------------------------------------------------- decide
@@ -48,15 +73,16 @@ def create_game(command: CreateGame) -> GameCreated:
     rules = resolve_rules(command.rules)
     units = len(table_for(rules).units)
     if command.dealer is not None and not 0 <= command.dealer < rules.players:
-        raise RuleViolation("malformed", f"dealer {command.dealer} is not a seat")
+        # a well-formed set-up the table cannot have, like a rule set it cannot play
+        raise InvalidRules(f"dealer {command.dealer} is not a seat of {rules.players}")
     for name in ("scores", "bags"):
         given = getattr(command, name)
         if given is not None and len(given) != units:
             raise RuleViolation("malformed", f"{name} needs one value per unit ({units})")
     if command.bags is not None and any(count < 0 for count in command.bags):
         raise RuleViolation("malformed", "bags cannot be negative")
-    if not command.game_id or len(command.game_id) > MAX_GAME_ID:
-        raise RuleViolation("malformed", f"a game id is 1 to {MAX_GAME_ID} characters")
+    if GAME_ID.fullmatch(command.game_id) is None:
+        raise RuleViolation("malformed", GAME_ID_RULE)
     if command.league is not None and not 1 <= len(command.league) <= MAX_NAME:
         raise RuleViolation("malformed", f"a league name is 1 to {MAX_NAME} characters")
     check_entropy(command.entropy)
@@ -89,8 +115,8 @@ def _check_access(command: CreateGame) -> None:
 
 
 def take_seat(state: Game, command: TakeSeat) -> list[AnyEvent]:
-    if not command.player or len(command.player) > MAX_NAME or not command.player.isprintable():
-        raise RuleViolation("malformed", f"a player's name is 1 to {MAX_NAME} printable characters")
+    if not is_player_name(command.player):
+        raise RuleViolation("malformed", PLAYER_NAME_RULE)
     check_entropy(command.entropy)
     free = [seat for seat, player in enumerate(state.players) if player is None]
     if command.seat is None:
@@ -98,7 +124,10 @@ def take_seat(state: Game, command: TakeSeat) -> list[AnyEvent]:
             raise RuleViolation("seat_taken", "every seat is taken")
         seat = free[0]
     else:
-        seat = seat_of(state, command.seat)
+        if not 0 <= command.seat < state.rules.players:
+            # a seat the table does not have is not to be had, like a taken one
+            raise RuleViolation("seat_taken", f"the table has no seat {command.seat}")
+        seat = command.seat
         if seat not in free:
             raise RuleViolation("seat_taken", f"seat {seat} is taken")
     return [SeatTaken(seat, command.player, command.entropy)]
@@ -111,8 +140,8 @@ def reissue_seat_token(state: Game, command: ReissueSeatToken) -> list[AnyEvent]
     if player is None:
         raise RuleViolation("wrong_phase", f"seat {seat} is free: take it instead")
     name = player.name if command.player is None else command.player
-    if not name or len(name) > MAX_NAME or not name.isprintable():
-        raise RuleViolation("malformed", f"a player's name is 1 to {MAX_NAME} printable characters")
+    if not is_player_name(name):
+        raise RuleViolation("malformed", PLAYER_NAME_RULE)
     return [SeatTokenReissued(seat, player.issue + 1, name)]
 
 

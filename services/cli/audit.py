@@ -19,7 +19,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from contracts.wire import GAME_ID
+from domain.seating import GAME_ID
 from services.audit.commit_file import UnreadableCommits, commit_lines, read_commit_lines
 from services.audit.hand_record import RecordAudit, audit_hand_records, exported_records
 from services.audit.record_file import UnreadableRecord
@@ -124,7 +124,7 @@ def _stored_commits(
         except UnreadableCommits as error:
             _unreadable(f"{commits}: line {error.line}: {error.why}")
     assert game_id is not None
-    if not GAME_ID.match(game_id):
+    if not GAME_ID.fullmatch(game_id):
         _unreadable(f"{game_id!r} is not a game id")
     stored = _read_stream(game_id, nats_url)
     if not stored:

@@ -208,7 +208,8 @@ class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
     league: str | None = None
     preset: str | None = None
     version: int = 0
-    hand_number: int = 0
+    hands_played: int = 0
+    """Hands scored so far (the server never sent the ``hand_number`` read here before)."""
     scores: list[int] = []
     winners: list[int] = []
 

@@ -16,7 +16,6 @@ from typing import Any
 import msgspec
 
 from contracts.wire import (
-    GAME_ID,
     MAX_COMMAND_BYTES,
     ActRequest,
     CommandReply,
@@ -47,6 +46,7 @@ from domain.commands import (
 from domain.dealing import SeededDeal
 from domain.events import SeatTaken, SeatTokenReissued
 from domain.game import decide
+from domain.seating import GAME_ID, GAME_ID_RULE
 from domain.state import Game
 from domain.timing import on_clock
 from domain.views import event_for
@@ -90,7 +90,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
     NAME = "game"
     MAX_BYTES = MAX_COMMAND_BYTES
     KEY = GAME_ID
-    KEY_RULE = "a game id is 1 to 64 of A-Z a-z 0-9 _ -"
+    KEY_RULE = GAME_ID_RULE
 
     def __init__(
         self,

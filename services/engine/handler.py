@@ -138,7 +138,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             return self.refusal("", "malformed", f"not a {self.COMMAND} request: {error}")
         key = self.key_of(request)
-        if not self.KEY.match(key):
+        if not self.KEY.fullmatch(key):
             return self.refusal(request.command_id, "malformed", self.KEY_RULE)
         if not COMMAND_ID.match(request.command_id):
             detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"

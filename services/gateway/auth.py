@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from contracts.wire import GAME_ID
+from domain.seating import GAME_ID
 from services.runtime.settings import bare_key_platform
 
 _VERSION = "st2"
@@ -109,7 +109,7 @@ class SeatTokens:
             return None
         _, game_id, seat, issue, expires, nonce = parts
         shaped = (
-            GAME_ID.match(game_id)
+            GAME_ID.fullmatch(game_id)
             and _SEAT.match(seat)
             and _NUMBER.match(issue)
             and _NUMBER.match(expires)

@@ -21,8 +21,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from contracts.wire import GAME_ID
 from domain.league import LEAGUE_ID, League
+from domain.seating import GAME_ID
 from domain.state import Game
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
@@ -160,7 +160,7 @@ def unknown(kind: Kind, key: str) -> ProblemError:
 
 def _id_of(kind: Kind, shape: re.Pattern[str], key: str) -> str:
     """An id from the path: one no game or league could have is unknown, as an absent one."""
-    if not shape.match(key):
+    if not shape.fullmatch(key):
         raise unknown(kind, key)
     structlog.contextvars.bind_contextvars(**{f"{kind}_id": key})
     return key
@@ -309,14 +309,22 @@ async def min_version(
             alias="min_version",
             ge=0,
             le=2**53,
-            description="Wait until this version is visible.",
+            description="Wait until the read models hold this version of the game (the "
+            "version an action answered). One the game has not reached is 409 `conflict`, at "
+            "once.",
         ),
     ] = None,
 ) -> None:
     """Read-your-writes for the read models: wait (bounded) until they hold ``min_version``
-    (only once the caller is known to may read the game: an unknown id never waits)."""
+    (only once the caller is known to may read the game: an unknown id never waits). A version
+    the game itself has not reached is refused at once: waiting for it could not succeed, and
+    would only let anyone hold requests open cheaply."""
     if wanted is None:
         return
+    if wanted > read.loaded.version:
+        raise ProblemError(
+            "conflict", f"the game is at version {read.loaded.version}, before {wanted}"
+        )
     if not await services.read_models.wait_for_version(
         read.game.game_id, wanted, services.min_version_wait_s
     ):
@@ -366,14 +374,21 @@ async def league_min_version(
             alias="min_version",
             ge=0,
             le=2**53,
-            description="Wait until the standings count this many of the league's games.",
+            description="Wait until the standings count this many of the league's games. "
+            "More than its rounds have scheduled is 409 `conflict`, at once.",
         ),
     ] = None,
 ) -> None:
     """Read-your-writes for the standings: wait (bounded) until they count ``min_version``
-    games (a client that saw its games end knows how many that is)."""
+    games (a client that saw its games end knows how many that is). More games than the
+    league's rounds have scheduled is 409 `conflict` at once: no wait could count them."""
     if wanted is None:
         return
+    scheduled = sum(len(played.tables) for played in league.rounds)
+    if wanted > scheduled:
+        raise ProblemError(
+            "conflict", f"the league has scheduled {scheduled} games, fewer than {wanted}"
+        )
     if not await services.read_models.wait_for_league_version(
         league.league_id, wanted, services.min_version_wait_s
     ):

@@ -10,23 +10,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from domain.bids import BID_PATTERN
 from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
 from domain.platforms import Seating, Visibility
 from domain.rules import (
-    DealKind,
-    FailedBid,
-    FailedNilTricks,
-    FirstHand,
-    FirstLead,
+    CARD_INPUT_PATTERN,
+    PLAYERS,
     PresetName,
-    Renege,
-    SpadesLead,
-    TrumpOrder,
+    rule_set_schema,
 )
 from domain.schedule import Pairing
+from domain.seating import (
+    ENTROPY_PATTERN,
+    MAX_ENTROPY_HEX,
+    PLAYER_NAME_PATTERN,
+    PLAYER_NAME_RULE,
+    is_player_name,
+)
 from domain.state import Phase, Status
 
 Card = Annotated[
@@ -40,13 +42,64 @@ Card = Annotated[
 CardInput = Annotated[
     str,
     Field(
-        max_length=8,
+        pattern=CARD_INPUT_PATTERN,
         description="A card as FORMAT.md writes it; `10H` and lower case are accepted too.",
         examples=["QH"],
     ),
 ]
+
+
+def _whole(value: object) -> object:
+    """``3.0`` is the integer 3, as JSON Schema counts integers (``true`` stays refused)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(_whole)]
+"""An integer of a request: ``3`` or ``3.0``, never ``"3"`` or ``true`` (its bounds go before
+the validator, so that the JSON Schema states them)."""
+SeatNumber = Annotated[int, Field(ge=0, le=max(PLAYERS) - 1), BeforeValidator(_whole)]
+"""A seat, 0 for the first; a seat the table does not have is refused by the game."""
+
+
+def _player_name(value: str) -> str:
+    if not is_player_name(value):
+        raise ValueError(PLAYER_NAME_RULE)
+    return value
+
+
+PlayerName = Annotated[
+    str,
+    AfterValidator(_player_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": PLAYER_NAME_PATTERN,
+            "minLength": 1,
+            "maxLength": 64,
+            "description": "1 to 64 characters: no control character, line separator or "
+            "invisible space or mark (a plain space is fine).",
+            "examples": ["ada"],
+        }
+    ),
+]
+Entropy = Annotated[
+    str,
+    Field(
+        pattern=ENTROPY_PATTERN,
+        max_length=MAX_ENTROPY_HEX,
+        description="Whole bytes of hex (at most 256 digits) the deal mixes in.",
+    ),
+]
+RuleSetInput = Annotated[
+    dict[str, Any],
+    WithJsonSchema(rule_set_schema()),
+]
+"""``{"preset": NAME, ...overrides}``: its schema is generated from the domain's options
+(:func:`domain.rules.rule_set_schema`); the domain resolves and checks it."""
 Bid = Annotated[
-    int | Annotated[str, Field(pattern=BID_PATTERN)],
+    Whole | Annotated[str, Field(pattern=BID_PATTERN)],
     Field(
         description="A number of tricks, `nil`, `blind_nil`, or a blind bid `blind_N` "
         "(`blind_6`: six tricks bid before looking, `blind_bids`).",
@@ -54,6 +107,16 @@ Bid = Annotated[
     ),
 ]
 Version = Annotated[int, Field(ge=0, description="A game version: how many events made it.")]
+VersionInput = Annotated[
+    int,
+    Field(ge=0, le=2**53, description="A game version: how many events made it."),
+    BeforeValidator(_whole),
+]
+
+
+DOMAIN_SCHEMA = "x-spades-domain-schema"
+"""Marks where the document takes a schema from the domain's structs: the OpenAPI tidying
+(:mod:`services.gateway.openapi`) puts a ``$ref`` to the named component there."""
 
 
 class _Strict(BaseModel):
@@ -64,14 +127,13 @@ class _Strict(BaseModel):
 
 
 class CreateGame(_Strict):
-    rules: dict[str, Any] = Field(
-        description='`{"preset": NAME, ...overrides}` with FORMAT.md\'s options.',
-        examples=[{"preset": "partnership", "target": 300}],
+    rules: RuleSetInput
+    dealer: SeatNumber | None = Field(
+        default=None,
+        description="The first dealer; absent, the game's shuffle cuts for it. A seat the "
+        "table does not have is 422 `invalid_rules`.",
     )
-    dealer: int | None = Field(
-        default=None, description="The first dealer; absent, the game's shuffle cuts for it."
-    )
-    entropy: str = Field(default="", max_length=256, description="Hex the deal mixes in.")
+    entropy: Entropy = ""
     visibility: Visibility | None = Field(
         default=None,
         description="`public`: anyone may read and watch it; `private`: its platform and its "
@@ -81,7 +143,7 @@ class CreateGame(_Strict):
         default="platform",
         description="`platform`: its platform seats its users; `open`: anyone may sit.",
     )
-    league: str | None = Field(
+    league: Annotated[str | None, WithJsonSchema({"type": "null"})] = Field(
         default=None,
         max_length=64,
         description="Never settable: a game joins a league only through the league's rounds "
@@ -106,31 +168,34 @@ class ClockSettings(_Strict):
     on_timeout: Literal["auto", "forfeit"] = Field(
         default="auto", description="`auto`: the service acts; `forfeit`: the seat's unit loses."
     )
-    away_after: int = Field(
-        default=0, ge=0, le=1000, description="Timeouts in a row that make a seat away; 0: never."
+    away_after: Annotated[int, Field(ge=0, le=1000), BeforeValidator(_whole)] = Field(
+        default=0, description="Timeouts in a row that make a seat away; 0: never."
     )
 
 
 class TakeSeat(_Strict):
-    player: str = Field(max_length=64, examples=["ada"])
-    seat: int | None = Field(default=None, description="Absent: the first free seat.")
-    entropy: str = Field(default="", max_length=256, description="Hex the deals mix in.")
+    player: PlayerName
+    seat: SeatNumber | None = Field(
+        default=None,
+        description="Absent: the first free seat. One the table does not have is 409 "
+        "`seat_taken`, as a taken one.",
+    )
+    entropy: Entropy = ""
 
 
 class ReissueToken(_Strict):
-    player: str | None = Field(
+    player: PlayerName | None = Field(
         default=None,
-        max_length=64,
         description="A substitute who sits in the seat from now on; absent: the same player.",
         examples=["bea"],
     )
 
 
 class _Action(_Strict):
-    expected_version: Version | None = Field(
+    expected_version: VersionInput | None = Field(
         default=None, description="Refused with 409 `conflict` when the game has moved on."
     )
-    seat: int | None = Field(
+    seat: SeatNumber | None = Field(
         default=None, description="Optional; when given it must be the seat token's seat."
     )
 
@@ -180,45 +245,9 @@ Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | Look
 # --------------------------------------------------------------------------- game state
 
 
-class RuleSet(BaseModel):
-    """Every option of FORMAT.md, resolved."""
-
-    preset: PresetName
-    players: int
-    partnerships: bool
-    decks: int
-    deck_remove: list[Card]
-    jokers: bool
-    trump_order: TrumpOrder
-    out_of_play: int
-    dealer_discard: int
-    deal: DealKind
-    first_hand: FirstHand
-    min_bid: int
-    team_min_bid: int
-    nil: bool
-    nil_value: int
-    blind_nil: bool
-    blind_nil_value: int
-    blind_nil_behind: int | None
-    blind_nil_pass: int
-    blind_bids: int
-    failed_nil_tricks: FailedNilTricks
-    spades_lead: SpadesLead
-    first_lead: FirstLead
-    must_beat: bool
-    renege: Renege
-    failed_bid: FailedBid
-    overtrick_points: int
-    bag_limit: int | None
-    bag_penalty: int
-    ten_for_two_hundred: bool
-    boston: bool
-    blind_boston: bool
-    all_tricks_bonus: int
-    target: int
-    lose_at: int | None
-    max_hands: int | None
+RuleSet = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Rules"})]
+"""Every option of FORMAT.md, resolved: the domain's :class:`domain.rules.Rules`, its schema
+generated from the struct."""
 
 
 class SeatInfo(BaseModel):
@@ -354,165 +383,13 @@ class ClockShown(BaseModel):
     away_after: int
 
 
-class GameCreatedEvent(BaseModel):
-    type: Literal["game_created"]
-    game_id: str
-    rules: RuleSet
-    dealer: int | None
-    entropy: str
-    scores: list[int] | None
-    bags: list[int] | None
-    league: str | None
-    platform: str | None
-    visibility: Visibility
-    seating: Seating
-    clock: ClockShown | None = Field(default=None, description="The table's clock; null: none.")
-
-
-class SeatTakenEvent(BaseModel):
-    type: Literal["seat_taken"]
-    seat: int
-    player: str
-    entropy: str
-
-
-class SeatTokenReissuedEvent(BaseModel):
-    """The seat's earlier tokens are revoked; ``player`` sits there from now on."""
-
-    type: Literal["seat_token_reissued"]
-    seat: int
-    issue: int
-    player: str
-
-
-class HandDealtEvent(BaseModel):
-    """The deal: its cards are never shown here (``hands`` empty, ``deck`` and ``seed`` null);
-    the hand record has them once the hand is over."""
-
-    type: Literal["hand_dealt"]
-    hand: int
-    dealer: int
-    commitment: str | None
-    hands: list[list[Card]]
-    deck: list[Card] | None
-    seed: str | None
-
-
-class CardDrawnEvent(BaseModel):
-    type: Literal["card_drawn"]
-    seat: int
-    card: Card | None
-    kept: bool
-
-
-class HandLookedEvent(BaseModel):
-    type: Literal["hand_looked"]
-    seat: int
-    cards: list[Card] | None
-
-
-class CardsDiscardedEvent(BaseModel):
-    """The dealer's discard: ``cards`` only for the dealer, null for everyone else."""
-
-    type: Literal["cards_discarded"]
-    seat: int
-    cards: list[Card] | None
-
-
-class BidPlacedEvent(BaseModel):
-    type: Literal["bid_placed"]
-    seat: int
-    bid: Bid
-
-
-class CardsPassedEvent(BaseModel):
-    type: Literal["cards_passed"]
-    seat: int
-    to: int
-    cards: list[Card] | None
-
-
-class CardsReceivedEvent(BaseModel):
-    type: Literal["cards_received"]
-    seat: int
-    giver: int
-    cards: list[Card] | None
-
-
-class CardPlayedEvent(BaseModel):
-    type: Literal["card_played"]
-    seat: int
-    card: Card
-    renege: bool
-
-
-class TrickWonEvent(BaseModel):
-    type: Literal["trick_won"]
-    trick: int
-    seat: int
-
-
-class HandScoredEvent(BaseModel):
-    type: Literal["hand_scored"]
-    hand: int
-    bids: list[Bid | None] = Field(description="All null in a hand without bidding.")
-    tricks: list[int]
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
-    reneged: list[int]
-    seed: str | None
-
-
-class GameEndedEvent(BaseModel):
-    type: Literal["game_ended"]
-    winners: list[int]
-    scores: list[int]
-    forfeited: int | None = Field(
-        default=None,
-        description="The unit that lost on time (a `forfeit` clock); the winners are the others.",
-    )
-
-
-class TimedOutEvent(BaseModel):
-    """The seat's clock ran out: the events after it in its commit are the service's action
-    for the seat (``auto``), or the game's end (``forfeit``)."""
-
-    type: Literal["timed_out"]
-    seat: int
-
-
-class SeatAwayEvent(BaseModel):
-    type: Literal["seat_away"]
-    seat: int
-    reason: Literal["timeouts", "marked"]
-
-
-class SeatReturnedEvent(BaseModel):
-    type: Literal["seat_returned"]
-    seat: int
-
-
 Event = Annotated[
-    GameCreatedEvent
-    | SeatTakenEvent
-    | HandDealtEvent
-    | CardDrawnEvent
-    | HandLookedEvent
-    | CardsDiscardedEvent
-    | BidPlacedEvent
-    | CardsPassedEvent
-    | CardsReceivedEvent
-    | CardPlayedEvent
-    | TrickWonEvent
-    | HandScoredEvent
-    | GameEndedEvent
-    | SeatTokenReissuedEvent
-    | TimedOutEvent
-    | SeatAwayEvent
-    | SeatReturnedEvent,
-    Field(discriminator="type"),
+    dict[str, Any],
+    WithJsonSchema({DOMAIN_SCHEMA: "Event"}),
 ]
+"""An event as the reader may see it: the domain's own struct (:data:`domain.events.AnyEvent`),
+encoded by msgspec. Its schema is generated from the domain (:mod:`services.gateway.openapi`
+puts the struct's JSON Schema in the document), so no shape here mirrors it by hand."""
 
 
 class EventRecord(BaseModel):
@@ -648,19 +525,21 @@ class GameList(BaseModel):
 
 # --------------------------------------------------------------------------- leagues
 
-PlayerName = Annotated[str, Field(min_length=1, max_length=64, examples=["ada"])]
-
 
 class CreateLeague(_Strict):
-    name: str = Field(min_length=1, max_length=64, examples=["Tuesday league"])
-    rules: dict[str, Any] = Field(
-        description="The rule set of every game, as for a game.", examples=[{"preset": "solo"}]
+    name: PlayerName = Field(
+        description="As a player's name, 1 to 64 printable characters.",
+        examples=["Tuesday league"],
     )
+    rules: RuleSetInput = Field(description="The rule set of every game, as for a game.")
     players: list[PlayerName] = Field(
-        min_length=2, max_length=MAX_PLAYERS, description="Each name once."
+        min_length=2,
+        max_length=MAX_PLAYERS,
+        description="Each name once.",
+        json_schema_extra={"uniqueItems": True},
     )
-    rounds: int | None = Field(
-        default=None, ge=1, le=MAX_ROUNDS, description="The league's rounds; absent: no end."
+    rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS), BeforeValidator(_whole)] | None = Field(
+        default=None, description="The league's rounds; absent: no end."
     )
     pairing: PairingChoice = Field(
         default="auto",
@@ -677,8 +556,9 @@ class CreateLeague(_Strict):
 
 
 class ScheduleRound(_Strict):
-    round: int | None = Field(
-        default=None, ge=1, description="The round meant; refused (409) if another is next."
+    round: Annotated[int, Field(ge=1, le=2**53), BeforeValidator(_whole)] | None = Field(
+        default=None,
+        description="The round meant; refused (409) if another is next.",
     )
 
 

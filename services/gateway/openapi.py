@@ -7,12 +7,16 @@ every error response is rewritten to the one Problem schema after FastAPI genera
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, get_args
 
+import msgspec
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from services.gateway.models import Problem
+from domain.events import AnyEvent
+from domain.rules import Rules
+from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
 
 _CODES: dict[int, str] = {
@@ -24,7 +28,9 @@ _CODES: dict[int, str] = {
     "address is one webhooks may not reach.",
     404: "`game_not_found`, `hand_not_found`, `league_not_found`, `round_not_found`, "
     "`webhook_not_found`, or `not_found`.",
-    409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict`.",
+    409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict` (an "
+    "`expected_version` the game has moved past, a `min_version` it has not reached, a "
+    "command still in flight).",
     422: "Every other FORMAT.md code, `invalid_rules` (a league's cap included), "
     "`idempotency_key_reused`.",
     429: "`rate_limited`: over the caller's rate limit; retry after `Retry-After` seconds.",
@@ -55,6 +61,49 @@ _RATE_LIMITED = {
 }
 
 
+def _event_types() -> list[str]:
+    return sorted(str(kind.__struct_config__.tag) for kind in get_args(AnyEvent))
+
+
+def _sse_event(name: dict[str, Any], data: dict[str, Any], what: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": what,
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": name,
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": "Its version."},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": data,
+            },
+        },
+    }
+
+
+def event_stream_schema() -> dict[str, Any]:
+    """Each server-sent event of a game's stream (OpenAPI 3.1: the schema of one event, its
+    ``data`` JSON typed by ``contentSchema``): first ``state``, the public state or the seat's
+    view, then each event, named by its type, as ``GET .../events`` shows it to the reader."""
+    state = {
+        "anyOf": [
+            {"$ref": "#/components/schemas/SeatView"},
+            {"$ref": "#/components/schemas/PublicState"},
+        ]
+    }
+    return {
+        "oneOf": [
+            _sse_event({"const": "state"}, state, "The table as the reader sees it."),
+            _sse_event(
+                {"enum": _event_types()},
+                {"$ref": "#/components/schemas/Event"},
+                "An event as it is committed, as the reader may see it.",
+            ),
+        ]
+    }
+
+
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses=`` of a route that can answer these problem statuses."""
     documented: dict[int | str, dict[str, Any]] = {}
@@ -76,6 +125,9 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     for path in document.get("paths", {}).values():
         for operation in path.values():
             for status, response in operation.get("responses", {}).items():
+                stream = response.get("content", {}).get("text/event-stream", {})
+                if "oneOf" in stream.get("schema", {}):  # FastAPI adds its `string` beside
+                    stream["schema"].pop("type", None)
                 if int(status) >= 400:
                     response["content"] = _problem_content()
                     response["description"] = _CODES.get(int(status), response["description"])
@@ -83,7 +135,35 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     schemas["Problem"] = Problem.model_json_schema()
-    return document
+    _add_domain_schemas(schemas)
+    tidied: dict[str, Any] = _point_at_domain_schemas(document)
+    return tidied
+
+
+def _add_domain_schemas(schemas: dict[str, Any]) -> None:
+    """``Event`` and ``Rules``: the JSON Schemas of the domain's events and resolved rule set,
+    from their msgspec structs, with the components they need (renamed ``<name>Event`` where
+    the document has a schema of that name, e.g. ``SeatTaken``, the answer to taking a seat)."""
+    (event, _rules), components = msgspec.json.schema_components(
+        [AnyEvent, Rules], ref_template="#/components/schemas/{name}"
+    )
+    renames = {name: f"{name}Event" for name in components if name in schemas}
+    text = json.dumps({"Event": event, **components})
+    for old, new in renames.items():
+        text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
+    for name, schema in json.loads(text).items():
+        schemas[renames.get(name, name)] = schema
+
+
+def _point_at_domain_schemas(node: Any) -> Any:
+    """Replace each ``{DOMAIN_SCHEMA: name}`` placeholder with a ``$ref`` to the component."""
+    if isinstance(node, dict):
+        if DOMAIN_SCHEMA in node:
+            return {"$ref": f"#/components/schemas/{node[DOMAIN_SCHEMA]}"}
+        return {key: _point_at_domain_schemas(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_point_at_domain_schemas(item) for item in node]
+    return node
 
 
 def install_openapi(app: FastAPI) -> None:

@@ -6,6 +6,7 @@ Every refusal the gateway sends is ``application/problem+json`` with ``type``, `
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -109,9 +110,26 @@ async def _on_invalid_request(_request: Request, error: Exception) -> JSONRespon
     return problem_response("malformed", _validation_detail(error))
 
 
-async def _on_http_error(_request: Request, error: Exception) -> JSONResponse:
+def allowed_methods(request: Request) -> str | None:
+    """Every method the API document gives the request's path, for ``Allow`` (RFC 9110; HEAD
+    with GET, as the router answers it); None for a path it does not describe. (The router
+    names only the methods of the first route whose path matched.)"""
+    path = request.url.path
+    methods: set[str] = set()
+    for template, operations in request.app.openapi()["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^/]+\}", "[^/]+", template), path):
+            methods |= {method.upper() for method in operations}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods)) or None
+
+
+async def _on_http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)
-    return problem_response(code_of_status(error.status_code), str(error.detail))
+    headers = dict(error.headers) if error.headers else None
+    if error.status_code == 405 and (allowed := allowed_methods(request)) is not None:
+        headers = {**(headers or {}), "Allow": allowed}
+    return problem_response(code_of_status(error.status_code), str(error.detail), headers)
 
 
 async def _on_store_unreachable(request: Request, error: Exception) -> JSONResponse:

@@ -17,6 +17,9 @@ from domain.state import Status
 from services.store import queries
 from services.store.database import Store
 
+GAME_CURSOR_PATTERN = queries.GAME_CURSOR_PATTERN
+"""What a cursor of the game list looks like; any such text is a place in the list."""
+
 
 class HandScore(msgspec.Struct, frozen=True):
     hand: int

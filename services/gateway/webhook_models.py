@@ -10,6 +10,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from contracts.webhooks import WebhookType
 from services.runtime.webhook_addresses import MAX_URL_LENGTH
 
+_LABEL = "[A-Za-z](?:-?[A-Za-z0-9]){0,62}"
+"""A host name's label: a letter first, single hyphens (so never an IDNA ``xn--`` label)."""
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_H = "[0-9A-Fa-f]{1,4}"
+_IPV6 = (
+    f"(?:(?:{_H}:){{7}}{_H}|(?:{_H}:){{1,7}}:|(?:{_H}:){{1,6}}:{_H}"
+    f"|(?:{_H}:){{1,5}}(?::{_H}){{1,2}}|(?:{_H}:){{1,4}}(?::{_H}){{1,3}}"
+    f"|(?:{_H}:){{1,3}}(?::{_H}){{1,4}}|(?:{_H}:){{1,2}}(?::{_H}){{1,5}}"
+    f"|{_H}:(?::{_H}){{1,6}}|:(?:(?::{_H}){{1,7}}|:)|::(?:[Ff]{{4}}:){_IPV4})"
+)
+_PORT = "(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+WEBHOOK_URL_PATTERN = (
+    rf"^https?://(?:{_LABEL}(?:\.{_LABEL})*\.?|{_IPV4}|\[{_IPV6}\])"
+    rf"(?::{_PORT})?(?:/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?$"
+)
+"""A webhook URL as the API takes it; the host's addresses are checked when it is registered
+and again at every delivery."""
+
 
 class CreateWebhook(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
@@ -17,8 +36,11 @@ class CreateWebhook(BaseModel):
     url: str = Field(
         min_length=1,
         max_length=MAX_URL_LENGTH,
-        description="Where deliveries are POSTed: `http` or `https`, on a public address "
-        "(loopback and private ones are refused unless the server allows them).",
+        pattern=WEBHOOK_URL_PATTERN,
+        description="Where deliveries are POSTed: `http` or `https`, a host name or address, a "
+        "port and a path, no user, query or fragment. Its host must resolve to public "
+        "addresses (loopback and private ones are refused unless the server allows them): "
+        "403 `forbidden` otherwise.",
         examples=["https://platform.example/spades/webhooks"],
     )
     events: list[WebhookType] = Field(

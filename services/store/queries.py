@@ -9,14 +9,12 @@ write passes the version its command returned, and the gateway waits with
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import functools
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -233,15 +231,22 @@ def _summary(row: sa.Row[Any]) -> dict[str, Any]:
     }
 
 
+GAME_CURSOR_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z"
+    r"~[A-Za-z0-9_-]{1,64}$"
+)
+"""A page's cursor: the creation time and id of the last game it showed (``TIME~ID``). Any
+such text is a place in the list (the games created before it), so the API's schema states
+exactly which cursors are answered."""
+_GAME_CURSOR = re.compile(GAME_CURSOR_PATTERN)
+
+
 def _cursor(row: sa.Row[Any]) -> str:
-    raw = msgspec.json.encode([row.created_at, row.game_id])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return f"{row.created_at}~{row.game_id}"
 
 
 def _read_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, game_id = msgspec.json.decode(raw, type=tuple[str, str])
-    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
-        raise InvalidCursor(f"cursor {cursor[:80]!r} was not handed out by this list") from None
+    if _GAME_CURSOR.fullmatch(cursor) is None:
+        raise InvalidCursor(f"cursor {cursor[:80]!r} was not handed out by this list")
+    created_at, _, game_id = cursor.partition("~")
     return created_at, game_id

@@ -1,6 +1,7 @@
 """schemathesis against the OpenAPI document the running stack serves: whatever it generates,
 valid or not, no answer is a 500, and every answer is one the document describes (its status,
-content type and body schema).
+content type and body schema). And Schemathesis as a third party runs it: ``st run --checks
+all``, every phase (its stateful one included), finds nothing.
 
 Each operation is tried on an unknown game and, with a seat token, on a real one, so that
 requests also reach past ``game_not_found``. (schemathesis's lazy pytest loader does not run
@@ -9,8 +10,12 @@ under pytest 9, so the cases come from its Python API, ``APIOperation.as_strateg
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -135,3 +140,39 @@ def test_every_answer_is_one_the_document_describes(stack: Stack, mode: Generati
             failures += [f"{operation.label} {path_parameters}: {f}" for f in found]
     assert tried >= 20
     assert not failures, "\n\n".join(failures)
+
+
+SCHEMATHESIS_CONFIG = Path(__file__).with_name("schemathesis.toml")
+SCHEMATHESIS_TIMEOUT_S = 300
+PHASES = ("Examples", "Coverage", "Fuzzing", "Stateful")
+
+
+def test_schemathesis_with_every_check_and_phase_finds_nothing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The contract is exact: requests the schema allows are accepted (or refused by the game's
+    rules, 422), requests it does not are refused, every answer is documented (status, headers,
+    content type, body; the event stream's events too), 405s say what is allowed, and no
+    sequence of calls the document's links lead to breaks it. Bounded by the config's example
+    count, deterministic."""
+    argv = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(SCHEMATHESIS_CONFIG)]
+    argv += ["run", f"{stack.base_url}/openapi.json", "--checks", "all", "--no-color"]
+    argv += ["-H", f"Authorization: Bearer {stack.api_key}"]
+    argv += ["--report", "junit", "--report-dir", str(tmp_path)]
+    done = subprocess.run(
+        argv,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=SCHEMATHESIS_TIMEOUT_S,
+        cwd=tmp_path,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-12000:]
+    for phase in PHASES:
+        assert f"✅ {phase}" in output, f"the {phase} phase did not pass:\n{output[-6000:]}"
+    selected = re.search(r"Selected: (\d+)/(\d+)", output)
+    tested = re.search(r"Tested: (\d+)", output)
+    assert selected, output[-4000:]
+    assert tested, output[-4000:]
+    assert int(tested[1]) == int(selected[2]) >= 20, "every operation of the document is tried"

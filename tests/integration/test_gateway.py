@@ -415,14 +415,17 @@ async def test_reads_wait_for_min_version(client: httpx.AsyncClient) -> None:
     version = (await table.public())["version"]
     now = await client.get(f"{table.url}/scoreboard", params={"min_version": version})
     assert now.status_code == 200
-    later = asyncio.create_task(
-        client.get(f"{table.url}/scoreboard", params={"min_version": version + 1})
-    )
+    ahead = await client.get(f"{table.url}/scoreboard", params={"min_version": version + 1})
+    assert_problem(ahead, 409, "conflict")  # not reached yet: answered at once, no wait
     await table.step(random.Random(1))
-    assert (await later).status_code == 200
-    never = await client.get(f"{table.url}/hands", params={"min_version": version + 1000})
-    assert_problem(never, 503, "unavailable")
-    assert never.headers["retry-after"] == "1"
+    # the version an action answered: the read waits until the read models hold it
+    later = await client.get(f"{table.url}/scoreboard", params={"min_version": version + 1})
+    assert later.status_code == 200
+    # A version the game has not reached is answered at once: no wait could make it visible.
+    current = (await table.public())["version"]
+    never = await client.get(f"{table.url}/hands", params={"min_version": current + 1000})
+    assert "the game is at version" in assert_problem(never, 409, "conflict")["detail"]
+    assert "retry-after" not in never.headers
 
 
 # --------------------------------------------------------------------------- seat tokens

@@ -184,7 +184,7 @@ async def test_refusals_name_the_league_and_the_stream_holds_only_leagues(
     missing = await client.send_league("nowhere", ScheduleRoundRequest())
     assert missing.code == "league_not_found"
     unplayable = await client.send_league("bad", created_league(["solo player"]))
-    assert unplayable.code == "malformed"
+    assert unplayable.code == "invalid_rules"  # too few players for the tables its rules set
     rules = await client.send_league(
         "bad-rules",
         CreateLeagueRequest(name="N", rules={"preset": "whist"}, players=["a", "b"]),

@@ -312,7 +312,7 @@ async def test_withdraw_and_substitute_round_trip(
     again = await http.post(f"{url}/withdrawals", json={"player": leaving})
     assert_problem(again, 409, "wrong_phase")
     unknown = await http.post(f"{url}/withdrawals", json={"player": "nobody"})
-    assert_problem(unknown, 400, "malformed")
+    assert_problem(unknown, 404, "not_found")  # well formed: a name the league does not have
     assert ok(await http.get(url))["withdrawn"] == [leaving]
 
     # the round is played out (the withdrawn seat too, as its clock will), the substitute

@@ -354,10 +354,10 @@ ERRORS: list[tuple[str, Callable[[], Game | None], AnyCommand, str]] = [
     ("pass by seat 5", passing, PassCards(5, cs("AS KS")), "malformed"),
     ("draw by seat 2", two_player, Draw(2, True), "malformed"),
     (
-        "seat 4 of 4",
+        "seat 4 of 4",  # no seat to be had, like a taken one
         lambda: apply(None, CreateGame("g", PARTNERSHIP, dealer=0)),
         TakeSeat("p", 4),
-        "malformed",
+        "seat_taken",
     ),
     (
         "seat taken",

@@ -11,7 +11,7 @@ from domain.events import AnyEvent
 from services.gateway.deps import GameReadOf, Services, StreamReadOf
 from services.gateway.feed import EventStream, FeedStart, frames, resume_point
 from services.gateway.models import Events
-from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.openapi import OPTIONAL_CREDENTIAL, event_stream_schema, problems
 from services.gateway.views import events_answer, versioned
 
 router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
@@ -51,7 +51,10 @@ async def events(
     "/stream",
     response_class=EventStream,
     responses={
-        200: {"description": "A `state` event, then every event, each with `id:` its version."},
+        200: {
+            "description": "A `state` event, then every event, each with `id:` its version.",
+            "content": {"text/event-stream": {"schema": event_stream_schema()}},
+        },
         **problems(401, 403, 404, 429, 503),
     },
     openapi_extra=OPTIONAL_CREDENTIAL,

@@ -15,7 +15,7 @@ from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Se
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
-from services.gateway.read_models import GameQuery, InvalidCursor
+from services.gateway.read_models import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.routes.actions import IdempotencyKey
 from services.gateway.views import as_json, state_answer, state_for
 from services.runtime.logging import get_logger
@@ -82,7 +82,13 @@ async def list_games(
     status: Status | None = None,
     player: Annotated[str | None, Query(max_length=64)] = None,
     league: Annotated[str | None, Query(max_length=64)] = None,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the page before.")] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            pattern=GAME_CURSOR_PATTERN,
+            description="`next_cursor` of the page before: the time and id of its last game.",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Any:
     """Games, a page at a time, filtered by status, a player's name or a league: a platform's

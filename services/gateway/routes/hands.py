@@ -21,7 +21,7 @@ MAX_HAND = 1_000_000
 """No game has more hands than this; a larger number is malformed, not a database overflow."""
 
 
-_PROBLEMS = problems(401, 403, 404, 429, 503)
+_PROBLEMS = problems(401, 403, 404, 409, 429, 503)
 
 
 @router.get(

@@ -199,6 +199,13 @@ async def _owned(services: Services, league_id: str, platform: str | None) -> Le
     return owned
 
 
+def _of_the_league(league: League, player: str) -> None:
+    """404 for a name the league does not have: the player named, like a seat a table does
+    not have, is not there to act on."""
+    if player not in league.players:
+        raise ProblemError("not_found", f"the league has no player {player!r}")
+
+
 def _check_caps(services: Services, rules: dict[str, Any], players: int) -> None:
     """422 for a league over the server's caps: its size, and the tables of one round."""
     caps = services.caps
@@ -280,7 +287,7 @@ async def league_round(
 @router.get(
     "/{league_id}/standings",
     response_model=StandingsModel,
-    responses=problems(401, 404, 429, 503),
+    responses=problems(401, 404, 409, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
 async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services: Services) -> Any:
@@ -309,10 +316,10 @@ async def withdraw(
     """Withdraw a player, for the league's platform: recorded in the league's history, no
     round scheduled from now on seats them, and the standings keep their record, marked
     withdrawn. A table of theirs still being played is played out by its clock (their seat is
-    marked away). 400 `malformed` for a name that is not the league's; 409 `wrong_phase` when
+    marked away). 404 `not_found` for a name that is not the league's; 409 `wrong_phase` when
     they have withdrawn already, the league is finished, or too few players would be left for
     a table."""
-    await _owned(services, league_id, platform)
+    _of_the_league(await _owned(services, league_id, platform), body.player)
     command_id = keyed_command_id(services.secret, idempotency_key, "withdraw", league_id, platform)
     structlog.contextvars.bind_contextvars(command_id=command_id)
     request = WithdrawPlayerRequest(player=body.player)
@@ -378,8 +385,8 @@ async def substitute(
     game to the player, never to the substitute. A retry with the same ``Idempotency-Key``
     gets the same token. 409 `wrong_phase` when the player has no table being played,
     `game_over` when that game is over, `seat_taken` when the substitute plays a seat of the
-    round already."""
-    await _owned(services, league_id, platform)
+    round already; 404 `not_found` when the player is not the league's."""
+    _of_the_league(await _owned(services, league_id, platform), body.player)
     command_id = keyed_command_id(
         services.secret, idempotency_key, "substitute", league_id, platform
     )

@@ -19,8 +19,8 @@ from fastapi.responses import FileResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
-from contracts.wire import GAME_ID
 from domain.league import LEAGUE_ID
+from domain.seating import GAME_ID
 from services.gateway.problems import ProblemError
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
@@ -56,7 +56,7 @@ def _page(name: str) -> FileResponse:
 
 
 def _game_id(game_id: str) -> str:
-    if not GAME_ID.match(game_id):
+    if not GAME_ID.fullmatch(game_id):
         raise ProblemError("game_not_found", "no game has that id")
     return game_id
 

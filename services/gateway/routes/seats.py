@@ -22,6 +22,7 @@ from contracts.wire import MarkAwayRequest, ReissueTokenRequest, TakeSeatRequest
 from domain.events import SeatTokenReissued
 from domain.league import table_of
 from domain.platforms import FIRST_ISSUE
+from domain.rules import PLAYERS
 from domain.state import Game
 from services.gateway.commands import anonymous_seat_key, keyed_command_id
 from services.gateway.deps import Caller, GameCaller, GameReadOf, Services
@@ -88,7 +89,14 @@ async def take_seat(
 async def reissue_token(
     read: GameReadOf,
     asking: GameCaller,
-    seat: Annotated[int, Path(ge=0, le=9, description="The seat, 0 for the first.")],
+    seat: Annotated[
+        int,
+        Path(
+            ge=0,
+            le=max(PLAYERS) - 1,
+            description="The seat, 0 for the first; one the table does not have is 404.",
+        ),
+    ],
     services: Services,
     body: Annotated[ReissueToken | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
@@ -99,6 +107,8 @@ async def reissue_token(
     game = read.game
     if not asking.owns(game.platform):
         raise ProblemError("forbidden", "only the game's platform issues its seats' tokens")
+    if seat >= game.rules.players:
+        raise ProblemError("not_found", f"the table has no seat {seat}")
     command_id = keyed_command_id(
         services.secret, idempotency_key, "token", game.game_id, seat, asking.platform
     )
@@ -128,7 +138,14 @@ async def reissue_token(
 async def mark_away(
     read: GameReadOf,
     asking: GameCaller,
-    seat: Annotated[int, Path(ge=0, le=9, description="The seat, 0 for the first.")],
+    seat: Annotated[
+        int,
+        Path(
+            ge=0,
+            le=max(PLAYERS) - 1,
+            description="The seat, 0 for the first; one the table does not have is 404.",
+        ),
+    ],
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
@@ -139,6 +156,8 @@ async def mark_away(
     game = read.game
     if not asking.owns(game.platform):
         raise ProblemError("forbidden", "only the game's platform says a seat is away")
+    if seat >= game.rules.players:
+        raise ProblemError("not_found", f"the table has no seat {seat}")
     command_id = keyed_command_id(
         services.secret, idempotency_key, "away", game.game_id, seat, asking.platform
     )

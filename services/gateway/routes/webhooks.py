@@ -99,17 +99,18 @@ async def create_webhook(
 ) -> Any:
     """Register an endpoint of the caller's platform for these event types. The answer holds
     its secret, `whsec_...`, this once: every delivery is signed with it (Standard Webhooks).
-    It hears of the platform's games and leagues from now on. A URL that is not `http(s)`, or
-    whose host does not resolve, is 400 `malformed`; one on a loopback, link-local or private
-    address is 403 `forbidden` (unless the server sets `SPADES_WEBHOOK_ALLOW_PRIVATE=1`); a
+    It hears of the platform's games and leagues from now on. A URL the schema does not allow
+    is 400 `malformed`; one whose host does not resolve, or resolves to a loopback, link-local
+    or private address, is 403 `forbidden` (the latter unless the server sets
+    `SPADES_WEBHOOK_ALLOW_PRIVATE=1`); a
     platform has at most 16 endpoints (409 `conflict`)."""
     try:
         url = checked_url(body.url)
         await services.webhook_policy.addresses(url.host, url.port or _default_port(url.scheme))
     except InvalidUrl as error:
         raise ProblemError("malformed", str(error)) from None
-    except Unresolvable as error:
-        raise ProblemError("malformed", str(error)) from None
+    except Unresolvable as error:  # an address webhooks cannot reach, as a refused one
+        raise ProblemError("forbidden", str(error)) from None
     except AddressRefused as error:
         raise ProblemError("forbidden", str(error)) from None
     owner = endpoints.platform_key(platform)
@@ -185,7 +186,12 @@ async def deliveries(
     platform: Platform,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Deliveries per page.")] = PAGE,
     cursor: Annotated[
-        str | None, Query(max_length=18, description="`next_cursor` of the page before.")
+        str | None,
+        Query(
+            pattern=_CURSOR.pattern,
+            max_length=18,
+            description="`next_cursor` of the page before.",
+        ),
     ] = None,
 ) -> Any:
     """The endpoint's recent deliveries, newest first: the event, its `webhook-id`, the tries
