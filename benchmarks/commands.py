@@ -31,6 +31,7 @@ from nats.js import api
 
 from benchmarks.nats_table import RandomTable
 from contracts.wire import ActRequest
+from domain.rules import MAX_POINTS
 from services.engine.service import ensure_streams
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import connect_options
@@ -135,7 +136,9 @@ async def _play(
         )
         for n in range(games)
     ]
-    await asyncio.gather(*(table.open({"preset": preset, "target": 10**9}) for table in tables))
+    await asyncio.gather(
+        *(table.open({"preset": preset, "target": MAX_POINTS}) for table in tables)
+    )
     for table in tables:
         table.latencies.clear()
     per_table = max(1, commands // games)

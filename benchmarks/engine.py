@@ -19,6 +19,7 @@ import msgspec
 from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
+from domain.rules import MAX_POINTS
 from domain.state import Game, cards_held
 
 
@@ -36,7 +37,7 @@ class EngineFigures(msgspec.Struct):
 def new_game(preset: str, rng: random.Random) -> Game:
     """A game of ``preset`` that never ends, every seat taken and the first hand dealt."""
     game: Game | None = None
-    for event in decide(game, CreateGame("bench", {"preset": preset, "target": 10**12})):
+    for event in decide(game, CreateGame("bench", {"preset": preset, "target": MAX_POINTS})):
         game = evolve(game, event)
     assert game is not None
     for seat in range(game.rules.players):

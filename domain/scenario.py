@@ -32,6 +32,9 @@ from domain.rules import resolve_rules
 from domain.state import Game
 from domain.table import Table, table_for
 
+SCENARIO_GAME_ID = "scenario"
+"""The id of the game a case plays (its name may be any text)."""
+
 
 class MalformedCase(Exception):
     """A case that cannot be run: ``case`` names it, ``field`` the part that is wrong."""
@@ -110,7 +113,9 @@ def run_case(case: Any, position: int = 0) -> dict[str, Any]:
     has_deals, has_tallies = "deals" in case, "tallies" in case
     if has_deals == has_tallies:
         raise MalformedCase(name, "deals", "a case has deals or tallies, not both or neither")
-    run.apply(CreateGame(name, rules.to_json(), dealer, scores=scores, bags=bags), "rules")
+    # A case's name is free text, not a game id: the game it plays gets a fixed one.
+    create = CreateGame(SCENARIO_GAME_ID, rules.to_json(), dealer, scores=scores, bags=bags)
+    run.apply(create, "rules")
     for seat in range(rules.players):
         run.apply(TakeSeat(f"seat {seat}", seat), "rules")
     if has_deals:

@@ -35,6 +35,15 @@ from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
 
+SeatOfTable = Annotated[
+    int,
+    Path(
+        ge=0,
+        le=max(PLAYERS) - 1,
+        description="The seat, 0 for the first; one the table does not have is 404.",
+    ),
+]
+
 log = get_logger("spades.gateway")
 
 
@@ -89,14 +98,7 @@ async def take_seat(
 async def reissue_token(
     read: GameReadOf,
     asking: GameCaller,
-    seat: Annotated[
-        int,
-        Path(
-            ge=0,
-            le=max(PLAYERS) - 1,
-            description="The seat, 0 for the first; one the table does not have is 404.",
-        ),
-    ],
+    seat: SeatOfTable,
     services: Services,
     body: Annotated[ReissueToken | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
@@ -105,10 +107,7 @@ async def reissue_token(
     revoked at once (401 from then on). ``player`` seats a substitute in its place. A retry
     with the same ``Idempotency-Key`` gets the same issue (and a token of it)."""
     game = read.game
-    if not asking.owns(game.platform):
-        raise ProblemError("forbidden", "only the game's platform issues its seats' tokens")
-    if seat >= game.rules.players:
-        raise ProblemError("not_found", f"the table has no seat {seat}")
+    _platforms_seat(asking, game, seat, "only the game's platform issues its seats' tokens")
     command_id = keyed_command_id(
         services.secret, idempotency_key, "token", game.game_id, seat, asking.platform
     )
@@ -138,14 +137,7 @@ async def reissue_token(
 async def mark_away(
     read: GameReadOf,
     asking: GameCaller,
-    seat: Annotated[
-        int,
-        Path(
-            ge=0,
-            le=max(PLAYERS) - 1,
-            description="The seat, 0 for the first; one the table does not have is 404.",
-        ),
-    ],
+    seat: SeatOfTable,
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
@@ -154,10 +146,7 @@ async def mark_away(
     its turns until its token acts again (`{"type": "back"}`, or any action). A game without a
     clock refuses it (409 `wrong_phase`); a seat away already changes nothing."""
     game = read.game
-    if not asking.owns(game.platform):
-        raise ProblemError("forbidden", "only the game's platform says a seat is away")
-    if seat >= game.rules.players:
-        raise ProblemError("not_found", f"the table has no seat {seat}")
+    _platforms_seat(asking, game, seat, "only the game's platform says a seat is away")
     command_id = keyed_command_id(
         services.secret, idempotency_key, "away", game.game_id, seat, asking.platform
     )
@@ -167,6 +156,15 @@ async def mark_away(
     log.info("seat marked away", changed=bool(reply.events))
     events = ((record.version, record.event) for record in reply.events)
     return {"version": reply.version, "events": event_records(events, None)}
+
+
+def _platforms_seat(asking: Caller, game: Game, seat: int, forbidden: str) -> None:
+    """403 (saying ``forbidden``) for anyone but the game's platform; 404 for a seat the
+    table does not have."""
+    if not asking.owns(game.platform):
+        raise ProblemError("forbidden", forbidden)
+    if seat >= game.rules.players:
+        raise ProblemError("not_found", f"the table has no seat {seat}")
 
 
 def _may_sit(asking: Caller, game: Game) -> None:
