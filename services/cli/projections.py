@@ -13,10 +13,8 @@ command runs, not when the command line starts.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
-import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -28,6 +26,7 @@ from rich.table import Table
 
 from services.runtime.logging import configure_logging
 from services.runtime.loop import run as run_service
+from services.runtime.loop import until_stopped
 from services.runtime.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -269,22 +268,9 @@ async def _serve(settings: Settings, models: list[str] | None, batch_size: int |
     from services.projections.service import run_projections
     from services.projections.worker import BATCH_SIZE
 
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
-    workers = asyncio.create_task(
+    await until_stopped(
         run_projections(settings, models=models, batch_size=batch_size or BATCH_SIZE)
     )
-    stop = asyncio.create_task(stopping.wait())
-    await asyncio.wait({workers, stop}, return_when=asyncio.FIRST_COMPLETED)
-    stop.cancel()
-    if workers.done():
-        workers.result()  # it ended on its own: an error, raised here
-        return
-    workers.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await workers
 
 
 def bench(

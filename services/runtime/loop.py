@@ -27,3 +27,25 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` on the services' loop."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(main)
+
+
+async def until_stopped(work: Coroutine[Any, Any, None]) -> None:
+    """Run a service's ``work`` until it ends or SIGTERM or Ctrl-C comes, then cancel it and
+    wait for it to unwind. Work that ended on its own with an error raises it here."""
+    import contextlib
+    import signal
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    worker = asyncio.create_task(work)
+    stop = asyncio.create_task(stopping.wait())
+    await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if worker.done():
+        worker.result()
+        return
+    worker.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await worker

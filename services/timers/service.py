@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 
 import structlog
 
+from services.runtime.loop import until_stopped
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
 from services.timers.worker import Timers, stats
@@ -52,17 +52,4 @@ async def run_timers(settings: Settings, *, nats_url: str | None = None) -> None
 async def serve_timers(settings: Settings, *, nats_url: str | None = None) -> None:
     """:func:`run_timers` until SIGTERM or Ctrl-C. A timeout in flight then is fired again by
     the next start (or by another worker), and the engine takes it once."""
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
-    worker = asyncio.create_task(run_timers(settings, nats_url=nats_url))
-    stop = asyncio.create_task(stopping.wait())
-    await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
-    stop.cancel()
-    if worker.done():
-        worker.result()
-        return
-    worker.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await worker
+    await until_stopped(run_timers(settings, nats_url=nats_url))

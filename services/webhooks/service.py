@@ -9,12 +9,11 @@ deployment: its consumers are durable, and its positions and outbox are in the d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
 
 import structlog
 
+from services.runtime.loop import until_stopped
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
 from services.runtime.webhook_addresses import AddressPolicy
@@ -85,17 +84,4 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
 async def serve_webhooks(settings: Settings, *, nats_url: str | None = None) -> None:
     """:func:`run_webhooks` until SIGTERM or Ctrl-C. A try in flight then is not recorded: it
     is sent again, with the same ``webhook-id``, when the worker starts again."""
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
-    worker = asyncio.create_task(run_webhooks(settings, nats_url=nats_url))
-    stop = asyncio.create_task(stopping.wait())
-    await asyncio.wait({worker, stop}, return_when=asyncio.FIRST_COMPLETED)
-    stop.cancel()
-    if worker.done():
-        worker.result()  # it ended on its own: an error, raised here
-        return
-    worker.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await worker
+    await until_stopped(run_webhooks(settings, nats_url=nats_url))
