@@ -78,7 +78,8 @@ async def test_a_foreign_id_answers_exactly_like_an_unknown_one(
             unknown = await get(http, f"/v1/games/{nobody}{read}", stranger)
             assert foreign.status_code == 404, foreign.text
             same_problem(foreign, unknown, (table.game_id, nobody))
-        for write, body in (("/seats", {"player": "eve"}), ("/seats/0/token", None)):
+        writes = (("/seats", {"player": "eve"}), ("/seats/0/token", None), ("/seats/0/away", None))
+        for write, body in writes:
             foreign = await http.post(f"{table.url}{write}", json=body, headers=stranger)
             unknown = await http.post(f"/v1/games/{nobody}{write}", json=body, headers=stranger)
             assert foreign.status_code == 404, foreign.text
@@ -185,6 +186,12 @@ async def test_another_platform_cannot_act_or_reissue_a_seats_token(
     for stranger in (bearer(RIVAL), {}):
         stolen = await http.post(f"{table.url}/seats/{seat}/token", headers=stranger)
         assert_problem(stolen, 404, "game_not_found")
+    # a seat's own token may not say another seat (or its own) is away: only the platform may
+    for marked in (seat, (seat + 1) % 4):
+        away = await http.post(
+            f"{table.url}/seats/{marked}/away", headers=bearer(table.tokens[seat])
+        )
+        assert_problem(away, 403, "forbidden")
     await unchanged(house, table, before)
     # the seat's own token still acts
     answer = await http.post(act, json=bid, headers=bearer(table.tokens[seat]))
