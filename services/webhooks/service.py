@@ -21,6 +21,7 @@ from services.store.database import open_store
 from services.store.migrations import migrate
 from services.webhooks.delivery import Deliveries, Sender
 from services.webhooks.ingest import GAMES, LEAGUES, Ingest, game_folds, league_folds
+from services.webhooks.interest import EndpointWatch
 from services.webhooks.schedule import Schedule
 from services.webhooks.transport import delivery_client
 
@@ -56,11 +57,13 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
             per_endpoint=settings.webhook_endpoint_concurrency,
             retention_s=settings.webhook_retention_s,
         )
+        watch = EndpointWatch(store)
         ingests = [
-            Ingest(GAMES, store, client, game_folds(client), deliveries.wake),
-            Ingest(LEAGUES, store, client, league_folds(client), deliveries.wake),
+            Ingest(GAMES, store, client, game_folds(client), watch, deliveries.wake),
+            Ingest(LEAGUES, store, client, league_folds(client), watch, deliveries.wake),
         ]
         tasks = [
+            asyncio.create_task(watch.run(), name="webhook endpoints"),
             asyncio.create_task(deliveries.run(), name="webhook deliveries"),
             *(asyncio.create_task(i.run(), name=f"webhooks {i.source.name}") for i in ingests),
         ]
