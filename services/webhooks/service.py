@@ -49,15 +49,16 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
     )
     try:
         await migrate(store)
+        watch = EndpointWatch(store)
         deliveries = Deliveries(
             store,
             Sender(http, settings.webhook_timeout_s),
             schedule,
+            watch,
             concurrency=settings.webhook_concurrency,
             per_endpoint=settings.webhook_endpoint_concurrency,
             retention_s=settings.webhook_retention_s,
         )
-        watch = EndpointWatch(store)
         ingests = [
             Ingest(GAMES, store, client, game_folds(client), watch, deliveries.wake),
             Ingest(LEAGUES, store, client, league_folds(client), watch, deliveries.wake),
