@@ -279,10 +279,14 @@ class Deliveries:
     ) -> None:
         failures: list[tuple[outbox.Due, Outcome, int, float | None]] = []
         async with self.store.writing() as conn:
+            acknowledged = [
+                outbox.Acknowledged(due.id, outcome.status, at)
+                for due, outcome, at, _ in batch
+                if outcome.acknowledged and outcome.status is not None
+            ]
+            await outbox.delivered(conn, acknowledged)
             for due, outcome, at, _ in batch:
                 if outcome.acknowledged:
-                    assert outcome.status is not None
-                    await outbox.delivered(conn, due.id, outcome.status, at)
                     continue
                 tries = due.attempts + 1
                 error = outcome.error or "failed"

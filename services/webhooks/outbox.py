@@ -242,18 +242,36 @@ async def next_due(conn: AsyncConnection) -> float | None:
     return float(found) if found is not None else None
 
 
-async def delivered(conn: AsyncConnection, delivery_id: int, status: int, now: float) -> None:
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """A try a receiver acknowledged: the delivery, the answer's status, when it came."""
+
+    delivery_id: int
+    status: int
+    at: float
+
+
+async def delivered(conn: AsyncConnection, acknowledged: Sequence[Acknowledged]) -> None:
+    """Record acknowledged tries: one statement for them all, as the recorder writes what many
+    chains did at once."""
+    if not acknowledged:
+        return
+    table = webhook_deliveries
     await conn.execute(
-        webhook_deliveries.update()
-        .where(webhook_deliveries.c.id == delivery_id, webhook_deliveries.c.status == PENDING)
+        table.update()
+        .where(table.c.id == sa.bindparam("delivery"), table.c.status == PENDING)
         .values(
             status=DELIVERED,
-            attempts=webhook_deliveries.c.attempts + 1,
-            last_status=status,
+            attempts=table.c.attempts + 1,
+            last_status=sa.bindparam("answer"),
             last_error=None,
-            last_attempt_at=now,
+            last_attempt_at=sa.bindparam("answered_at"),
             next_try=None,
-        )
+        ),
+        [
+            {"delivery": a.delivery_id, "answer": a.status, "answered_at": a.at}
+            for a in acknowledged
+        ],
     )
 
 
