@@ -405,7 +405,9 @@ class Ingest:
                     position=held.position,
                     start=start,
                 )
-            await outbox.set_position(conn, self.source.name, start, found.created)
+            await outbox.set_position(
+                conn, self.source.name, start, found.created, known=held.known
+            )
         return start
 
     async def _apply(self, messages: Sequence[Any]) -> bool:
@@ -500,7 +502,9 @@ class Ingest:
                             outbox.Pending(endpoint.id, identifier, kind, one.chain, body, status)
                         )
             await outbox.record(conn, pending, now)
-            await outbox.set_position(conn, self.source.name, last, self._stream.created)
+            await outbox.set_position(
+                conn, self.source.name, last, self._stream.created, known=held.known
+            )
         self.stored, self._stored_at = last, now
         return sum(delivery.status == outbox.PENDING for delivery in pending)
 

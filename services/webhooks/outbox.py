@@ -57,15 +57,18 @@ async def lock_position(conn: AsyncConnection, stream: str) -> Position:
 
 
 async def set_position(
-    conn: AsyncConnection, stream: str, position: int, stream_created: str
+    conn: AsyncConnection, stream: str, position: int, stream_created: str, *, known: bool = False
 ) -> None:
+    """Move the stream's position (``known``: its row exists, as :func:`lock_position` found
+    it in this transaction, and is only updated)."""
     row = {
         "stream": stream,
         "position": position,
         "stream_created": stream_created,
         "updated_at": _now_text(),
     }
-    await insert_missing(conn, webhook_positions, [row], keys=["stream"])
+    if not known:
+        await insert_missing(conn, webhook_positions, [row], keys=["stream"])
     await conn.execute(
         webhook_positions.update()
         .where(webhook_positions.c.stream == stream)
