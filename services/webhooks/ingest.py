@@ -148,6 +148,16 @@ class Folds(Generic[S, C]):
         """The aggregate the commit belongs to."""
         return self._key_of(stored.commit)
 
+    def remembered(self, subject: str) -> tuple[str, str] | None:
+        """The aggregate a subject holds and its platform, if the platform is remembered: what
+        decides, without decoding a commit, that no endpoint wants it."""
+        key = self._stream.key_of(subject)
+        platform = self._platforms.get(key) if key is not None else None
+        if key is None or platform is None:
+            return None
+        self._platforms.move_to_end(key)
+        return key, platform
+
     async def platform(self, stored: Stored[C]) -> str:
         """The platform the commit's aggregate belongs to (as stored: ``""`` for none)."""
         key = self._key_of(stored.commit)
@@ -460,6 +470,10 @@ class Ingest:
         interested: Interest,
         keys: list[str],
     ) -> list[tuple[int, str, Made]]:
+        remembered = self.folds.remembered(subject)
+        if remembered is not None and sequence <= interested.get(remembered[1], sequence):
+            self.folds.drop(remembered[0])  # no endpoint of its platform wants it: not decoded
+            return []
         stored = self.folds.decode(sequence, subject, data)
         if not stored.commit.events:
             return []  # a refusal: nothing happened

@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from structlog.testing import capture_logs
 
 from benchmarks.projections import GameWriter
 from domain.commands import CreateGame
@@ -31,7 +32,11 @@ from services.webhooks.ingest import GAMES, Ingest, game_folds
 from services.webhooks.interest import EndpointWatch
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
-from tests.integration.conftest_projections import append_games, random_logs  # noqa: E402
+from tests.integration.conftest_projections import (  # noqa: E402
+    append_games,
+    publish_raw,
+    random_logs,
+)
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["tests.integration.conftest_projections"]
@@ -213,3 +218,20 @@ async def test_no_endpoint_no_following_and_the_first_one_hears_from_its_registr
         with contextlib.suppress(asyncio.CancelledError):
             await watching
     assert await sent_to(store, first.id) == ["game:heard"]
+
+
+async def test_a_commit_of_a_game_whose_platform_no_endpoint_wants_is_not_even_decoded(
+    js: JetStreamContext, nats_client: Client, store: Store
+) -> None:
+    """Once a game's platform is known, its commits are skipped by their subject: bytes that
+    are no commit at all, on such a game's subject, are not looked at."""
+    async with store.writing() as conn:
+        await endpoints.add(conn, endpoint("rival", 0, platform="rival"))
+    [log] = random_logs(1, seed=77)
+    await append_games(js, [log])
+    last = await publish_raw(js, log.game_id, b"not a commit")
+    follower = ingest(store, nats_client)
+    with capture_logs() as logged:
+        async with following(follower):
+            await until(lambda: follower.position == last)
+    assert [entry for entry in logged if entry["log_level"] == "error"] == []
