@@ -8,11 +8,11 @@ the batch acknowledged. A crash before the commit loses nothing (the batch comes
 it, the batch comes again and is skipped (its sequences are at or below the position).
 
 Which platforms have endpoints is known from the :class:`~.interest.EndpointWatch` before any
-database work: a commit of another platform is skipped undecoded, and a batch that makes no
-delivery moves the position only in memory. The stored position follows at most
-:data:`POSITION_EVERY_S` later, or when the stream goes quiet: a crash meanwhile maps those
-commits again, and again they make nothing. While no endpoint exists at all, the stream is not
-followed (nothing in it can be wanted).
+database work: a commit of another platform is skipped (by its subject alone, once its game's
+platform is remembered), and a batch that makes no delivery moves the position only in
+memory. The stored position follows at most :data:`POSITION_EVERY_S` later, or when the stream
+goes quiet: a crash meanwhile maps those commits again, and again they make nothing. While no
+endpoint exists at all, the stream is not followed (nothing in it can be wanted).
 
 Where a stream is first followed, or found to be another stream than the position's (a NATS
 store reset or restored from a backup): the webhooks start at the oldest point an endpoint asks
@@ -435,7 +435,7 @@ class Ingest:
             self._mapped = interest
         made: list[tuple[int, str, Made]] = []
         keys: list[str] = []
-        for sequence, subject, data in batch if interest else ():
+        for sequence, subject, data in batch:
             try:
                 made += await self._made(sequence, subject, data, interest, keys)
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as error:
