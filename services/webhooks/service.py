@@ -1,7 +1,8 @@
 """``spades serve webhooks``: the webhooks worker as its own process.
 
 It migrates the read-model database (where endpoints and deliveries live), follows the game and
-league streams into the outbox (:mod:`.ingest`) and delivers (:mod:`.delivery`). It is apart
+league streams into the outbox (:mod:`.ingest`) while any endpoint exists (:mod:`.interest`)
+and delivers (:mod:`.delivery`). It is apart
 from the engine and the gateway, so a slow or dead receiver never slows a game. Run one per
 deployment: its consumers are durable, and its positions and outbox are in the database.
 """
