@@ -22,6 +22,7 @@ from services.gateway.auth import PlatformKeys, SeatTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
 from services.gateway.deps import Caps, Gateway
+from services.gateway.fast_path import FastPath
 from services.gateway.json_text import JsonText
 from services.gateway.limits import Identify, RateLimit, caller_of, parse_rate_limits
 from services.gateway.openapi import install_openapi
@@ -179,7 +180,8 @@ def create_app(
     install_pages(app)
     install_problem_handlers(app)
     install_openapi(app)
-    app.add_middleware(JsonText)  # innermost: reads the body the limit lets through
+    app.add_middleware(FastPath)  # innermost: a seat's view and actions, past the router
+    app.add_middleware(JsonText)  # reads the body the limit lets through
     app.add_middleware(BodyLimit)
     app.add_middleware(RateLimit, rates=rates, identify=_identify(app))
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: sees every answer
