@@ -32,7 +32,14 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway.commands import MAX_IDEMPOTENCY_KEY
-from services.gateway.deps import Gateway, bearer_credential, game_caller, seat_read, valid_game_id
+from services.gateway.deps import (
+    Caller,
+    Gateway,
+    bearer_credential,
+    game_caller,
+    seat_read,
+    valid_game_id,
+)
 from services.gateway.headers import header
 from services.gateway.json_text import read_body, replaying
 from services.gateway.models import Action
@@ -98,9 +105,7 @@ class FastPath:
         return game_id
 
     async def _seat_view(self, services: Gateway, scope: Scope, key: str) -> Response:
-        game_id = await valid_game_id(key)
-        credential = bearer_credential(header(scope, b"authorization"))
-        asking = await game_caller(services, game_id, credential)
+        game_id, asking = await _game_and_caller(services, scope, key)
         answer: Response = await games.seat_view(await seat_read(services, game_id, asking))
         return answer
 
@@ -115,9 +120,7 @@ class FastPath:
         action, idempotency_key = plain
 
         async def act() -> Response:
-            game_id = await valid_game_id(key)
-            credential = bearer_credential(header(scope, b"authorization"))
-            asking = await game_caller(services, game_id, credential)
+            game_id, asking = await _game_and_caller(services, scope, key)
             answer: Response = await actions.act(game_id, asking, action, services, idempotency_key)
             return answer
 
@@ -137,6 +140,14 @@ class FastPath:
             handled = handler(Request(scope, receive), error)
             response = await handled if inspect.isawaitable(handled) else handled
         await response(scope, receive, send)
+
+
+async def _game_and_caller(services: Gateway, scope: Scope, key: str) -> tuple[str, Caller]:
+    """The game's id and the caller, as both routes' first dependencies resolve them (the id
+    is checked before the credential is read)."""
+    game_id = await valid_game_id(key)
+    credential = bearer_credential(header(scope, b"authorization"))
+    return game_id, await game_caller(services, game_id, credential)
 
 
 def _services(scope: Scope) -> Gateway | None:
