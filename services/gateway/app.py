@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import nats.errors
 import nats.js.errors
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 from nats.js import JetStreamContext
 
 from services.gateway.audits import AuditRuns
@@ -62,6 +63,11 @@ KEEP_ALIVE_S = 15.0
 """Seconds between keep-alive comments on an idle event stream."""
 MIN_VERSION_WAIT_S = 5.0
 """The longest a read waits for its ``min_version``."""
+
+OWN_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
+"""FastAPI's native OpenTelemetry off: the gateway's metrics and request log are its own
+(:mod:`services.gateway.telemetry`), and no OpenTelemetry provider is configured, yet FastAPI
+asked the environment for one on every request (3.5 us)."""
 
 DESCRIPTION = """\
 Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
@@ -174,6 +180,7 @@ def create_app(
         docs_url=None,  # /docs is a page of our own (services/gateway/routes/pages.py), offline
         redoc_url=None,
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
+        telemetry=OWN_TELEMETRY,
     )
     for router in (games, seats, actions, events, hands, audit, leagues, webhooks, service):
         app.include_router(router.router)
