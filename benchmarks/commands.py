@@ -34,7 +34,6 @@ import nats
 from nats.aio.client import Client
 from nats.js import api
 
-from benchmarks.http import cpu_of, descendants, process_name
 from benchmarks.nats_table import RandomTable
 from contracts.wire import ActRequest
 from domain.rules import MAX_POINTS
@@ -69,12 +68,15 @@ class CpuMeter:
     """CPU seconds of this process and of the processes it started, by name, over a window."""
 
     def __init__(self) -> None:
-        pids = descendants(os.getpid())[1:]
-        self._pids = {f"{process_name(pid)}:{pid}": pid for pid in pids}
+        from benchmarks import http  # here: it imports this module (through benchmarks.e2e)
+
+        pids = http.descendants(os.getpid())[1:]
+        self._pids = {f"{http.process_name(pid)}:{pid}": pid for pid in pids}
+        self._cpu_of = http.cpu_of
         self._start = self._now()
 
     def _now(self) -> dict[str, float]:
-        return {**cpu_of(self._pids), "client": time.process_time()}
+        return {**self._cpu_of(self._pids), "client": time.process_time()}
 
     def per(self, count: int) -> dict[str, float]:
         """Microseconds of CPU per ``count`` since the meter was made, summed by name."""
