@@ -7,6 +7,11 @@ the average commit to a JetStream stream of the same storage, each waiting for i
 ceiling for a store that acknowledges every append). Measured on an embedded nats-server unless
 ``SPADES_NATS_URL`` names one (with ``SPADES_NATS_CREDS`` for its users: the engine's for the
 engines, the admin's for the benchmark's own connections).
+
+Each side also gets the CPU its processes spent per command (per publish), from ``/proc``: the
+engines, the embedded nats-server and this process (the players, or the publishing tasks). On a
+busy machine the rates of the two sides move with the load each one met; the CPU per command
+moves much less.
 """
 
 from __future__ import annotations
@@ -54,6 +59,32 @@ class CommandFigures(msgspec.Struct):
     mean_commit_bytes: int
     baseline_publish_per_s: float
     ratio: float
+    cpu_us_per_command: dict[str, float]
+    """Per process: ``engine`` (all of them), ``nats-server`` (embedded only), ``client``."""
+    baseline_cpu_us_per_publish: dict[str, float]
+
+
+class CpuMeter:
+    """CPU seconds of this process and of the processes it started, by name, over a window."""
+
+    def __init__(self) -> None:
+        from benchmarks import http  # here: it imports this module (through benchmarks.e2e)
+
+        pids = http.descendants(os.getpid())[1:]
+        self._pids = {f"{http.process_name(pid)}:{pid}": pid for pid in pids}
+        self._cpu_of = http.cpu_of
+        self._start = self._now()
+
+    def _now(self) -> dict[str, float]:
+        return {**self._cpu_of(self._pids), "client": time.process_time()}
+
+    def per(self, count: int) -> dict[str, float]:
+        """Microseconds of CPU per ``count`` since the meter was made, summed by name."""
+        spent: dict[str, float] = {}
+        for key, seconds in self._now().items():
+            name = key.split(":")[0]
+            spent[name] = spent.get(name, 0.0) + seconds - self._start.get(key, seconds)
+        return {name: round(seconds * 1e6 / max(count, 1), 1) for name, seconds in spent.items()}
 
 
 @dataclass(frozen=True)
@@ -122,7 +153,7 @@ async def wait_for_engine(client: EngineClient, timeout_s: float = 30.0) -> None
 
 async def _play(
     broker: Broker, games: int, commands: int, preset: str, seed: int
-) -> tuple[float, list[float], int]:
+) -> tuple[float, list[float], int, dict[str, float]]:
     connection = await broker.connect()
     js = connection.jetstream()
     await ensure_streams(js)
@@ -147,17 +178,21 @@ async def _play(
         for _ in range(per_table):
             await table.step()
 
+    meter = CpuMeter()
     start = time.perf_counter()
     await asyncio.gather(*(run(table) for table in tables))
     seconds = time.perf_counter() - start
     latencies = [latency for table in tables for latency in table.latencies]
+    cpu = meter.per(len(latencies))
     info = await js.stream_info("SPADES_GAMES")
     mean_size = int(info.state.bytes / max(info.state.messages, 1))
     await connection.close()
-    return seconds, latencies, mean_size
+    return seconds, latencies, mean_size, cpu
 
 
-async def _baseline(broker: Broker, concurrency: int, publishes: int, size: int) -> float:
+async def _baseline(
+    broker: Broker, concurrency: int, publishes: int, size: int
+) -> tuple[float, dict[str, float]]:
     connection = await broker.connect()
     js = connection.jetstream()
     with contextlib.suppress(Exception):
@@ -178,12 +213,14 @@ async def _baseline(broker: Broker, concurrency: int, publishes: int, size: int)
         for n in range(per_task):
             await js.publish(subject, payload, headers={"Nats-Msg-Id": f"{task}-{n}"})
 
+    meter = CpuMeter()
     start = time.perf_counter()
     await asyncio.gather(*(publish(task) for task in range(concurrency)))
     seconds = time.perf_counter() - start
+    cpu = meter.per(per_task * concurrency)
     await js.delete_stream(BASELINE_STREAM)
     await connection.close()
-    return per_task * concurrency / seconds
+    return per_task * concurrency / seconds, cpu
 
 
 def run(
@@ -193,8 +230,8 @@ def run(
 
         async def measure() -> CommandFigures:
             with engine_processes(broker, engines):
-                seconds, latencies, size = await _play(broker, games, commands, preset, seed)
-            baseline = await _baseline(broker, games, len(latencies), size)
+                seconds, latencies, size, cpu = await _play(broker, games, commands, preset, seed)
+            baseline, baseline_cpu = await _baseline(broker, games, len(latencies), size)
             ordered = sorted(latencies)
             rate = len(latencies) / seconds
             return CommandFigures(
@@ -208,6 +245,8 @@ def run(
                 mean_commit_bytes=size,
                 baseline_publish_per_s=round(baseline, 1),
                 ratio=round(rate / baseline, 3),
+                cpu_us_per_command=cpu,
+                baseline_cpu_us_per_publish=baseline_cpu,
             )
 
         return asyncio.run(measure())

@@ -72,6 +72,11 @@ def commands(
     table.add_row("raw JetStream publishes/s", f"{figures.baseline_publish_per_s:,.0f}")
     table.add_row("mean commit size", f"{figures.mean_commit_bytes} B")
     table.add_row("ratio commands / publishes", f"{figures.ratio:.2f}")
+    for label, cpu in (
+        ("CPU us per command", figures.cpu_us_per_command),
+        ("CPU us per raw publish", figures.baseline_cpu_us_per_publish),
+    ):
+        table.add_row(label, ", ".join(f"{name} {us:.0f}" for name, us in sorted(cpu.items())))
     Console().print(table)
 
 

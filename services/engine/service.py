@@ -1,4 +1,4 @@
-"""The engine process: FastStream NATS subscribers in a queue group, answering commands.
+"""The engine process: a FastStream application whose queue-group subscriptions answer commands.
 
 Every engine process joins the queue group ``engine`` on ``spades.commands.*`` (games) and on
 ``spades.league-commands.*`` (leagues), so NATS gives each command to one of them; more
@@ -13,14 +13,18 @@ recorded over as soon as its last game ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import nats.errors
 import structlog
 from faststream import FastStream
-from faststream.message import StreamMessage
 from faststream.nats import NatsBroker
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
 from contracts.wire import (
@@ -45,16 +49,40 @@ COMMAND_WORKERS = 256
 """Commands in hand at once in one process (commands of one game still go one at a time)."""
 
 
+@dataclass(frozen=True)
+class Channel:
+    """A subject the engines answer requests on, as the AsyncAPI document shows it."""
+
+    handler: str
+    subjects: str
+    pending_bytes: int
+    """What NATS may hold for the subscription before it drops (the slow consumer limit)."""
+    title: str
+    description: str
+
+
+CHANNELS = (
+    Channel(
+        "games",
+        COMMAND_SUBJECTS,
+        MAX_COMMAND_BYTES * COMMAND_WORKERS * 4,
+        "spades.commands.{game_id}",
+        "A command for one game (CommandRequest JSON); the reply is a CommandReply.",
+    ),
+    Channel(
+        "leagues",
+        LEAGUE_COMMAND_SUBJECTS,
+        MAX_LEAGUE_COMMAND_BYTES * 64,
+        "spades.league-commands.{league_id}",
+        "A command for one league (LeagueCommandRequest JSON); the reply is a LeagueCommandReply.",
+    ),
+)
+
+
 async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
     """Create the game and league streams from their definitions, or bring them in line."""
     await ensure_stream(js, games_stream_config(replicas))
     await ensure_stream(js, leagues_stream_config(replicas))
-
-
-async def _delivery(message: StreamMessage[Any]) -> tuple[bytes, str]:
-    """Hand the handler the request's bytes and its reply subject: the engine reads the bytes
-    itself, so that a message that is not a command gets a ``malformed`` reply, not an error."""
-    return bytes(message.body), message.reply_to
 
 
 def build_engine_app(
@@ -62,11 +90,17 @@ def build_engine_app(
 ) -> FastStream:
     """The engine as a FastStream application (``spades serve engine`` runs it).
 
-    The subscriber hands each command to a task of its own and returns at once, so commands of
-    different games are decided and appended concurrently (up to ``COMMAND_WORKERS`` at a
-    time; past that the subscriber waits, which holds back NATS delivery). Each task replies
-    on the request's reply subject when its commit is acknowledged. FastStream's own
-    ``max_workers`` pool does the same job at several times the cost per message here.
+    Each command goes to a task of its own at once, so commands of different games are
+    decided and appended concurrently (up to ``COMMAND_WORKERS`` at a time; past that the
+    subscription waits, which holds back NATS delivery). Each task replies on the request's
+    reply subject when its commit is acknowledged.
+
+    FastStream runs the application (connection, start-up, shutdown) and declares the command
+    channels for the AsyncAPI document, but the subscriptions themselves are nats-py's with a
+    callback: the handler reads the raw bytes itself (so that a message that is not a command
+    gets a ``malformed`` reply), and FastStream's delivery (a message object, its context and
+    middlewares per message) cost about as much as deciding the command (``spades bench
+    commands``); its ``max_workers`` pool several times more.
 
     It connects as the broker user ``engine`` with ``credentials`` (its seed or ``.creds``
     file), which may answer the requests it receives and append to the streams.
@@ -78,61 +112,38 @@ def build_engine_app(
         inbox_prefix=inbox_prefix("engine"),
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,
-        # A stdlib logger (rendered by the same structlog processors): FastStream logs a line
-        # per message at DEBUG, and a stdlib logger drops it at the level check, where a
-        # structlog one runs its filter chain first (a tenth of the engine's time per command).
-        logger=logging.getLogger("spades.faststream"),
-        log_level=logging.DEBUG,
-        # The handlers take the decoder's (bytes, reply subject) as they are: validating that
-        # tuple through FastDepends for every command cost more than deciding the command.
-        apply_types=False,
+        logger=logging.getLogger("spades.faststream"),  # rendered by the structlog processors
     )
-    holder: dict[str, Engine | LeagueEngine] = {}
+    for channel in CHANNELS:  # no handler: FastStream documents them, it does not subscribe
+        broker.subscriber(
+            channel.subjects,
+            queue=queue,
+            title=channel.title,
+            description=channel.description,
+        )
+    handlers: dict[str, Engine | LeagueEngine] = {}
     slots = asyncio.Semaphore(COMMAND_WORKERS)
     running: set[asyncio.Task[None]] = set()
+    subscriptions: list[Subscription] = []
     followers: list[Follower] = []
     watches: list[RoundWatch] = []
 
-    async def answer(handler: str, body: bytes, reply_to: str) -> None:
+    async def answer(handler: Engine | LeagueEngine, body: bytes, reply_to: str) -> None:
         try:
-            reply = await holder[handler].handle(body)
+            reply = await handler.handle(body)
             if reply_to:
                 await broker.connection.publish(reply_to, reply)
         finally:
             slots.release()
 
-    async def dispatch(handler: str, delivery: tuple[bytes, str]) -> None:
-        await slots.acquire()
-        task = asyncio.create_task(answer(handler, *delivery))
-        running.add(task)
-        task.add_done_callback(running.discard)
+    def dispatcher(handler: Engine | LeagueEngine) -> Callable[[Msg], Awaitable[None]]:
+        async def dispatch(message: Msg) -> None:
+            await slots.acquire()
+            task = asyncio.create_task(answer(handler, message.data, message.reply))
+            running.add(task)
+            task.add_done_callback(running.discard)
 
-    @broker.subscriber(
-        COMMAND_SUBJECTS,
-        queue=queue,
-        no_reply=True,
-        decoder=_delivery,
-        pending_bytes_limit=MAX_COMMAND_BYTES * COMMAND_WORKERS * 4,
-        title="spades.commands.{game_id}",
-        description="A command for one game (CommandRequest JSON); the reply is a CommandReply.",
-    )
-    async def on_command(delivery: tuple[bytes, str]) -> None:
-        await dispatch("engine", delivery)
-
-    @broker.subscriber(
-        LEAGUE_COMMAND_SUBJECTS,
-        queue=queue,
-        no_reply=True,
-        decoder=_delivery,
-        pending_bytes_limit=MAX_LEAGUE_COMMAND_BYTES * 64,
-        title="spades.league-commands.{league_id}",
-        description=(
-            "A command for one league (LeagueCommandRequest JSON); the reply is a "
-            "LeagueCommandReply."
-        ),
-    )
-    async def on_league_command(delivery: tuple[bytes, str]) -> None:
-        await dispatch("leagues", delivery)
+        return dispatch
 
     app = FastStream(broker, logger=None)
 
@@ -143,10 +154,9 @@ def build_engine_app(
         await ensure_streams(js, replicas)
         games = GameStream(js)
         engine = Engine(games)
-        holder["engine"] = engine
         leagues = LeagueStream(js)
         league_engine = LeagueEngine(leagues, engine.games)
-        holder["leagues"] = league_engine
+        handlers.update(games=engine, leagues=league_engine)
         for follower in (Follower(games, engine.games), Follower(leagues, league_engine.leagues)):
             await follower.start(js)
             followers.append(follower)
@@ -155,11 +165,22 @@ def build_engine_app(
         watches.append(watch)
 
     @app.after_startup
-    async def subscribed() -> None:
-        log.info("engine ready", queue=queue)  # said once the subscribers are in the group
+    async def subscribe() -> None:
+        for channel in CHANNELS:
+            subscription = await broker.connection.subscribe(
+                channel.subjects,
+                queue=queue,
+                cb=dispatcher(handlers[channel.handler]),
+                pending_bytes_limit=channel.pending_bytes,
+            )
+            subscriptions.append(subscription)
+        log.info("engine ready", queue=queue)  # said once the subscriptions are in the group
 
     @app.on_shutdown
     async def finish_commands() -> None:
+        for subscription in subscriptions:  # no new command; those in hand are answered
+            with contextlib.suppress(nats.errors.Error):
+                await subscription.unsubscribe()
         for watch in watches:
             await watch.stop()
         if running:

@@ -1,5 +1,6 @@
 """Sending commands to the engines: one NATS request per command, answered by one engine.
-Games' commands and leagues' go the same way, on their own subjects."""
+Games' commands and leagues' go the same way, on their own subjects, their replies to one inbox
+subscription of the connection (:mod:`services.runtime.replies`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from contracts.wire import (
     league_reply_decoder,
     reply_decoder,
 )
+from services.runtime.replies import Replies
 
 _encoder = msgspec.json.Encoder()
 
@@ -40,7 +42,7 @@ class EngineClient:
     """Sends command requests over a NATS connection."""
 
     def __init__(self, connection: Client, timeout_s: float = 5.0) -> None:
-        self._connection = connection
+        self._replies = Replies(connection)
         self._timeout_s = timeout_s
 
     async def send(
@@ -64,8 +66,8 @@ class EngineClient:
     async def _ask(self, subject: str, request: object, decoder: msgspec.json.Decoder[R]) -> R:
         """One request to whichever engine of the queue group answers it."""
         try:
-            message = await self._connection.request(
-                subject, _encoder.encode(request), timeout=self._timeout_s
+            message = await self._replies.request(
+                subject, _encoder.encode(request), timeout_s=self._timeout_s
             )
         except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
             raise EngineUnavailable(str(error) or type(error).__name__) from None

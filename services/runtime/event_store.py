@@ -9,9 +9,11 @@ Games and leagues are both kept this way (:mod:`services.runtime.game_stream`,
 
 On JetStream, appends use optimistic concurrency
 (``Nats-Expected-Last-Subject-Sequence``, the *stream* sequence of the subject's last message,
-0 for none) and deduplication (``Nats-Msg-Id``, the command id, within the stream's duplicate
-window). Reads replay one subject from a sequence on: a few commits with direct gets of the
-subject's next message, a long history with a short-lived, in-memory pull consumer.
+0 for none), deduplication (``Nats-Msg-Id``, the command id, within the stream's duplicate
+window) and the stream's identity (``Nats-Expected-Stream``), each a request answered by the
+stream's acknowledgement (:mod:`services.runtime.replies`). Reads replay one subject from a
+sequence on: a few commits with direct gets of the subject's next message, a long history with
+a short-lived, in-memory pull consumer.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+import msgspec
+import nats.errors
 import nats.js.errors
 from nats.js import JetStreamContext, api
+
+from services.runtime.replies import Replies
 
 WRONG_LAST_SEQUENCE = 10071
 """JetStream's API error code for a failed ``Nats-Expected-Last-Subject-Sequence`` check."""
@@ -32,6 +38,8 @@ DIRECT_READS = 24
 """Commits read one request each before a read switches to a consumer."""
 INACTIVE_CONSUMER_S = 2.0
 """A read's consumer is gone this long after its last fetch, so reads leave none behind."""
+APPEND_TIMEOUT_S = 5.0
+"""How long an append waits for its acknowledgement (nats-py's JetStream default)."""
 
 C = TypeVar("C")
 """The commit type of a stream."""
@@ -143,6 +151,18 @@ def history_stream_config(
     )
 
 
+class PubAck(msgspec.Struct):
+    """JetStream's answer to a publish: the stream sequence it stored it at (and whether it
+    was a duplicate of an earlier one), or its error."""
+
+    seq: int = 0
+    duplicate: bool = False
+    error: dict[str, Any] | None = None
+
+
+_pub_ack = msgspec.json.Decoder(PubAck)
+
+
 def stream_sequence(reply: str) -> int:
     """The stream sequence of a JetStream message, read from its acknowledgement subject.
 
@@ -159,6 +179,7 @@ class JetStreamEventStore(Generic[C]):
 
     def __init__(self, js: JetStreamContext, history: History[C], stream: str = "") -> None:
         self._js = js
+        self._replies = Replies(js._nc)  # the context's own connection
         self._stream = stream or history.stream
         self._subject_of = history.subject_of
         self._decode = history.decode
@@ -271,15 +292,19 @@ class JetStreamEventStore(Generic[C]):
         headers = {
             api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(expected),
             api.Header.MSG_ID.value: command_id,
+            api.Header.EXPECTED_STREAM.value: self._stream,
         }
         try:
-            ack = await self._js.publish(
-                self._subject_of(key), data, stream=self._stream, headers=headers
+            reply = await self._replies.request(
+                self._subject_of(key), data, timeout_s=APPEND_TIMEOUT_S, headers=headers
             )
-        except nats.js.errors.APIError as error:
-            if error.err_code == WRONG_LAST_SEQUENCE:
-                raise AppendConflict(str(error)) from None
-            raise
+        except nats.errors.NoRespondersError:
+            raise nats.js.errors.NoStreamResponseError from None
+        ack = _pub_ack.decode(reply.data)
+        if ack.error is not None:
+            if ack.error.get("err_code") == WRONG_LAST_SEQUENCE:
+                raise AppendConflict(ack.error.get("description", ""))
+            nats.js.errors.APIError.from_error(ack.error)  # raises the error's own class
         if ack.duplicate:
             raise DuplicateCommand(ack.seq)
         return ack.seq
