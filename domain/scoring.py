@@ -30,7 +30,6 @@ import msgspec
 
 from domain.bids import BLIND_NIL, Bid, is_blind, is_nil, tricks_bid
 from domain.rules import Rules
-from domain.table import table_for
 
 _TEXT = {
     "contract": "bid {0}, took {1}: 10 x {0}",
@@ -83,7 +82,7 @@ def score_hand(
 ) -> HandScore:
     """Score one hand. ``reneged`` is a bit set of the units that reneged; ``bids`` all None is
     a hand without bidding."""
-    table = table_for(rules)
+    table = rules.table
     bidding = any(bid is not None for bid in bids)
     lines: list[ScoreLine] = []
     points: list[int] = []
@@ -133,7 +132,7 @@ def _score_unit(
     lines: list[ScoreLine],
 ) -> int:
     """Append the unit's lines; return the bags it earned this hand."""
-    hand_size = table_for(rules).hand_size
+    hand_size = rules.table.hand_size
     nil_seats = [seat for seat in seats if is_nil(bids[seat])]
     contract_seats = [seat for seat in seats if not is_nil(bids[seat])]
     contract = sum(tricks_bid(bids[seat]) for seat in contract_seats)

@@ -21,7 +21,7 @@ from domain.events import AnyEvent, CardPlayed, TrickWon
 from domain.results import end_of_hand
 from domain.rules import Rules
 from domain.state import HELD, LANE, Game, Hand, held
-from domain.table import TRUMP, Seat, Table, table_for
+from domain.table import TRUMP, Seat, Table
 
 ANY_CARD: CardSet = (1 << len(CARDS)) - 1
 """Every card at once: :func:`play_limit` asked about no card in particular."""
@@ -52,7 +52,7 @@ def play_limit(
     if not card & hold:
         return "card_not_in_hand", hold
     trick = hand.trick
-    table = table_for(rules)
+    table = rules.table
     if trick:
         if rules.renege == "penalize" and card == ANY_CARD:
             return None, hold
@@ -145,7 +145,7 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
     trick = hand.trick
     if len(trick) + 1 < rules.players:
         return [played]
-    table = table_for(rules)
+    table = rules.table
     winner = table.trick_winner(hand.leader, (*trick, card.ordinal))
     events: list[AnyEvent] = [played, TrickWon(hand.tricks_played + 1, winner)]
     if hand.tricks_played + 1 == table.hand_size:
@@ -172,7 +172,7 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
         in_play = 0
         for seat in range(players):
             in_play |= held(hand, seat)
-        clubs = in_play & table_for(rules).suit_mask[CLUBS]
+        clubs = in_play & rules.table.suit_mask[CLUBS]
         if clubs:
             opening = lowest(clubs)
             leader = next(
@@ -186,7 +186,7 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
 def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
     seat = event.seat
     card = event.card
-    table = table_for(state.rules)
+    table = state.rules.table
     trick = hand.trick
     broken = hand.spades_broken
     if trick and not broken:
