@@ -34,8 +34,9 @@ def _blind_nil(state: Game, hand: Hand, seat: Seat) -> str | None:
         return f"seat {seat} has already seen its cards"
     if rules.blind_nil_behind is not None:
         unit = rules.table.unit_of[seat]
-        best_other = max(score for u, score in enumerate(state.scores) if u != unit)
-        if state.scores[unit] > best_other - rules.blind_nil_behind:
+        scores = state.scores
+        best_other = max(scores[:unit] + scores[unit + 1 :])
+        if scores[unit] > best_other - rules.blind_nil_behind:
             return f"blind nil needs the bidder's side {rules.blind_nil_behind} or more behind"
     return None
 
@@ -149,7 +150,7 @@ def bid_placed(state: Game, hand: Hand, event: BidPlaced) -> Hand:
     rules = state.rules
     bids = at_seat(hand.bids, event.seat, event.bid)
     hand = replace(hand, bids=bids, turn=(event.seat + 1) % rules.players)
-    if any(bid is None for bid in bids):
+    if None in bids:
         return hand
     due = passes_due(rules, bids)
     if due:

@@ -163,6 +163,13 @@ def decide(
     state: Game | None, command: AnyCommand, *, deal: DealSource | None = None
 ) -> list[AnyEvent]:
     """The events ``command`` causes in ``state``; raises RuleViolation when it is refused."""
+    if (
+        type(command) is PlayCard
+        and state is not None
+        and state.status == "playing"
+        and state.timing is None
+    ):
+        return _play(state, command, deal)  # the hottest path, first: no clock, no one away
     events = _decide(state, command, deal)
     if state is not None and state.timing is not None and type(command) in _OWN_ACTIONS:
         back = returning(state, getattr(command, "seat", -1))
@@ -173,11 +180,7 @@ def decide(
 
 def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) -> list[AnyEvent]:
     if type(command) is PlayCard and state is not None and state.status == "playing":
-        events = decide_play(state, command)  # the hottest path, first
-        if deal is not None and type(events[-1]) is HandScored:
-            # The hand's last trick: of its events only the score bears on the next deal.
-            events.append(deal_hand(evolve(state, events[-1]), deal))
-        return events
+        return _play(state, command, deal)
     decide_command = _DECIDE.get(type(command))
     if decide_command is None or state is None or state.status != "playing":
         if type(command) is CreateGame:
@@ -201,6 +204,14 @@ def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) ->
             events.append(deal_hand(after, deal))
     if events and state.hands_played == 0 and state.rules.first_hand == "no_bid":
         events.extend(looks_to_play(_after(events, state)))
+    return events
+
+
+def _play(state: Game, command: PlayCard, deal: DealSource | None) -> list[AnyEvent]:
+    events = decide_play(state, command)
+    if deal is not None and type(events[-1]) is HandScored:
+        # The hand's last trick: of its events only the score bears on the next deal.
+        events.append(deal_hand(evolve(state, events[-1]), deal))
     return events
 
 
