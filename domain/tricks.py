@@ -184,34 +184,26 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
 
 
 def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
+    """The card leaves the seat's hand for the trick. Spades breaking and reneges, the rare
+    changes, are made apart, so that the usual play replaces three fields."""
     seat = event.seat
     card = event.card
-    table = state.rules.table
+    ordinal = card.ordinal
     trick = hand.trick
-    broken = hand.spades_broken
-    if trick and not broken:
-        suit_of = table.suit_of
-        broken = suit_of[card.ordinal] == TRUMP and suit_of[trick[0]] != TRUMP
-    reneged = hand.reneged | 1 << table.unit_of[seat] if event.renege else hand.reneged
+    turn = (seat + 1) % state.rules.players
     bit = card.bit << LANE * seat
     twice = hand.twice
     if twice and twice & bit:  # two decks: the seat keeps its other copy
-        return replace(
-            hand,
-            twice=twice & ~bit,
-            trick=(*trick, card.ordinal),
-            turn=(seat + 1) % table.players,
-            spades_broken=broken,
-            reneged=reneged,
-        )
-    return replace(
-        hand,
-        holdings=hand.holdings & ~bit,
-        trick=(*trick, card.ordinal),
-        turn=(seat + 1) % table.players,
-        spades_broken=broken,
-        reneged=reneged,
-    )
+        hand = replace(hand, twice=twice & ~bit, trick=(*trick, ordinal), turn=turn)
+    else:
+        hand = replace(hand, holdings=hand.holdings & ~bit, trick=(*trick, ordinal), turn=turn)
+    if trick and not hand.spades_broken:
+        suit_of = state.rules.table.suit_of
+        if suit_of[ordinal] == TRUMP and suit_of[trick[0]] != TRUMP:
+            hand = replace(hand, spades_broken=True)
+    if event.renege:
+        hand = replace(hand, reneged=hand.reneged | 1 << state.rules.table.unit_of[seat])
+    return hand
 
 
 def trick_won(state: Game, hand: Hand, event: TrickWon) -> Hand:
