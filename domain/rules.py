@@ -66,11 +66,9 @@ class Rules(
     kw_only=True,
     forbid_unknown_fields=True,
     cache_hash=True,
-    dict=True,
+    dict=True,  # only so that a rule set keeps its table beside it (never encoded)
 ):
-    """Every option of a table, resolved. Defaults are those of the ``partnership`` preset.
-
-    ``dict=True`` only lets a rule set keep its :attr:`table` beside it (never encoded)."""
+    """Every option of a table, resolved. Defaults are those of the ``partnership`` preset."""
 
     preset: PresetName = "partnership"
     players: Annotated[int, Meta(ge=min(PLAYERS), le=max(PLAYERS))] = 4

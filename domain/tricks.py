@@ -19,7 +19,7 @@ from domain.commands import PlayCard
 from domain.errors import Code, RuleViolation
 from domain.events import AnyEvent, CardPlayed, TrickWon
 from domain.results import end_of_hand
-from domain.rules import Rules
+from domain.rules import MAX_TRICKS, Rules
 from domain.state import HELD, LANE, Game, Hand, held
 from domain.table import TRUMP, Seat, Table
 
@@ -33,6 +33,8 @@ SEATS = 6
 
 _PLAYED = [[CardPlayed(seat, card) for card in CARDS] for seat in range(SEATS)]
 """Shared, immutable CardPlayed events: a play is the hottest path of the engine."""
+_WON = [[TrickWon(trick, seat) for seat in range(SEATS)] for trick in range(MAX_TRICKS + 1)]
+"""Shared, immutable TrickWon events, by trick number and seat."""
 
 
 # --------------------------------------------------------------------------- what may be played
@@ -147,7 +149,7 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
         return [played]
     table = rules.table
     winner = table.trick_winner(hand.leader, (*trick, card.ordinal))
-    events: list[AnyEvent] = [played, TrickWon(hand.tricks_played + 1, winner)]
+    events: list[AnyEvent] = [played, _WON[hand.tricks_played + 1][winner]]
     if hand.tricks_played + 1 == table.hand_size:
         won = list(hand.won)
         won[winner] += 1
