@@ -169,7 +169,11 @@ def decide(
         and state.status == "playing"
         and state.timing is None
     ):
-        return _play(state, command, deal)  # the hottest path, first: no clock, no one away
+        # The hottest path, first: no clock, so no seat away to bring back.
+        events = decide_play(state, command)
+        if deal is not None and type(events[-1]) is HandScored:
+            events.append(_next_deal(state, events[-1], deal))
+        return events
     events = _decide(state, command, deal)
     if state is not None and state.timing is not None and type(command) in _OWN_ACTIONS:
         back = returning(state, getattr(command, "seat", -1))
@@ -180,7 +184,10 @@ def decide(
 
 def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) -> list[AnyEvent]:
     if type(command) is PlayCard and state is not None and state.status == "playing":
-        return _play(state, command, deal)
+        events = decide_play(state, command)
+        if deal is not None and type(events[-1]) is HandScored:
+            events.append(_next_deal(state, events[-1], deal))
+        return events
     decide_command = _DECIDE.get(type(command))
     if decide_command is None or state is None or state.status != "playing":
         if type(command) is CreateGame:
@@ -207,12 +214,9 @@ def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) ->
     return events
 
 
-def _play(state: Game, command: PlayCard, deal: DealSource | None) -> list[AnyEvent]:
-    events = decide_play(state, command)
-    if deal is not None and type(events[-1]) is HandScored:
-        # The hand's last trick: of its events only the score bears on the next deal.
-        events.append(deal_hand(evolve(state, events[-1]), deal))
-    return events
+def _next_deal(state: Game, scored: AnyEvent, deal: DealSource) -> HandDealt:
+    """The deal after a hand's last trick: of its events only the score bears on it."""
+    return deal_hand(evolve(state, scored), deal)
 
 
 def _after(events: list[AnyEvent], state: Game) -> Game:
