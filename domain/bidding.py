@@ -21,7 +21,7 @@ from domain.pickup import has_looked, look
 from domain.rules import Rules
 from domain.seating import seat_of
 from domain.state import NO_SEAT, Game, Hand, at_seat, in_hand
-from domain.table import Seat, Table, table_for
+from domain.table import Seat, Table
 from domain.tricks import start_play
 
 
@@ -33,9 +33,10 @@ def _blind_nil(state: Game, hand: Hand, seat: Seat) -> str | None:
     if has_looked(hand, seat):
         return f"seat {seat} has already seen its cards"
     if rules.blind_nil_behind is not None:
-        unit = table_for(rules).unit_of[seat]
-        best_other = max(score for u, score in enumerate(state.scores) if u != unit)
-        if state.scores[unit] > best_other - rules.blind_nil_behind:
+        unit = rules.table.unit_of[seat]
+        scores = state.scores
+        best_other = max(scores[:unit] + scores[unit + 1 :])
+        if scores[unit] > best_other - rules.blind_nil_behind:
             return f"blind nil needs the bidder's side {rules.blind_nil_behind} or more behind"
     return None
 
@@ -73,7 +74,7 @@ def bid_refusal(state: Game, hand: Hand, seat: Seat, bid: Bid) -> RuleViolation 
     """Why ``bid`` by the seat on turn is refused, by FORMAT.md's precedence; None when it is
     allowed."""
     rules = state.rules
-    table = table_for(rules)
+    table = rules.table
     if bid == BLIND_NIL:
         why = _blind_nil(state, hand, seat)
         if why is not None:
@@ -105,7 +106,7 @@ def bid_refusal(state: Game, hand: Hand, seat: Seat, bid: Bid) -> RuleViolation 
 def allowed_bids(state: Game, hand: Hand, seat: Seat) -> list[Bid]:
     """Every bid of the seat on turn that :func:`bid_refusal` lets through."""
     rules = state.rules
-    table = table_for(rules)
+    table = rules.table
     floor = _team_floor(rules, table, hand, seat)
     bids: list[Bid] = []
     if rules.nil and floor <= 0:
@@ -149,7 +150,7 @@ def bid_placed(state: Game, hand: Hand, event: BidPlaced) -> Hand:
     rules = state.rules
     bids = at_seat(hand.bids, event.seat, event.bid)
     hand = replace(hand, bids=bids, turn=(event.seat + 1) % rules.players)
-    if any(bid is None for bid in bids):
+    if None in bids:
         return hand
     due = passes_due(rules, bids)
     if due:

@@ -156,18 +156,30 @@ def iter_cards(cards: CardSet) -> Iterator[int]:
         cards ^= low
 
 
-def cards_in(cards: CardSet) -> list[Card]:
-    """The cards of a set, in canonical order."""
-    out = []
-    while cards:
-        low = cards & -cards
-        out.append(CARDS[low.bit_length() - 1])
-        cards ^= low
-    return out
-
-
 SUIT_BITS = tuple(tuple(bit for bit in range(13) if chunk >> bit & 1) for chunk in range(1 << 13))
 """The set bits of every 13-bit number: the cards of one suit's 13 bits of a card set."""
+
+_SUIT_CARDS: tuple[dict[int, tuple[Card, ...]], ...] = tuple({} for _ in range(0, 54, 13))
+"""Per 13 bits of a card set (a suit; the jokers last), the cards of each chunk met so far."""
+
+
+def cards_in(cards: CardSet) -> list[Card]:
+    """The cards of a set, in canonical order: read a suit at a time, as a seat's cards are
+    listed at every look and every view."""
+    out: list[Card] = []
+    base = 0
+    for known in _SUIT_CARDS:
+        if not cards:
+            break
+        chunk = cards & 0x1FFF
+        if chunk:
+            found = known.get(chunk)
+            if found is None:
+                found = known[chunk] = tuple([CARDS[base + bit] for bit in SUIT_BITS[chunk]])
+            out.extend(found)
+        cards >>= 13
+        base += 13
+    return out
 
 
 def set_of(cards: Iterable[Card]) -> CardSet:

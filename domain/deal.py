@@ -30,7 +30,7 @@ from domain.errors import RuleViolation
 from domain.events import AnyEvent, HandDealt
 from domain.rules import Rules
 from domain.state import Game, Hand, Phase, pack_hands
-from domain.table import Seat, Table, table_for
+from domain.table import Seat, Table
 from domain.tricks import start_play
 
 # --------------------------------------------------------------------------- decide
@@ -45,7 +45,7 @@ def decide_deal(state: Game, command: DealHand) -> list[AnyEvent]:
 def deal_hand(state: Game, source: DealSource) -> HandDealt:
     """Deal the next hand from ``source``."""
     rules = state.rules
-    table = table_for(rules)
+    table = rules.table
     number = state.hands_played + 1
     dealer = (state.hands_played + (state.first_dealer or 0)) % rules.players
     seed_hex: str | None = None

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from domain.cards import Card
 from domain.dealing import commitment, entropy_bytes, shuffle
 from domain.rules import Rules
-from domain.table import table_for
 
 
 def deal_problems(
@@ -41,7 +40,7 @@ def deal_problems(
     if commitment(seed) != promised:
         problems.append("the revealed seed does not hash to the commitment")
     if deck is not None:
-        derived = shuffle(seed, entropy_bytes(entropies), hand, table_for(rules).pack)
+        derived = shuffle(seed, entropy_bytes(entropies), hand, rules.table.pack)
         if tuple(deck) != derived:
             problems.append("the deck dealt is not the deck the seed derives")
     return problems

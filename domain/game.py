@@ -163,6 +163,17 @@ def decide(
     state: Game | None, command: AnyCommand, *, deal: DealSource | None = None
 ) -> list[AnyEvent]:
     """The events ``command`` causes in ``state``; raises RuleViolation when it is refused."""
+    if (
+        type(command) is PlayCard
+        and state is not None
+        and state.status == "playing"
+        and state.timing is None
+    ):
+        # The hottest path, first: no clock, so no seat away to bring back.
+        events = decide_play(state, command)
+        if deal is not None and type(events[-1]) is HandScored:
+            events.append(_next_deal(state, events[-1], deal))
+        return events
     events = _decide(state, command, deal)
     if state is not None and state.timing is not None and type(command) in _OWN_ACTIONS:
         back = returning(state, getattr(command, "seat", -1))
@@ -173,10 +184,9 @@ def decide(
 
 def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) -> list[AnyEvent]:
     if type(command) is PlayCard and state is not None and state.status == "playing":
-        events = decide_play(state, command)  # the hottest path, first
+        events = decide_play(state, command)
         if deal is not None and type(events[-1]) is HandScored:
-            # The hand's last trick: of its events only the score bears on the next deal.
-            events.append(deal_hand(evolve(state, events[-1]), deal))
+            events.append(_next_deal(state, events[-1], deal))
         return events
     decide_command = _DECIDE.get(type(command))
     if decide_command is None or state is None or state.status != "playing":
@@ -202,6 +212,11 @@ def _decide(state: Game | None, command: AnyCommand, deal: DealSource | None) ->
     if events and state.hands_played == 0 and state.rules.first_hand == "no_bid":
         events.extend(looks_to_play(_after(events, state)))
     return events
+
+
+def _next_deal(state: Game, scored: AnyEvent, deal: DealSource) -> HandDealt:
+    """The deal after a hand's last trick: of its events only the score bears on it."""
+    return deal_hand(evolve(state, scored), deal)
 
 
 def _after(events: list[AnyEvent], state: Game) -> Game:

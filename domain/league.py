@@ -53,7 +53,6 @@ from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
 from domain.seating import is_player_name
 from domain.state import Game
-from domain.table import table_for
 
 LEAGUE_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 """At most 40 characters, so that a table's game id (``<league>-<round>-<table>``) is a game
@@ -684,7 +683,7 @@ def is_table_game(league_id: str, game_id: str) -> bool:
 
 def table_result(game: Game) -> TableResult:
     """A finished game's result per seat, for :class:`RoundCompleted`."""
-    unit_of = table_for(game.rules).unit_of
+    unit_of = game.rules.table.unit_of
     return TableResult(
         game.game_id,
         tuple(game.scores[unit] for unit in unit_of),

@@ -98,12 +98,7 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
                 last_asked[0] = (rules, hand, cards)
             actions.extend(_plays(seat, cards))
     elif phase == "bid":
-        placed = _PLACED[seat]
-        for bid in legal_bids(state, seat):
-            action = placed.get(bid)
-            if action is None:
-                action = placed[bid] = PlaceBid(seat, bid)
-            actions.append(action)
+        actions.extend(_placed(seat, legal_bids(state, seat)))
     elif phase == "draw":
         if hand.turn == seat:
             actions.extend(_DRAWS[seat])
@@ -117,14 +112,26 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
 # --------------------------------------------------------------------------- shared commands
 
 _LOOKS = [LookAtHand(seat) for seat in range(SEATS)]
-_PLACED: list[dict[Bid, PlaceBid]] = [{} for _ in range(SEATS)]
-"""Per seat, the bids met so far (a few dozen at most)."""
+_PLACED: dict[tuple[Seat, tuple[Bid, ...]], tuple[PlaceBid, ...]] = {}
+"""The commands of each seat's list of bids met so far: a few per rule set, as a list
+depends only on the table, the partner's bid and whether the seat may still bid blind."""
+_PLACED_KEPT = 4096
+"""More lists than this (only from very many rule sets) and the ones kept are forgotten."""
 _DRAWS = [(Draw(seat, True), Draw(seat, False)) for seat in range(SEATS)]
 _PLAYS = [[PlayCard(seat, card) for card in CARDS] for seat in range(SEATS)]
-_SUIT_PLAYS: list[list[tuple[int, dict[int, tuple[PlayCard, ...]]]]] = [
-    [(shift, {}) for shift in (0, 13, 26, 39, 52)] for _ in range(SEATS)
-]
-"""Per seat and suit (13 bits of a hand), the plays of each set of cards met so far."""
+_SUIT_PLAYS: list[dict[CardSet, tuple[PlayCard, ...]]] = [{} for _ in range(SEATS)]
+"""Per seat, the plays of each set of cards within one suit (13 bits of a hand) met so far."""
+
+
+def _placed(seat: Seat, bids: list[Bid]) -> tuple[PlaceBid, ...]:
+    """The PlaceBid commands of a list of bids, looked up whole."""
+    key = (seat, tuple(bids))
+    placed = _PLACED.get(key)
+    if placed is None:
+        if len(_PLACED) >= _PLACED_KEPT:
+            _PLACED.clear()
+        placed = _PLACED[key] = tuple([PlaceBid(seat, bid) for bid in bids])
+    return placed
 
 
 def _plays_in(seat: Seat, shift: int, chunk: int) -> tuple[PlayCard, ...]:
@@ -133,22 +140,22 @@ def _plays_in(seat: Seat, shift: int, chunk: int) -> tuple[PlayCard, ...]:
 
 
 def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[PlayCard]:
-    """The PlayCard commands of a card set, read 13 bits (a suit) at a time."""
-    suits = _SUIT_PLAYS[seat]
-    shift = (cards.bit_length() - 1) // 13 * 13
-    if cards >> shift << shift == cards:  # one suit, as when following: one look-up
-        known = suits[shift // 13][1]
-        chunk = cards >> shift
-        plays = known.get(chunk)
-        if plays is None:
-            plays = known[chunk] = _plays_in(seat, shift, chunk)
+    """The PlayCard commands of a card set: one look-up for a set within one suit's 13 bits
+    (as when following), else a look-up per suit."""
+    known = _SUIT_PLAYS[seat]
+    plays = known.get(cards)
+    if plays is not None:
         return plays
     out: list[PlayCard] = []
-    for shift, known in suits:
-        chunk = cards >> shift & 0x1FFF
+    shift = 0
+    while cards:
+        chunk = cards & 0x1FFF
         if chunk:
-            plays = known.get(chunk)
+            suit = chunk << shift
+            plays = known.get(suit)
             if plays is None:
-                plays = known[chunk] = _plays_in(seat, shift, chunk)
+                plays = known[suit] = _plays_in(seat, shift, chunk)
             out.extend(plays)
+        cards >>= 13
+        shift += 13
     return out

@@ -27,7 +27,7 @@ from domain.state import (
     in_hand,
     taken_from,
 )
-from domain.table import Seat, table_for
+from domain.table import Seat
 from domain.tricks import start_play
 
 
@@ -35,7 +35,7 @@ def passes_due(rules: Rules, bids: Sequence[Bid | None]) -> int:
     """The seats that owe a pass once these bids are in (a bit set of seats)."""
     due = 0
     if rules.blind_nil_pass:
-        table = table_for(rules)
+        table = rules.table
         for seat, bid in enumerate(bids):
             if bid == BLIND_NIL:
                 partner = table.partner_of(seat)
@@ -65,7 +65,7 @@ def decide_pass(state: Game, command: PassCards) -> list[AnyEvent]:
     once, twice, thrice = counted(cards)
     if thrice or once & ~held(hand, seat) or twice & ~held_twice(hand, seat):
         raise RuleViolation("invalid_pass", "a passed card is not in the hand")
-    partner = table_for(state.rules).partner_of(seat)
+    partner = state.rules.table.partner_of(seat)
     assert partner is not None
     events: list[AnyEvent] = [CardsPassed(seat, partner, cards)]
     partner_cards = hand.passed[partner]

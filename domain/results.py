@@ -18,7 +18,7 @@ from domain.events import AnyEvent, GameEnded, HandScored
 from domain.rules import Rules
 from domain.scoring import score_hand
 from domain.state import Game, Hand, in_hand
-from domain.table import Unit, table_for
+from domain.table import Unit
 
 # --------------------------------------------------------------------------- decide
 
@@ -27,7 +27,7 @@ def decide_tally(state: Game, command: RecordTally) -> list[AnyEvent]:
     hand = in_hand(state)
     if hand.phase not in ("pass", "play") or hand.tricks_played or hand.trick:
         raise RuleViolation("wrong_phase", "a tally is recorded once the bids (if any) are in")
-    table = table_for(state.rules)
+    table = state.rules.table
     tricks = command.tricks
     if (
         len(tricks) != table.players

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 
 from domain.cards import Card
 from domain.errors import InvalidRules
+
+if TYPE_CHECKING:
+    from domain.table import Table
 
 TrumpOrder = Literal["standard", "jokers", "jokers_deuce", "jokers_deuces"]
 DealKind = Literal["deal", "draw"]
@@ -56,7 +60,14 @@ Points = Annotated[int, Meta(ge=0, le=MAX_POINTS)]
 SignedPoints = Annotated[int, Meta(ge=-MAX_POINTS, le=MAX_POINTS)]
 
 
-class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, cache_hash=True):
+class Rules(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    cache_hash=True,
+    dict=True,  # only so that a rule set keeps its table beside it (never encoded)
+):
     """Every option of a table, resolved. Defaults are those of the ``partnership`` preset."""
 
     preset: PresetName = "partnership"
@@ -107,6 +118,14 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         if self.deal == "draw":
             return DRAW_HAND
         return (self.pack_size - self.out_of_play - self.dealer_discard) // self.players
+
+    @cached_property
+    def table(self) -> Table:
+        """The table these rules describe (:func:`domain.table.table_for`), kept beside them:
+        the engine asks for it at every play, and an attribute is the cheapest way to ask."""
+        from domain.table import table_for
+
+        return table_for(self)
 
     def to_json(self) -> dict[str, Any]:
         """Every option, as JSON values (lists, not tuples)."""

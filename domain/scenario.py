@@ -30,7 +30,7 @@ from domain.events import AnyEvent, HandDealt, HandScored, TrickWon
 from domain.game import check_deck, check_hands, decide, evolve
 from domain.rules import resolve_rules
 from domain.state import Game
-from domain.table import Table, table_for
+from domain.table import Table
 
 SCENARIO_GAME_ID = "scenario"
 """The id of the game a case plays (its name may be any text)."""
@@ -105,7 +105,7 @@ def run_case(case: Any, position: int = 0) -> dict[str, Any]:
         rules = resolve_rules(case.get("rules", {}))
     except RuleViolation as violation:
         raise MalformedCase(name, "rules", violation.detail) from None
-    table = table_for(rules)
+    table = rules.table
     dealer = case.get("dealer", 0)
     if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < rules.players:
         raise MalformedCase(name, "dealer", f"{dealer!r} is not a seat")

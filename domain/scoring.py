@@ -30,7 +30,6 @@ import msgspec
 
 from domain.bids import BLIND_NIL, Bid, is_blind, is_nil, tricks_bid
 from domain.rules import Rules
-from domain.table import table_for
 
 _TEXT = {
     "contract": "bid {0}, took {1}: 10 x {0}",
@@ -83,8 +82,8 @@ def score_hand(
 ) -> HandScore:
     """Score one hand. ``reneged`` is a bit set of the units that reneged; ``bids`` all None is
     a hand without bidding."""
-    table = table_for(rules)
-    bidding = any(bid is not None for bid in bids)
+    table = rules.table
+    bidding = bids.count(None) < len(bids)
     lines: list[ScoreLine] = []
     points: list[int] = []
     new_scores: list[int] = []
@@ -102,8 +101,11 @@ def score_hand(
             new_scores.append(scores[unit] + value)
             new_bags.append(count)
             continue
+        first = len(lines)
         earned = _score_unit(rules, unit, seats, bids, tricks, cheated, lines)
-        total = sum(line.points for line in lines if line.unit == unit)
+        total = 0
+        for line in lines[first:]:  # the lines the unit's score just added
+            total += line.points
         if rules.bag_limit is not None:
             count += earned
             while count >= rules.bag_limit:
@@ -133,13 +135,21 @@ def _score_unit(
     lines: list[ScoreLine],
 ) -> int:
     """Append the unit's lines; return the bags it earned this hand."""
-    hand_size = table_for(rules).hand_size
-    nil_seats = [seat for seat in seats if is_nil(bids[seat])]
-    contract_seats = [seat for seat in seats if not is_nil(bids[seat])]
-    contract = sum(tricks_bid(bids[seat]) for seat in contract_seats)
-    blind = any(is_blind(bids[seat]) for seat in contract_seats)
-    counted = sum(tricks[seat] for seat in contract_seats)
-    nil_tricks = sum(tricks[seat] for seat in nil_seats)
+    hand_size = rules.table.hand_size
+    nil_seats: list[int] = []
+    contract_seats: list[int] = []
+    contract = counted = nil_tricks = 0
+    blind = False
+    for seat in seats:  # a nil is scored apart; the others' bids and tricks make the contract
+        bid = bids[seat]
+        if is_nil(bid):
+            nil_seats.append(seat)
+            nil_tricks += tricks[seat]
+        else:
+            contract_seats.append(seat)
+            contract += tricks_bid(bid)
+            counted += tricks[seat]
+            blind = blind or is_blind(bid)
     failed_nil_tricks = rules.failed_nil_tricks if rules.partnerships else "none"
     if failed_nil_tricks == "partner":
         counted += nil_tricks

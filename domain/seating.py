@@ -17,7 +17,7 @@ from domain.events import AnyEvent, GameCreated, SeatTaken, SeatTokenReissued
 from domain.platforms import Seating, Visibility
 from domain.rules import resolve_rules
 from domain.state import Game, Player, at_seat
-from domain.table import Seat, table_for
+from domain.table import Seat
 from domain.timing import check_clock, timing_for
 
 MAX_NAME = 64
@@ -71,7 +71,7 @@ def check_entropy(entropy: str) -> None:
 
 def create_game(command: CreateGame) -> GameCreated:
     rules = resolve_rules(command.rules)
-    units = len(table_for(rules).units)
+    units = len(rules.table.units)
     if command.dealer is not None and not 0 <= command.dealer < rules.players:
         # a well-formed set-up the table cannot have, like a rule set it cannot play
         raise InvalidRules(f"dealer {command.dealer} is not a seat of {rules.players}")
@@ -151,7 +151,7 @@ def reissue_seat_token(state: Game, command: ReissueSeatToken) -> list[AnyEvent]
 def game_created(event: GameCreated) -> Game:
     """The first state of a game (version 1)."""
     rules = event.rules
-    units = len(table_for(rules).units)
+    units = len(rules.table.units)
     return Game(
         game_id=event.game_id,
         rules=rules,

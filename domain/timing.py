@@ -43,7 +43,7 @@ from domain.events import (
     TimedOut,
 )
 from domain.state import NO_SEAT, Game
-from domain.table import Seat, table_for
+from domain.table import Seat
 
 RESOLUTION_S = 0.001
 """Commit times are kept to the millisecond: a deadline is reached within one."""
@@ -199,7 +199,7 @@ def decide_time_out(
     if timing.clock.on_timeout == "forfeit":
         if command.actions:
             raise RuleViolation("malformed", "a forfeit takes no action for the seat")
-        table = table_for(state.rules)
+        table = state.rules.table
         unit = table.unit_of[seat]
         winners = tuple(u for u in range(len(table.units)) if u != unit)
         events.append(GameEnded(winners, state.scores, forfeited=unit))

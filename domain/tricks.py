@@ -19,9 +19,9 @@ from domain.commands import PlayCard
 from domain.errors import Code, RuleViolation
 from domain.events import AnyEvent, CardPlayed, TrickWon
 from domain.results import end_of_hand
-from domain.rules import Rules
+from domain.rules import MAX_TRICKS, Rules
 from domain.state import HELD, LANE, Game, Hand, held
-from domain.table import TRUMP, Seat, Table, table_for
+from domain.table import TRUMP, Seat, Table
 
 ANY_CARD: CardSet = (1 << len(CARDS)) - 1
 """Every card at once: :func:`play_limit` asked about no card in particular."""
@@ -33,6 +33,8 @@ SEATS = 6
 
 _PLAYED = [[CardPlayed(seat, card) for card in CARDS] for seat in range(SEATS)]
 """Shared, immutable CardPlayed events: a play is the hottest path of the engine."""
+_WON = [[TrickWon(trick, seat) for seat in range(SEATS)] for trick in range(MAX_TRICKS + 1)]
+"""Shared, immutable TrickWon events, by trick number and seat."""
 
 
 # --------------------------------------------------------------------------- what may be played
@@ -52,7 +54,7 @@ def play_limit(
     if not card & hold:
         return "card_not_in_hand", hold
     trick = hand.trick
-    table = table_for(rules)
+    table = rules.table
     if trick:
         if rules.renege == "penalize" and card == ANY_CARD:
             return None, hold
@@ -145,9 +147,9 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
     trick = hand.trick
     if len(trick) + 1 < rules.players:
         return [played]
-    table = table_for(rules)
+    table = rules.table
     winner = table.trick_winner(hand.leader, (*trick, card.ordinal))
-    events: list[AnyEvent] = [played, TrickWon(hand.tricks_played + 1, winner)]
+    events: list[AnyEvent] = [played, _WON[hand.tricks_played + 1][winner]]
     if hand.tricks_played + 1 == table.hand_size:
         won = list(hand.won)
         won[winner] += 1
@@ -172,7 +174,7 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
         in_play = 0
         for seat in range(players):
             in_play |= held(hand, seat)
-        clubs = in_play & table_for(rules).suit_mask[CLUBS]
+        clubs = in_play & rules.table.suit_mask[CLUBS]
         if clubs:
             opening = lowest(clubs)
             leader = next(
@@ -184,34 +186,26 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
 
 
 def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
+    """The card leaves the seat's hand for the trick. Spades breaking and reneges, the rare
+    changes, are made apart, so that the usual play replaces three fields."""
     seat = event.seat
     card = event.card
-    table = table_for(state.rules)
+    ordinal = card.ordinal
     trick = hand.trick
-    broken = hand.spades_broken
-    if trick and not broken:
-        suit_of = table.suit_of
-        broken = suit_of[card.ordinal] == TRUMP and suit_of[trick[0]] != TRUMP
-    reneged = hand.reneged | 1 << table.unit_of[seat] if event.renege else hand.reneged
+    turn = (seat + 1) % state.rules.players
     bit = card.bit << LANE * seat
     twice = hand.twice
     if twice and twice & bit:  # two decks: the seat keeps its other copy
-        return replace(
-            hand,
-            twice=twice & ~bit,
-            trick=(*trick, card.ordinal),
-            turn=(seat + 1) % table.players,
-            spades_broken=broken,
-            reneged=reneged,
-        )
-    return replace(
-        hand,
-        holdings=hand.holdings & ~bit,
-        trick=(*trick, card.ordinal),
-        turn=(seat + 1) % table.players,
-        spades_broken=broken,
-        reneged=reneged,
-    )
+        hand = replace(hand, twice=twice & ~bit, trick=(*trick, ordinal), turn=turn)
+    else:
+        hand = replace(hand, holdings=hand.holdings & ~bit, trick=(*trick, ordinal), turn=turn)
+    if trick and not hand.spades_broken:
+        suit_of = state.rules.table.suit_of
+        if suit_of[ordinal] == TRUMP and suit_of[trick[0]] != TRUMP:
+            hand = replace(hand, spades_broken=True)
+    if event.renege:
+        hand = replace(hand, reneged=hand.reneged | 1 << state.rules.table.unit_of[seat])
+    return hand
 
 
 def trick_won(state: Game, hand: Hand, event: TrickWon) -> Hand:

@@ -30,7 +30,6 @@ from domain.events import (
 )
 from domain.game import DiscardDue, PassDue, legal_actions
 from domain.state import HELD, LANE, NO_SEAT, Game, Phase, Status, cards_held, copies_in
-from domain.table import table_for
 from domain.timing import on_clock
 
 PUBLIC = None
@@ -109,7 +108,7 @@ class SeatView(PublicState, frozen=True, kw_only=True):
 
 def public_view(game: Game) -> PublicState:
     """The public state of a game."""
-    table = table_for(game.rules)
+    table = game.rules.table
     hand = game.hand
     players = game.rules.players
     return PublicState(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from domain.cards import CARDS, Card, cards_in, rank_value, set_of
 from domain.errors import RuleViolation
@@ -87,3 +89,11 @@ def test_bit_sets_round_trip_in_canonical_order() -> None:
     assert [str(card) for card in cards_in(mask)] == ["2C", "3D", "TH", "AS", "LJ"]
     assert cards_in(0) == []
     assert cards_in(set_of(list(CARDS))) == list(CARDS)
+
+
+@given(st.integers(min_value=0, max_value=(1 << len(CARDS)) - 1))
+def test_a_set_lists_exactly_its_cards_in_canonical_order_asked_once_or_again(mask: int) -> None:
+    expected = [card for card in CARDS if mask & card.bit]
+    assert cards_in(mask) == expected
+    assert cards_in(mask) == expected  # the suits now known
+    assert set_of(cards_in(mask)) == mask

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from domain.commands import CreateGame
 from domain.errors import CODES, RuleViolation
 from domain.game import decide
 from domain.rules import PRESETS, Rules, resolve_rules
+from domain.table import table_for
 
 DEFAULTS: dict[str, Any] = {
     "players": 4,
@@ -279,3 +281,14 @@ def test_rules_are_values() -> None:
     assert hash(one) == hash(two)
     assert isinstance(one, Rules)
     assert one != resolve_rules({"preset": "cutthroat"})
+
+
+def test_a_rule_set_keeps_its_table_beside_it_and_never_sends_it() -> None:
+    rules = resolve_rules({"preset": "jokers-54"})
+    sent = msgspec.json.encode(rules)
+    assert rules.table is table_for(rules)
+    assert rules.table is rules.table
+    assert msgspec.json.encode(rules) == sent
+    again = msgspec.json.decode(sent, type=Rules)
+    assert again == rules
+    assert again.table is rules.table  # equal rule sets share one table
