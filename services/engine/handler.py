@@ -17,6 +17,7 @@ a commit and how to reply.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -124,6 +125,8 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         self._cache = cache
         self.conflicts = 0
         """Appends refused because another commit got there first (each costs a re-read)."""
+        self.contested = asyncio.Event()
+        """Set at the first conflict: another process appends to these histories too."""
 
     async def handle(self, data: bytes) -> bytes:
         """Answer one request message. Never raises: every outcome is a reply."""
@@ -227,6 +230,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             )
         except (AppendConflict, DuplicateCommand):
             self.conflicts += 1
+            self.contested.set()
             return None
         held.apply(Stored(sequence, data, commit))
         return self.reply(request, commit, sequence), True
