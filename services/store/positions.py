@@ -10,6 +10,7 @@ worker refuses the stream it finds, if it does (see :mod:`services.runtime.strea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -91,11 +92,26 @@ async def lock(conn: AsyncConnection, model: str) -> Position:
     return _position(row)
 
 
-async def advance(conn: AsyncConnection, model: str, sequence: int, digest: str) -> None:
-    """Move the model to ``sequence``, whose message has the SHA-256 ``digest``."""
+async def lock_all(conn: AsyncConnection, models: Sequence[str]) -> dict[str, Position]:
+    """:func:`lock` for several models at once: one statement, the rows taken in name order."""
+    result = await conn.execute(
+        sa.select(positions.c.model, *_COLUMNS)
+        .where(positions.c.model.in_(models))
+        .order_by(positions.c.model)
+        .with_for_update()
+    )
+    found = {row.model: _position(row) for row in result}
+    missing = [model for model in models if model not in found]
+    if missing:
+        raise LookupError(f"read models {missing} have no position yet")
+    return found
+
+
+async def advance(conn: AsyncConnection, models: Sequence[str], sequence: int, digest: str) -> None:
+    """Move the models to ``sequence``, whose message has the SHA-256 ``digest``."""
     await conn.execute(
         positions.update()
-        .where(positions.c.model == model)
+        .where(positions.c.model.in_(models))
         .values(position=sequence, digest=digest, updated_at=_now())
     )
 
