@@ -75,7 +75,7 @@ T = TypeVar("T")
 BATCH_SIZE = 1000
 IDLE_S = 1.0
 """How long a fetch waits for new messages; also how soon an idle worker notices a rebuild."""
-GATHER_S = 0.02
+GATHER_S = 0.005
 """After the first messages of a batch, how long a worker lets more arrive before it applies
 them: one transaction for what a busy stream appends in that time rather than one for every
 message or two. It bounds what it adds to the lag; ``spades bench http`` measures both."""

@@ -30,7 +30,7 @@ GAME_VERSIONS: dict[str, sa.Column[int]] = {
 """Per model, the column holding the last game version it applied."""
 
 _FIRST_WAIT_S = 0.005
-_LONGEST_WAIT_S = 0.1
+_LONGEST_WAIT_S = 0.02
 
 
 class InvalidCursor(ValueError):
