@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
 from domain.events import (
@@ -25,7 +24,7 @@ from domain.events import (
 )
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert
 from services.store.schema import game_players, games
 
 
@@ -77,7 +76,7 @@ class GamesModel(PerGameModel[GameSummary]):
     name = "games"
     tables = (games, game_players)
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, GameSummary]:
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, GameSummary]:
         result = await conn.execute(sa.select(games).where(games.c.game_id.in_(game_ids)))
         return {row.game_id: GameSummary(**row._asdict()) for row in result}
 
@@ -108,7 +107,7 @@ class GamesModel(PerGameModel[GameSummary]):
         state.updated_at = commit.time
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, GameSummary]) -> None:
+    async def save(self, conn: Statements, states: dict[str, GameSummary]) -> None:
         rows: list[dict[str, Any]] = []
         seats: list[dict[str, Any]] = []
         for state in states.values():

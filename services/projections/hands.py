@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import msgspec
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
 from domain.events import (
@@ -33,7 +32,7 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert
 from services.store.schema import hand_progress, hand_records
 
 RECORDED = (
@@ -123,7 +122,7 @@ class HandsModel(PerGameModel[HandProgress]):
     def __init__(self) -> None:
         self.recorders = Recorders()
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, HandProgress]:
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
         result = await conn.execute(
             sa.select(hand_progress).where(hand_progress.c.game_id.in_(game_ids))
         )
@@ -142,7 +141,7 @@ class HandsModel(PerGameModel[HandProgress]):
                 state.feed(event)
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, HandProgress]) -> None:
+    async def save(self, conn: Statements, states: dict[str, HandProgress]) -> None:
         pending = {game_id: state.pending_bytes() for game_id, state in states.items()}
         progress = [
             {"game_id": s.game_id, "version": s.version, "pending": pending[s.game_id]}

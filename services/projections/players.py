@@ -16,7 +16,6 @@ from typing import Any
 
 import msgspec
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
 from domain.bids import is_nil
@@ -25,7 +24,7 @@ from domain.rules import Rules
 from domain.scoring import score_hand
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert
 from services.store.schema import player_games, players
 
 CONTRACT_MADE = frozenset({"contract"})
@@ -111,7 +110,7 @@ class PlayersModel(PerGameModel[PlayerGame]):
     name = "players"
     tables = (players, player_games)
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, PlayerGame]:
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, PlayerGame]:
         result = await conn.execute(
             sa.select(player_games).where(player_games.c.game_id.in_(game_ids))
         )
@@ -148,7 +147,7 @@ class PlayersModel(PerGameModel[PlayerGame]):
             raise ValueError(f"game {commit.game_id} has no game_created")
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, PlayerGame]) -> None:
+    async def save(self, conn: Statements, states: dict[str, PlayerGame]) -> None:
         games = [
             {"game_id": s.game_id, "rules": s.rules, "players": s.players, "version": s.version}
             for s in states.values()

@@ -49,7 +49,6 @@ import nats.js.errors
 import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import GAMES_STREAM
 from services.projections.model import Delivered, ReadModel, Unreadable
@@ -65,7 +64,7 @@ from services.runtime.stream_identity import (
     refusal,
 )
 from services.store import positions
-from services.store.database import Store, is_store_trouble
+from services.store.database import Statements, Store, is_store_trouble
 from services.store.metrics import LAG, PARKED, POSITION, REFUSED
 
 log = structlog.get_logger("spades.projections")
@@ -349,7 +348,7 @@ class Worker:
         self,
         name: str,
         start: positions.Position,
-        change: Callable[[AsyncConnection], Awaitable[None]],
+        change: Callable[[Statements], Awaitable[None]],
     ) -> None:
         """Make ``change`` to the model's position row, unless it was rebuilt since ``start``."""
         async with self.store.writing() as conn:
@@ -434,7 +433,7 @@ class Worker:
         has not seen, and move those models to the batch's last sequence, in one transaction.
         Models rebuilt since this worker started them are left out, and leave it."""
         last = batch[-1]
-        async with self.store.writing() as conn:
+        async with self.store.applying() as conn:
             stored = await positions.lock_all(conn, [model.name for model in models])
             rebuilt = [m for m in models if stored[m.name].generation != self.generations[m.name]]
             moved: list[str] = []
