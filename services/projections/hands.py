@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
-import sqlalchemy as sa
 
 from contracts.wire import Commit
 from domain.events import (
@@ -32,7 +31,7 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.schema import hand_progress, hand_records
 
 RECORDED = (
@@ -123,9 +122,7 @@ class HandsModel(PerGameModel[HandProgress]):
         self.recorders = Recorders()
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
-        result = await conn.execute(
-            sa.select(hand_progress).where(hand_progress.c.game_id.in_(game_ids))
-        )
+        result = await conn.execute(*where_in(hand_progress, "game_id", game_ids))
         return {
             row.game_id: self.recorders.take(row.game_id, row.version, row.pending)
             for row in result

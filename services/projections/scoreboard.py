@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-
 from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, HandScored
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.schema import scoreboards
 
 
@@ -54,9 +52,7 @@ class ScoreboardModel(PerGameModel[Scoreboard]):
     tables = (scoreboards,)
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, Scoreboard]:
-        result = await conn.execute(
-            sa.select(scoreboards).where(scoreboards.c.game_id.in_(game_ids))
-        )
+        result = await conn.execute(*where_in(scoreboards, "game_id", game_ids))
         return {row.game_id: Scoreboard(**row._asdict()) for row in result}
 
     def fold(self, state: Scoreboard | None, commit: Commit) -> Scoreboard:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -299,6 +300,19 @@ def is_store_trouble(error: BaseException) -> bool:
     )
 
 
+def where_in(
+    table: sa.Table, column: str, values: Sequence[Any]
+) -> tuple[sa.Select[Any], dict[str, Any]]:
+    """The rows of ``table`` whose ``column`` is one of ``values``: a statement built once per
+    table and column, and its parameters."""
+    return _where_in(table, column), {"values": list(values)}
+
+
+@functools.cache
+def _where_in(table: sa.Table, column: str) -> sa.Select[Any]:
+    return sa.select(table).where(table.c[column].in_(sa.bindparam("values", expanding=True)))
+
+
 async def upsert(
     conn: Statements,
     table: sa.Table,
@@ -311,18 +325,30 @@ async def upsert(
     added to the stored value, the others replaced. One statement for all the rows."""
     if not rows:
         return
-    statement = _insert(conn, table)
+    statement = _upsert(conn.dialect.name, table, tuple(rows[0]), tuple(keys), tuple(add))
+    await conn.execute(statement, list(rows))
+
+
+@functools.cache
+def _upsert(
+    dialect: str,
+    table: sa.Table,
+    columns: tuple[str, ...],
+    keys: tuple[str, ...],
+    add: tuple[str, ...],
+) -> sa.Insert:
+    """:func:`upsert`'s statement, built once: building it (``excluded`` above all) cost the
+    workers more than running it."""
+    statement = _insert(dialect, table)
     excluded = statement.excluded
     changes: dict[str, Any] = {}
-    for column in rows[0]:
+    for column in columns:
         if column in keys:
             continue
         changes[column] = table.c[column] + excluded[column] if column in add else excluded[column]
     if changes:
-        statement = statement.on_conflict_do_update(index_elements=list(keys), set_=changes)
-    else:
-        statement = statement.on_conflict_do_nothing(index_elements=list(keys))
-    await conn.execute(statement, list(rows))
+        return statement.on_conflict_do_update(index_elements=list(keys), set_=changes)
+    return statement.on_conflict_do_nothing(index_elements=list(keys))
 
 
 async def insert_missing(
@@ -334,11 +360,13 @@ async def insert_missing(
 ) -> None:
     """Insert the rows whose ``keys`` are not in the table yet; leave the others as they are."""
     if rows:
-        statement = _insert(conn, table).on_conflict_do_nothing(index_elements=list(keys))
+        statement = _insert(conn.dialect.name, table).on_conflict_do_nothing(
+            index_elements=list(keys)
+        )
         await conn.execute(statement, list(rows))
 
 
-def _insert(conn: Statements, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
-    if conn.dialect.name == "postgresql":
+def _insert(dialect: str, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
+    if dialect == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)

@@ -91,14 +91,28 @@ async def lock(conn: Statements, model: str) -> Position:
     return _position(row)
 
 
+_MODELS: sa.BindParameter[str] = sa.bindparam("models", expanding=True)
+_LOCK_ALL = (
+    sa.select(positions.c.model, *_COLUMNS)
+    .where(positions.c.model.in_(_MODELS))
+    .order_by(positions.c.model)
+    .with_for_update()
+)
+_ADVANCE = (
+    positions.update()
+    .where(positions.c.model.in_(_MODELS))
+    .values(
+        position=sa.bindparam("to_position"),
+        digest=sa.bindparam("to_digest"),
+        updated_at=sa.bindparam("at"),
+    )
+)
+"""The statements of every batch, built once."""
+
+
 async def lock_all(conn: Statements, models: Sequence[str]) -> dict[str, Position]:
     """:func:`lock` for several models at once: one statement, the rows taken in name order."""
-    result = await conn.execute(
-        sa.select(positions.c.model, *_COLUMNS)
-        .where(positions.c.model.in_(models))
-        .order_by(positions.c.model)
-        .with_for_update()
-    )
+    result = await conn.execute(_LOCK_ALL, {"models": list(models)})
     found = {row.model: _position(row) for row in result}
     missing = [model for model in models if model not in found]
     if missing:
@@ -108,11 +122,8 @@ async def lock_all(conn: Statements, models: Sequence[str]) -> dict[str, Positio
 
 async def advance(conn: Statements, models: Sequence[str], sequence: int, digest: str) -> None:
     """Move the models to ``sequence``, whose message has the SHA-256 ``digest``."""
-    await conn.execute(
-        positions.update()
-        .where(positions.c.model.in_(models))
-        .values(position=sequence, digest=digest, updated_at=_now())
-    )
+    parameters = {"models": list(models), "to_position": sequence, "to_digest": digest}
+    await conn.execute(_ADVANCE, {**parameters, "at": _now()})
 
 
 async def follow(conn: Statements, model: str, stream: StreamIdentity) -> None:
