@@ -6,9 +6,8 @@ The read models (:mod:`.games`, :mod:`.scoreboard`, :mod:`.hands`, :mod:`.player
 rebuilt catches up on a worker of its own), and each batch of commits goes into all of them, with
 the stream position each reached, in one database transaction (:mod:`.worker`, :mod:`.service`),
 on SQLite or PostgreSQL through the shared read-model database (:mod:`services.store`).
-Messages a model cannot apply are parked
-(:mod:`.parking`); any model can be rebuilt from the stream (:mod:`.rebuild`); lag and metrics
-for ``readyz`` and ``/metrics`` are in :mod:`services.store.lag`, and the gateway reads through
-:mod:`services.store.queries`. A process runs the workers with
-:func:`.service.run_projections`; only the CLI imports this package.
+Messages a model cannot apply are parked (:mod:`.parking`); any model can be rebuilt from the
+stream (:mod:`.rebuild`); lag and metrics for ``readyz`` and ``/metrics`` are in
+:mod:`services.store.lag`, and the gateway reads through :mod:`services.store.queries`. A process
+runs the workers with :func:`.service.run_projections`; only the CLI imports this package.
 """
