@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import nats.errors
 import nats.js.errors
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 from nats.js import JetStreamContext
 
 from services.gateway.audits import AuditRuns
@@ -22,6 +23,7 @@ from services.gateway.auth import PlatformKeys, SeatTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
 from services.gateway.deps import Caps, Gateway
+from services.gateway.fast_path import FastPath
 from services.gateway.json_text import JsonText
 from services.gateway.limits import Identify, RateLimit, caller_of, parse_rate_limits
 from services.gateway.openapi import install_openapi
@@ -61,6 +63,11 @@ KEEP_ALIVE_S = 15.0
 """Seconds between keep-alive comments on an idle event stream."""
 MIN_VERSION_WAIT_S = 5.0
 """The longest a read waits for its ``min_version``."""
+
+OWN_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
+"""FastAPI's native OpenTelemetry off: the gateway's metrics and request log are its own
+(:mod:`services.gateway.telemetry`), and no OpenTelemetry provider is configured, yet FastAPI
+asked the environment for one on every request (3.5 us)."""
 
 DESCRIPTION = """\
 Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
@@ -173,13 +180,15 @@ def create_app(
         docs_url=None,  # /docs is a page of our own (services/gateway/routes/pages.py), offline
         redoc_url=None,
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
+        telemetry=OWN_TELEMETRY,
     )
     for router in (games, seats, actions, events, hands, audit, leagues, webhooks, service):
         app.include_router(router.router)
     install_pages(app)
     install_problem_handlers(app)
     install_openapi(app)
-    app.add_middleware(JsonText)  # innermost: reads the body the limit lets through
+    app.add_middleware(FastPath)  # innermost: a seat's view and actions, past the router
+    app.add_middleware(JsonText)  # reads the body the limit lets through
     app.add_middleware(BodyLimit)
     app.add_middleware(RateLimit, rates=rates, identify=_identify(app))
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: sees every answer

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.gateway.headers import header
 from services.gateway.problems import ProblemError, problem_response
 
 MAX_BODY_BYTES = 64 * 1024
@@ -26,7 +26,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        announced = Headers(scope=scope).get("content-length", "")
+        announced = header(scope, b"content-length") or ""
         if announced.isdigit() and int(announced) > self.max_bytes:
             await problem_response("malformed", self._detail)(scope, receive, send)
             return

@@ -89,18 +89,22 @@ _bearer = HTTPBearer(
 )
 
 
-async def presented_token(
-    request: Request,
-    _documented: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-) -> str | None:
-    """The bearer credential, None when there is no Authorization header."""
-    header = request.headers.get("authorization")
+def bearer_credential(header: str | None) -> str | None:
+    """The credential of an ``Authorization`` header, None when there is no header."""
     if header is None:
         return None
     scheme, _, credential = header.strip().partition(" ")
     if scheme.lower() != "bearer" or not credential.strip():
         raise ProblemError("unauthorized", "Authorization takes 'Bearer <token>'")
     return credential.strip()
+
+
+async def presented_token(
+    request: Request,
+    _documented: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> str | None:
+    """The bearer credential, None when there is no Authorization header."""
+    return bearer_credential(request.headers.get("authorization"))
 
 
 Credential = Annotated[str | None, Depends(presented_token)]

@@ -60,7 +60,7 @@ class JsonText:
             await self.app(scope, receive, send)
             return
         try:
-            body, last = await _read_body(receive)
+            body, last = await read_body(receive)
         except ProblemError as refused:  # the body limit, raised while reading
             await problem_response(refused.code, refused.detail)(scope, receive, send)
             return
@@ -68,19 +68,25 @@ class JsonText:
             detail = "the body holds a lone surrogate (\\ud800-\\udfff): not text UTF-8 can carry"
             await problem_response("malformed", detail)(scope, receive, send)
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return last if last is not None else await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, last, receive), send)
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
+def replaying(body: bytes, last: Message | None, receive: Receive) -> Receive:
+    """A ``receive`` that hands on a body already read: the whole of it at once, then the
+    disconnect met while reading it, or whatever comes next."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return last if last is not None else await receive()
+
+    return replay
+
+
+async def read_body(receive: Receive) -> tuple[bytes, Message | None]:
     """The whole body, and a disconnect met while reading it (to hand on as it came)."""
     parts: list[bytes] = []
     while True:

@@ -26,10 +26,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.auth import PlatformKeys, SeatTokens
+from services.gateway.headers import header
 from services.gateway.problems import problem_response
 
 KINDS = ("platform", "seat", "anonymous", "audit")
@@ -217,9 +217,9 @@ def caller_of(
 
 
 def _credential(scope: Scope) -> str | None:
-    header: str | None = Headers(scope=scope).get("authorization")
-    if header is not None:
-        scheme, _, credential = header.strip().partition(" ")
+    authorization = header(scope, b"authorization")
+    if authorization is not None:
+        scheme, _, credential = authorization.strip().partition(" ")
         return credential.strip() if scheme.lower() == "bearer" else None
     query = bytes(scope.get("query_string", b"")).decode("latin-1")
     for pair in query.split("&"):

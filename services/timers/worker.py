@@ -3,8 +3,10 @@
 A :class:`Timers` follows ``SPADES_GAMES`` from its first message with an ordered consumer and
 folds each clocked game as the engine does (:func:`domain.timing.apply_commit`: the events, then
 the clocks run to the commit's time), so a deadline always derives from the commit that gave the
-turn, never from when this process heard of it. Games without a clock are skipped by their
-subject, finished ones forgotten.
+turn, never from when this process heard of it. It holds running clocked games only: a commit
+of any other game is skipped by a look at its bytes, undecoded, unless it may start a game
+(only a game's first commit holds a ``game_created`` event), and a finished game is forgotten.
+So what it holds stays as small as the games on the clock, however many games come and go.
 
 The next deadlines wait in a heap (one entry per seat on the clock and game version), so the
 worker sleeps until the earliest one instead of looking at every game. When it is due the
@@ -56,6 +58,8 @@ UNAVAILABLE_RETRY_S = 1.0
 HEARTBEAT_S = 5.0
 STREAM_RETRY_S = 0.5
 LATENESS_KEPT = 100_000
+_CREATED = b'"game_created"'
+"""In the bytes of every game's first commit (and of few others: those are decoded to tell)."""
 
 Entry = tuple[float, str, int, int]
 """A deadline in the heap: when, the game, the seat, the game's version it was learnt at."""
@@ -81,8 +85,7 @@ class Timers:
         self._engine = EngineClient(client, engine_timeout_s)
         self._now = now
         self._games: dict[str, Game] = {}
-        self._skipped: set[str] = set()
-        """Games without a clock, finished ones, and histories this worker cannot read."""
+        """Running clocked games (not those whose history this worker cannot read)."""
         self._heap: list[Entry] = []
         self._wake = asyncio.Event()
         self._sent: set[tuple[str, int, int]] = set()
@@ -166,13 +169,13 @@ class Timers:
 
     def learn(self, game_id: str, data: bytes) -> None:
         """Take one commit of a game: fold it, and push the deadlines it gives."""
-        if game_id in self._skipped:
-            return
+        before = self._games.get(game_id)
+        if before is None and _CREATED not in data:
+            return  # neither a clocked game running nor the start of one
         try:
             commit = read_commit(data)
-            if not commit.events:
-                return  # a refusal: nothing changed
-            before = self._games.get(game_id)
+            if not commit.events or (before is None and commit.first_version != 1):
+                return  # a refusal, or a game this worker does not hold
             at = commit_seconds(commit.time)
             first = commit.events[0]
             if before is not None and isinstance(first, TimedOut):
@@ -184,11 +187,9 @@ class Timers:
             state = apply_commit(before, commit.events, at, evolve)
         except Exception as error:  # a history it cannot fold is not this worker's to judge
             log.warning("game not timed: unreadable history", game_id=game_id, error=repr(error))
-            self._skipped.add(game_id)
             self._games.pop(game_id, None)
             return
         if state is None or state.timing is None or state.status == "finished":
-            self._skipped.add(game_id)
             self._games.pop(game_id, None)
             return
         self._games[game_id] = state

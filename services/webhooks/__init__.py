@@ -2,7 +2,8 @@
 
 ``spades serve webhooks`` runs :func:`services.webhooks.service.run_webhooks`: durable consumers
 on the game and league streams turn commits into pending deliveries in the read-model database
-(:mod:`.ingest`, :mod:`.outbox`), and a delivery loop sends them, signed, in order per endpoint
+(:mod:`.ingest`, :mod:`.outbox`; only commits a platform's endpoints may want, by
+:mod:`.interest`), and a delivery loop sends them, signed, in order per endpoint
 and game or league, retried with backoff (:mod:`.delivery`). The gateway registers endpoints
 (:mod:`services.store.webhook_endpoints`), checking their addresses and making their secrets
 with the rules this worker sends by (:mod:`services.runtime.webhook_addresses`,

@@ -37,6 +37,7 @@ from services.runtime.webhook_addresses import AddressRefused
 from services.store.database import Store, is_store_trouble
 from services.store.webhook_endpoints import rfc3339
 from services.webhooks import outbox
+from services.webhooks.interest import EndpointWatch
 from services.webhooks.schedule import Schedule
 
 log = structlog.get_logger("spades.webhooks")
@@ -44,7 +45,9 @@ log = structlog.get_logger("spades.webhooks")
 ANSWER_LIMIT_BYTES = 4096
 """The most of a receiver's answer ever read."""
 IDLE_WAIT_S = 1.0
-"""The longest the loop sleeps without being woken: new deliveries, finished tries wake it."""
+"""The longest the loop sleeps without being woken: new deliveries, finished tries wake it
+(a replay, queued by the gateway, is found by looking again). While no endpoint exists
+nothing can be pending, and the loop sleeps until one is registered."""
 PRUNE_EVERY_S = 600.0
 CHAIN_BATCH = 100
 """The most deliveries of one chain a task sends before the chain's turn comes again."""
@@ -124,6 +127,7 @@ class Deliveries:
         store: Store,
         sender: Sender,
         schedule: Schedule,
+        watch: EndpointWatch,
         *,
         concurrency: int,
         per_endpoint: int,
@@ -134,6 +138,7 @@ class Deliveries:
         self.store = store
         self.sender = sender
         self.schedule = schedule
+        self.watch = watch
         self.concurrency = concurrency
         self.per_endpoint = per_endpoint
         self.retention_s = retention_s
@@ -158,6 +163,7 @@ class Deliveries:
         recorder = asyncio.create_task(self._record_outcomes(), name="webhook outcomes")
         try:
             while True:
+                await self.watch.until_any()
                 self._wake.clear()
                 try:
                     wait = await self._round()
@@ -273,10 +279,14 @@ class Deliveries:
     ) -> None:
         failures: list[tuple[outbox.Due, Outcome, int, float | None]] = []
         async with self.store.writing() as conn:
+            acknowledged = [
+                outbox.Acknowledged(due.id, outcome.status, at)
+                for due, outcome, at, _ in batch
+                if outcome.acknowledged and outcome.status is not None
+            ]
+            await outbox.delivered(conn, acknowledged)
             for due, outcome, at, _ in batch:
                 if outcome.acknowledged:
-                    assert outcome.status is not None
-                    await outbox.delivered(conn, due.id, outcome.status, at)
                     continue
                 tries = due.attempts + 1
                 error = outcome.error or "failed"

@@ -7,10 +7,18 @@ each event type, and recorded with the stream's new position in one transaction;
 the batch acknowledged. A crash before the commit loses nothing (the batch comes again); after
 it, the batch comes again and is skipped (its sequences are at or below the position).
 
+Which platforms have endpoints is known from the :class:`~.interest.EndpointWatch` before any
+database work: a commit of another platform is skipped (by its subject alone, once its game's
+platform is remembered), and a batch that makes no delivery moves the position only in
+memory. The stored position follows at most :data:`POSITION_EVERY_S` later, or when the stream
+goes quiet: a crash meanwhile maps those commits again, and again they make nothing. While no
+endpoint exists at all, the stream is not followed (nothing in it can be wanted).
+
 Where a stream is first followed, or found to be another stream than the position's (a NATS
 store reset or restored from a backup): the webhooks start at the oldest point an endpoint asks
 for, or at the stream's end. An endpoint hears of what is committed after it was registered,
-never of a history restored or replayed into a new stream.
+never of a history restored or replayed into a new stream. So a position behind every
+endpoint's interest jumps to where it begins: the commits between are no endpoint's.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from services.store.schema import webhook_endpoints
 from services.store.webhook_endpoints import Endpoint, every_endpoint, platform_key
 from services.webhooks import outbox
 from services.webhooks.events import Made, Seen, game_webhooks, league_webhooks
+from services.webhooks.interest import EndpointWatch, Interest, covers, interest_of
 
 log = structlog.get_logger("spades.webhooks")
 
@@ -60,6 +69,8 @@ GATHER_S = 0.02
 """After the first messages of a batch, how long the ingest lets more arrive: one transaction
 (and one round of the deliveries it wakes) for what a busy stream appends meanwhile, rather
 than one per message. At most this much is added to a webhook's lag."""
+POSITION_EVERY_S = 1.0
+"""How long the position may run ahead of the stored one while batches make no delivery."""
 ACK_WAIT_S = 60.0
 RESTART_DELAYS_S = (0.2, 1.0, 5.0)
 STATES_HELD = 5000
@@ -77,6 +88,7 @@ class CommitLike(Protocol):
 
 S = TypeVar("S")
 C = TypeVar("C", bound=CommitLike)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +147,16 @@ class Folds(Generic[S, C]):
     def key(self, stored: Stored[C]) -> str:
         """The aggregate the commit belongs to."""
         return self._key_of(stored.commit)
+
+    def remembered(self, subject: str) -> tuple[str, str] | None:
+        """The aggregate a subject holds and its platform, if the platform is remembered: what
+        decides, without decoding a commit, that no endpoint wants it."""
+        key = self._stream.key_of(subject)
+        platform = self._platforms.get(key) if key is not None else None
+        if key is None or platform is None:
+            return None
+        self._platforms.move_to_end(key)
+        return key, platform
 
     async def platform(self, stored: Stored[C]) -> str:
         """The platform the commit's aggregate belongs to (as stored: ``""`` for none)."""
@@ -276,25 +298,35 @@ class Ingest:
         store: Store,
         client: Client,
         folds: Folds[Any, Any],
+        watch: EndpointWatch,
         wake: Callable[[], None],
         *,
         batch_size: int = BATCH_SIZE,
         idle_s: float = IDLE_S,
         clock: Callable[[], float] = time.time,
         gather_s: float = GATHER_S,
+        position_every_s: float = POSITION_EVERY_S,
     ) -> None:
         self.gather_s = gather_s
         self.source = source
         self.store = store
         self.client = client
         self.folds = folds
+        self.watch = watch
         self.wake = wake
         self.batch_size = batch_size
         self.idle_s = idle_s
         self.clock = clock
+        self.position_every_s = position_every_s
         self.position = 0
+        """The last sequence mapped: ahead of :attr:`stored` while batches make nothing."""
+        self.stored = 0
+        """The position as the database holds it."""
         self.log = log.bind(stream=source.name)
         self._stream: StreamIdentity | None = None
+        self._mapped: Interest = {}
+        """What the commits after the stored position were mapped by."""
+        self._stored_at = 0.0
 
     async def run(self) -> None:
         """Follow the stream until cancelled; any failure (NATS away, the stream not made yet,
@@ -312,28 +344,38 @@ class Ingest:
                 failures = 0
 
     async def _follow(self) -> None:
-        self.position = await self.start_position()
+        """Follow the stream from the stored position until it must be looked at again (NATS
+        reconnected, endpoints wanting what was mapped without them, or none left)."""
+        self.position = self.stored = await self.start_position()
+        self._stored_at = self.clock()
+        if not self.watch.endpoints:
+            self.log.info("webhooks waiting for an endpoint", after=self.position)
+            await self.watch.until_any()
+            return  # and start where the new endpoints' interest begins
+        self._mapped = self.watch.interest(self.source.name)
         feed = await open_feed(
             self.client, self.source, self.position, max_ack_pending=4 * self.batch_size
         )
         self.log.info("webhooks following the stream", after=self.position)
         reconnects = self._reconnections()
         try:
-            while True:
+            while self.watch.endpoints:
                 try:
                     messages = await feed.fetch(self.batch_size, self.idle_s)
                 except TimeoutError:
                     if self._reconnections() != reconnects:
                         return  # look at the stream again: it may be another one now
+                    if self.stored < self.position and not await self._store_position():
+                        return
                     continue
                 if len(messages) < self.batch_size and self.gather_s > 0:
                     await asyncio.sleep(self.gather_s)  # a batching window, not a wait for one
                     messages += await feed.fetch_now(self.batch_size - len(messages))
-                if self._reconnections() != reconnects:
+                if self._reconnections() != reconnects or not await self._apply(messages):
                     return
-                await self._apply(messages)
                 await messages[-1].ack()
-                self.wake()
+            if self.stored < self.position:
+                await self._store_position()
         finally:
             with contextlib.suppress(Exception):
                 await feed.close()
@@ -343,24 +385,29 @@ class Ingest:
 
     async def start_position(self) -> int:
         """Where to follow the stream from, recorded: the stored position if it belongs to the
-        stream found, else where the endpoints' interest begins (see the module's docstring)."""
+        stream found (or where every endpoint's interest begins, if that is later), else where
+        the endpoints' interest begins (see the module's docstring)."""
         info = await self.client.jetstream().stream_info(self.source.stream)
         found = StreamIdentity.of(info)
         last = int(info.state.last_seq or 0)
         self._stream = found
         async with self.store.writing() as conn:
             held = await outbox.lock_position(conn, self.source.name)
-            if held.known and held.stream_created == found.created and held.position <= last:
-                return held.position
-            after = _after_column(self.source)
-            # Where an endpoint asks for more than the stream holds, it was registered on
-            # another stream: it hears of this one from its end.
-            await conn.execute(
-                webhook_endpoints.update().where(after > last).values({after.name: last})
-            )
-            asked = await conn.scalar(sa.select(sa.func.min(after)))
-            start = min(int(asked), last) if asked is not None else last
-            if held.known:
+            same = held.known and held.stream_created == found.created and held.position <= last
+            if not same:
+                # Where an endpoint asks for more than the stream holds, it was registered on
+                # another stream: it hears of this one from its end.
+                after = _after_column(self.source)
+                await conn.execute(
+                    webhook_endpoints.update().where(after > last).values({after.name: last})
+                )
+            endpoints = await every_endpoint(conn, hold=True)
+            self.watch.saw(endpoints)
+            asked = min(interest_of(endpoints, self.source.name).values(), default=last)
+            start = max(held.position, min(asked, last)) if same else min(asked, last)
+            if same and start == held.position:
+                return start
+            if held.known and not same:
                 self.log.warning(
                     "the stream is not the one the webhooks followed: following it from where "
                     "the endpoints' interest begins, not delivering its history again",
@@ -368,41 +415,65 @@ class Ingest:
                     position=held.position,
                     start=start,
                 )
-            await outbox.set_position(conn, self.source.name, start, found.created)
+            await outbox.set_position(
+                conn, self.source.name, start, found.created, known=held.known
+            )
         return start
 
-    async def _apply(self, messages: Sequence[Any]) -> None:
-        """Record the deliveries of a batch of messages and move the position past them."""
+    async def _apply(self, messages: Sequence[Any]) -> bool:
+        """Record the deliveries of a batch of messages and move the position past them; False
+        when the endpoints want what was mapped without them (follow again from the stored
+        position)."""
         batch = [(stream_sequence(msg.reply), msg.subject, msg.data) for msg in messages]
         batch = [item for item in batch if item[0] > self.position]
         if not batch:
-            return
-        async with self.store.reading() as conn:
-            interested = _interest(await every_endpoint(conn), self.source)
+            return True
+        interest = self.watch.interest(self.source.name)
+        if interest != self._mapped:
+            if self.stored < self.position and not covers(self._mapped, interest, self.position):
+                return False
+            self._mapped = interest
         made: list[tuple[int, str, Made]] = []
         keys: list[str] = []
         for sequence, subject, data in batch:
             try:
-                made += await self._made(sequence, subject, data, interested, keys)
+                made += await self._made(sequence, subject, data, interest, keys)
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as error:
                 self.log.error(
                     "a stream message made no webhook", sequence=sequence, error=repr(error)
                 )
-        try:
-            await self._despite_store_trouble(lambda: self._record(batch[-1][0], made))
-        except BaseException:
-            self.folds.forget(keys)  # their states ran ahead of what was recorded
-            raise
-        self.position = batch[-1][0]
+        last = batch[-1][0]
+        if made or self.clock() - self._stored_at >= self.position_every_s:
+            try:
+                recorded = await self._despite_store_trouble(lambda: self._record(last, made))
+            except BaseException:
+                self.folds.forget(keys)  # their states ran ahead of what was recorded
+                raise
+            if recorded is None:
+                self.folds.forget(keys)
+                return False
+            if recorded:
+                self.wake()
+        self.position = last
+        return True
+
+    async def _store_position(self) -> bool:
+        """Store the position mapped so far (False: follow again from the stored one)."""
+        position = self.position
+        return await self._despite_store_trouble(lambda: self._record(position, [])) is not None
 
     async def _made(
         self,
         sequence: int,
         subject: str,
         data: bytes,
-        interested: dict[str, int],
+        interested: Interest,
         keys: list[str],
     ) -> list[tuple[int, str, Made]]:
+        remembered = self.folds.remembered(subject)
+        if remembered is not None and sequence <= interested.get(remembered[1], sequence):
+            self.folds.drop(remembered[0])  # no endpoint of its platform wants it: not decoded
+            return []
         stored = self.folds.decode(sequence, subject, data)
         if not stored.commit.events:
             return []  # a refusal: nothing happened
@@ -414,7 +485,10 @@ class Ingest:
         keys.append(key)
         return [(sequence, platform, made) for made in await self.folds.made(stored)]
 
-    async def _record(self, last: int, made: list[tuple[int, str, Made]]) -> None:
+    async def _record(self, last: int, made: list[tuple[int, str, Made]]) -> int | None:
+        """Record ``made`` and move the stored position to ``last``, in one transaction; the
+        deliveries pending, or None (nothing written) when the endpoints held want what the
+        commits since the stored position were mapped without."""
         assert self._stream is not None
         now = self.clock()
         async with self.store.writing() as conn:
@@ -422,8 +496,12 @@ class Ingest:
             if held.stream_created != self._stream.created:
                 raise RuntimeError("the position was moved to another stream meanwhile")
             if held.position >= last:
-                return
+                return 0
             endpoints = await every_endpoint(conn, hold=True)
+            self.watch.saw(endpoints)
+            if not covers(self._mapped, interest_of(endpoints, self.source.name), last):
+                self.log.info("webhooks mapping again for new endpoints", after=held.position)
+                return None
             pending: list[outbox.Pending] = []
             for sequence, platform, one in made:
                 if sequence <= held.position:
@@ -438,14 +516,17 @@ class Ingest:
                             outbox.Pending(endpoint.id, identifier, kind, one.chain, body, status)
                         )
             await outbox.record(conn, pending, now)
-            await outbox.set_position(conn, self.source.name, last, self._stream.created)
+            await outbox.set_position(
+                conn, self.source.name, last, self._stream.created, known=held.known
+            )
+        self.stored, self._stored_at = last, now
+        return sum(delivery.status == outbox.PENDING for delivery in pending)
 
-    async def _despite_store_trouble(self, attempt: Callable[[], Awaitable[None]]) -> None:
+    async def _despite_store_trouble(self, attempt: Callable[[], Awaitable[R]]) -> R:
         troubles = 0
         while True:
             try:
-                await attempt()
-                return
+                return await attempt()
             except Exception as error:
                 if not is_store_trouble(error):
                     raise
@@ -457,15 +538,6 @@ class Ingest:
 
 def _after_column(source: Source) -> sa.Column[Any]:
     return webhook_endpoints.c[f"{source.name}_after"]
-
-
-def _interest(endpoints: Sequence[Endpoint], source: Source) -> dict[str, int]:
-    """Per platform with endpoints: the sequence after which one of them wants to hear."""
-    interest: dict[str, int] = {}
-    for endpoint in endpoints:
-        after = endpoint.after(source.name)
-        interest[endpoint.platform] = min(interest.get(endpoint.platform, after), after)
-    return interest
 
 
 def _wants(endpoint: Endpoint, source: Source, platform: str, kind: str, sequence: int) -> bool:

@@ -57,15 +57,18 @@ async def lock_position(conn: AsyncConnection, stream: str) -> Position:
 
 
 async def set_position(
-    conn: AsyncConnection, stream: str, position: int, stream_created: str
+    conn: AsyncConnection, stream: str, position: int, stream_created: str, *, known: bool = False
 ) -> None:
+    """Move the stream's position (``known``: its row exists, as :func:`lock_position` found
+    it in this transaction, and is only updated)."""
     row = {
         "stream": stream,
         "position": position,
         "stream_created": stream_created,
         "updated_at": _now_text(),
     }
-    await insert_missing(conn, webhook_positions, [row], keys=["stream"])
+    if not known:
+        await insert_missing(conn, webhook_positions, [row], keys=["stream"])
     await conn.execute(
         webhook_positions.update()
         .where(webhook_positions.c.stream == stream)
@@ -242,18 +245,36 @@ async def next_due(conn: AsyncConnection) -> float | None:
     return float(found) if found is not None else None
 
 
-async def delivered(conn: AsyncConnection, delivery_id: int, status: int, now: float) -> None:
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """A try a receiver acknowledged: the delivery, the answer's status, when it came."""
+
+    delivery_id: int
+    status: int
+    at: float
+
+
+async def delivered(conn: AsyncConnection, acknowledged: Sequence[Acknowledged]) -> None:
+    """Record acknowledged tries: one statement for them all, as the recorder writes what many
+    chains did at once."""
+    if not acknowledged:
+        return
+    table = webhook_deliveries
     await conn.execute(
-        webhook_deliveries.update()
-        .where(webhook_deliveries.c.id == delivery_id, webhook_deliveries.c.status == PENDING)
+        table.update()
+        .where(table.c.id == sa.bindparam("delivery"), table.c.status == PENDING)
         .values(
             status=DELIVERED,
-            attempts=webhook_deliveries.c.attempts + 1,
-            last_status=status,
+            attempts=table.c.attempts + 1,
+            last_status=sa.bindparam("answer"),
             last_error=None,
-            last_attempt_at=now,
+            last_attempt_at=sa.bindparam("answered_at"),
             next_try=None,
-        )
+        ),
+        [
+            {"delivery": a.delivery_id, "answer": a.status, "answered_at": a.at}
+            for a in acknowledged
+        ],
     )
 
 

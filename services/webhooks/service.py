@@ -1,7 +1,8 @@
 """``spades serve webhooks``: the webhooks worker as its own process.
 
 It migrates the read-model database (where endpoints and deliveries live), follows the game and
-league streams into the outbox (:mod:`.ingest`) and delivers (:mod:`.delivery`). It is apart
+league streams into the outbox (:mod:`.ingest`) while any endpoint exists (:mod:`.interest`)
+and delivers (:mod:`.delivery`). It is apart
 from the engine and the gateway, so a slow or dead receiver never slows a game. Run one per
 deployment: its consumers are durable, and its positions and outbox are in the database.
 """
@@ -21,6 +22,7 @@ from services.store.database import open_store
 from services.store.migrations import migrate
 from services.webhooks.delivery import Deliveries, Sender
 from services.webhooks.ingest import GAMES, LEAGUES, Ingest, game_folds, league_folds
+from services.webhooks.interest import EndpointWatch
 from services.webhooks.schedule import Schedule
 from services.webhooks.transport import delivery_client
 
@@ -48,19 +50,22 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
     )
     try:
         await migrate(store)
+        watch = EndpointWatch(store)
         deliveries = Deliveries(
             store,
             Sender(http, settings.webhook_timeout_s),
             schedule,
+            watch,
             concurrency=settings.webhook_concurrency,
             per_endpoint=settings.webhook_endpoint_concurrency,
             retention_s=settings.webhook_retention_s,
         )
         ingests = [
-            Ingest(GAMES, store, client, game_folds(client), deliveries.wake),
-            Ingest(LEAGUES, store, client, league_folds(client), deliveries.wake),
+            Ingest(GAMES, store, client, game_folds(client), watch, deliveries.wake),
+            Ingest(LEAGUES, store, client, league_folds(client), watch, deliveries.wake),
         ]
         tasks = [
+            asyncio.create_task(watch.run(), name="webhook endpoints"),
             asyncio.create_task(deliveries.run(), name="webhook deliveries"),
             *(asyncio.create_task(i.run(), name=f"webhooks {i.source.name}") for i in ingests),
         ]

@@ -111,7 +111,7 @@ async def test_each_chain_gives_its_first_pending_delivery_only_and_in_order(sto
     assert {d.url for d in rest} == {one.url}
 
     async with store.writing() as conn:
-        await outbox.delivered(conn, first.id, 200, NOW + 1)
+        await outbox.delivered(conn, [outbox.Acknowledged(first.id, 200, NOW + 1)])
         await outbox.failed_try(conn, rest[0].id, 503, "answered 503", NOW + 1, NOW + 60)
     assert await heads(store, NOW + 2) == [("game:b", "m2"), ("game:a", "m4")], (
         "m3 waits for its next try, and m5 behind it"
@@ -130,6 +130,28 @@ async def test_each_chain_gives_its_first_pending_delivery_only_and_in_order(sto
     ]
 
 
+async def test_tries_acknowledged_together_are_recorded_each_with_its_own_answer(
+    store: Store,
+) -> None:
+    one = endpoint("one")
+    chains = ("game:a", "game:b", "game:c")
+    async with store.writing() as conn:  # as the ingest records them
+        await endpoints.add(conn, one)
+        await outbox.record(conn, [pending(one, f"m-{c}", c) for c in chains], NOW)
+    async with store.writing() as conn:  # as the recorder writes what the chains' tries got
+        a, b, _ = sorted(await outbox.due(conn, NOW, 10), key=lambda due: due.chain)
+        await outbox.delivered(
+            conn, [outbox.Acknowledged(a.id, 200, NOW + 1), outbox.Acknowledged(b.id, 204, NOW + 2)]
+        )
+    async with store.reading() as conn:
+        log = await endpoints.deliveries_of(conn, one.id, limit=10)
+    assert [(d.chain, d.status, d.attempts, d.last_status, d.last_attempt_at) for d in log] == [
+        ("game:c", "pending", 0, None, None),
+        ("game:b", "delivered", 1, 204, NOW + 2),
+        ("game:a", "delivered", 1, 200, NOW + 1),
+    ]
+
+
 async def test_a_disabled_endpoint_is_skipped_and_a_replay_sends_each_event_once_more(
     store: Store,
 ) -> None:
@@ -138,7 +160,7 @@ async def test_a_disabled_endpoint_is_skipped_and_a_replay_sends_each_event_once
         await endpoints.add(conn, one)
         await outbox.record(conn, [pending(one, f"m{n}", "game:a") for n in range(1, 5)], NOW)
         [first] = await outbox.due(conn, NOW, 10)  # the chain's first only
-        await outbox.delivered(conn, first.id, 204, NOW)
+        await outbox.delivered(conn, [outbox.Acknowledged(first.id, 204, NOW)])
     async with store.writing() as conn:
         [head] = await outbox.due(conn, NOW, 10)
         await outbox.failed_try(conn, head.id, None, "no answer", NOW + 5, None)
@@ -175,7 +197,7 @@ async def test_old_finished_deliveries_and_those_of_deleted_endpoints_are_forgot
         await outbox.record(conn, [pending(gone, "orphan", "game:a")], NOW)
         await outbox.record(conn, [pending(one, "new", "game:c")], NOW)
         [old] = [d for d in await outbox.due(conn, NOW, 10) if d.message_id == "old"]
-        await outbox.delivered(conn, old.id, 200, NOW)
+        await outbox.delivered(conn, [outbox.Acknowledged(old.id, 200, NOW)])
         assert await outbox.prune(conn, NOW - 50) == 2
         kept = (await conn.execute(sa.select(webhook_deliveries.c.message_id))).scalars().all()
     assert sorted(kept) == ["new", "waiting"]

@@ -81,7 +81,7 @@ class Deployment:
             },
         )
         worker.start()
-        worker.wait_ready("webhooks following the stream")
+        worker.wait_ready("webhooks ready")
         self.workers.append(worker)
         return worker
 

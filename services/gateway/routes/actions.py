@@ -17,12 +17,14 @@ from services.gateway.views import events_answer
 
 router = APIRouter(prefix="/v1/games/{game_id}/actions", tags=["actions"])
 
+IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e]+$"
+
 IdempotencyKey = Annotated[
     str | None,
     Header(
         min_length=1,
         max_length=MAX_IDEMPOTENCY_KEY,
-        pattern=r"^[\x20-\x7e]+$",
+        pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Printable ASCII, at most 255 characters. The same caller with the same key "
         "and body gets the first answer; another body gets 422. Another caller's key is "
         "another request.",
@@ -30,11 +32,14 @@ IdempotencyKey = Annotated[
 ]
 
 
+ActionBody = Annotated[Action, Body(discriminator="type")]
+
+
 @router.post("", response_model=Events, responses=problems(401, 403, 404, 409, 422, 429, 503))
 async def act(
     game_id: GameId,
     asking: GameCaller,
-    action: Annotated[Action, Body(discriminator="type")],
+    action: ActionBody,
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
