@@ -211,6 +211,7 @@ class Worker:
         after = min(self.positions.values())
         label = _label(self.names)
         feed = await open_consumer(self.client, label, after, max_ack_pending=4 * self.batch_size)
+        await self._drop_consumers_of_one()
         self._failures = 0
         self.log.info("worker consuming", after=after, generations=self.generations)
         try:
@@ -244,6 +245,17 @@ class Worker:
                     await self.client.jetstream().delete_consumer(
                         GAMES_STREAM, consumer_name(label)
                     )
+
+    async def _drop_consumers_of_one(self) -> None:
+        """Delete the consumers named after one of this worker's models alone, if it has more:
+        what a worker of that model left (from before the models shared a consumer, or one
+        that caught up and ended without deleting its own) would sit on the server unused."""
+        if len(self.models) < 2:
+            return
+        js = self.client.jetstream()
+        for name in self.names:
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await js.delete_consumer(GAMES_STREAM, consumer_name(name))
 
     def _lag(self, pending: int) -> None:
         for name in self.names:

@@ -27,7 +27,7 @@ from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
 from services.projections.service import Projections
-from services.runtime.consumer import consumer_name
+from services.runtime.consumer import consumer_config, consumer_name
 from services.runtime.nats_server import EmbeddedNats
 from services.store import positions, queries
 from services.store.database import Store
@@ -282,6 +282,8 @@ async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the
     up, its consumer gone. The rows are those of a replay of every model."""
     logs = random_logs(6, seed=17)
     every = {consumer_name("-".join(sorted(READ_MODELS)))}
+    # A worker of one model (before the models shared a consumer) left its consumer behind.
+    await js.add_consumer(GAMES_STREAM, consumer_config("games", 0, 4000))
     detached: list[list[str]] = []
     detach = Projections.detach
 
