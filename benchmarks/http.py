@@ -14,10 +14,15 @@ process). The service's window also samples the projection lag (the time from an
 answer until the read models show it). With ``--profile DIR``, py-spy records every Python
 process of each side during its window (``DIR/<side>-<process>.txt``, collapsed stacks) and
 the figures name the functions where each spends its time.
+
+The service is then driven again at a fixed low rate (``low_rate`` actions per second, evenly
+spaced): the projection workers' CPU per event at both loads, and the lag when nothing queues.
+Events are the game stream's messages appended in the window (its last sequence at either end).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -27,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,12 +41,18 @@ import msgspec
 
 from benchmarks.e2e import spades_up_process
 from benchmarks.http_client import ClientFigures
+from contracts.wire import GAMES_STREAM
 from services.runtime.broker_users import ADMIN
+from services.runtime.discovery import find_stack
+from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats, free_port
+from services.runtime.settings import Settings
 
 READY_TIMEOUT_S = 60.0
 PROFILE_RATE = 100
 """py-spy samples per second."""
+LOW_RATE = 50.0
+"""Actions per second of the service's second, quiet window: one every 20 ms."""
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -71,6 +82,10 @@ class SideFigures(msgspec.Struct):
     lag_samples: int = 0
     lag_p50_ms: float | None = None
     lag_p99_ms: float | None = None
+    rate: float | None = None
+    """The pace asked of the client (actions/s); None: as fast as the server answers."""
+    events: int | None = None
+    """Messages appended to the game stream in the window (the service only)."""
     hot: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """With ``--profile``: per process, its costliest functions (inclusive share of samples)."""
 
@@ -84,6 +99,8 @@ class HttpFigures(msgspec.Struct):
     peer: SideFigures
     ratio: float
     """Actions/s of the service over the peer's."""
+    quiet: SideFigures | None
+    """The service again, at ``LOW_RATE`` (or the rate asked)."""
     load_before: list[float]
     load_after: list[float]
     """The machine's load average (1, 5, 15 min) before and after: it is shared."""
@@ -142,6 +159,31 @@ def process_name(pid: int) -> str:
 
 def cpu_of(pids: dict[str, int]) -> dict[str, float]:
     return {name: stat[1] for name, pid in pids.items() if (stat := _stat(pid)) is not None}
+
+
+def ms_per_event(side: SideFigures, process: str) -> float | None:
+    """CPU milliseconds of ``process`` per game-stream message appended in the window."""
+    cpu = next((p.cpu_s for p in side.processes if p.name == process), None)
+    if cpu is None or not side.events:
+        return None
+    return round(cpu * 1000 / side.events, 3)
+
+
+def stream_counter(data_dir: Path) -> Callable[[], int]:
+    """How many messages the game stream of the stack in ``data_dir`` holds now (its last
+    sequence), asked as the operator's tools ask."""
+    record = find_stack(data_dir)
+    credentials = Settings(data_dir=data_dir).nats_credentials(ADMIN)
+
+    async def last_sequence() -> int:
+        client = await connect(record.nats_url, "spades-bench-http", credentials=credentials)
+        try:
+            info = await client.jetstream().stream_info(GAMES_STREAM)
+            return int(info.state.last_seq or 0)
+        finally:
+            await client.close()
+
+    return lambda: asyncio.run(last_sequence())
 
 
 def _is_python(pid: int) -> bool:
@@ -263,12 +305,17 @@ def drive(
     preset: str,
     lag_every_s: float | None,
     profile: Path | None,
+    rate: float | None = None,
+    stream: Callable[[], int] | None = None,
 ) -> SideFigures:
-    """Run the lean client against one side; its figures and its processes' CPU."""
+    """Run the lean client against one side (at ``rate`` actions/s, if given); its figures, its
+    processes' CPU and, with ``stream`` (the game stream's length), the events of the window."""
     argv = [sys.executable, "-m", "benchmarks.http_client", target.url, "--games", str(games)]
     argv += ["--warmup", str(warmup_s), "--seconds", str(seconds), "--preset", preset]
     if lag_every_s is not None:
         argv += ["--lag-every", str(lag_every_s)]
+    if rate is not None:
+        argv += ["--rate", str(rate)]
     client = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert client.stdout is not None
     pids = {**target.processes, "client": client.pid}
@@ -276,13 +323,16 @@ def drive(
     after: dict[str, float] = {}
     spies: list[subprocess.Popen[bytes]] = []
     figures: ClientFigures | None = None
+    appended: list[int] = []
     for line in client.stdout:
         if line.startswith("window-start"):
             before = cpu_of(pids)
+            appended += [stream()] if stream is not None else []
             if profile is not None:
                 spies = start_profiles(profile, target.name, pids, seconds)
         elif line.startswith("window-end"):
             after = cpu_of(pids)
+            appended += [stream()] if stream is not None else []
         elif line.startswith("{"):
             figures = msgspec.json.decode(line, type=ClientFigures)
     if client.wait() != 0 or figures is None:
@@ -318,6 +368,8 @@ def drive(
         lag_samples=len(lags),
         lag_p50_ms=percentile(lags, 50) if lags else None,
         lag_p99_ms=percentile(lags, 99) if lags else None,
+        rate=rate,
+        events=appended[1] - appended[0] if len(appended) == 2 else None,
         hot={
             name: hottest(profile / f"{target.name}-{name}.txt")
             for name in pids
@@ -372,13 +424,23 @@ def run(
     preset: str = "partnership",
     lag_every_s: float = 0.1,
     profile: Path | None = None,
+    low_rate: float | None = LOW_RATE,
 ) -> HttpFigures:
+    """Both sides at full load, then (with ``low_rate``) the service at that rate."""
     load_before = list(os.getloadavg())
     settings = {"SPADES_RATE_LIMIT": "off"}
-    with spades_up_process(settings) as (url, process, _data_dir):
+    with spades_up_process(settings) as (url, process, data_dir):
         processes = {process_name(pid): pid for pid in descendants(process.pid)}
         target = Target("service", url, processes)
-        service = drive(target, games, warmup_s, seconds, preset, lag_every_s, profile)
+        stream = stream_counter(data_dir)
+        service = drive(
+            target, games, warmup_s, seconds, preset, lag_every_s, profile, None, stream
+        )
+        quiet = None
+        if low_rate is not None:
+            quiet = drive(
+                target, games, warmup_s, seconds, preset, lag_every_s, None, low_rate, stream
+            )
     with bare_peer() as target:
         peer = drive(target, games, warmup_s, seconds, preset, None, profile)
     return HttpFigures(
@@ -389,6 +451,7 @@ def run(
         service=service,
         peer=peer,
         ratio=round(service.actions_per_s / max(peer.actions_per_s, 1e-9), 3),
+        quiet=quiet,
         load_before=[round(x, 2) for x in load_before],
         load_after=[round(x, 2) for x in os.getloadavg()],
     )

@@ -14,6 +14,9 @@ With ``--lag``, a sampler reads the read models' own copy of a game just acted i
 V), every ``--lag-every`` seconds: from the action's answer to that answer is an upper bound of
 the projection lag (it includes the request's own time and the server's polling step).
 
+With ``--rate``, the games together send at most that many actions per second, evenly spaced
+(the load of a quiet hour rather than the most the server takes).
+
 Run as ``python -m benchmarks.http_client URL --games 16 --warmup 3 --seconds 20``. It prints
 ``window-start`` and ``window-end`` when the measured window opens and closes (so the caller
 can sample the servers' CPU then), then one JSON line of :class:`ClientFigures`.
@@ -134,6 +137,23 @@ class Tally:
                 self.error_samples.append(what[:300])
 
 
+class Pacer:
+    """Spaces the actions of every game ``1 / rate`` seconds apart (no spacing without a
+    rate)."""
+
+    def __init__(self, rate: float | None) -> None:
+        self._step = 1 / rate if rate else 0.0
+        self._next = 0.0
+
+    async def turn(self) -> None:
+        if not self._step:
+            return
+        now = time.perf_counter()
+        at = max(self._next, now)
+        self._next = at + self._step
+        await asyncio.sleep(at - now)  # the pace itself: there is nothing else to wait for
+
+
 async def _expect(connection: Connection, method: str, path: str, **kw: Any) -> Any:
     status, data = await connection.request(method, path, **kw)
     if status >= 300:
@@ -156,7 +176,12 @@ async def _new_game(
 
 
 async def _play(
-    connection: Connection, preset: str, rng: random.Random, tally: Tally, stop: asyncio.Event
+    connection: Connection,
+    preset: str,
+    rng: random.Random,
+    tally: Tally,
+    stop: asyncio.Event,
+    pacer: Pacer,
 ) -> None:
     while not stop.is_set():
         try:
@@ -188,6 +213,7 @@ async def _play(
                     continue
                 action = _chosen(rng.choice(legal), view, rng)
                 body = _encode(action)
+                await pacer.turn()
                 started = time.perf_counter()
                 status, data = await connection.request("POST", act_path, tokens[seat], body)
                 ended = time.perf_counter()
@@ -243,15 +269,17 @@ async def drive(
     preset: str,
     seed: int,
     lag_every_s: float | None,
+    rate: float | None = None,
 ) -> ClientFigures:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     tally = Tally()
     stop = asyncio.Event()
     rng = random.Random(seed)
+    pacer = Pacer(rate)
     tasks = [
         asyncio.create_task(
-            _play(Connection(host, port), preset, random.Random(rng.random()), tally, stop)
+            _play(Connection(host, port), preset, random.Random(rng.random()), tally, stop, pacer)
         )
         for _ in range(games)
     ]
@@ -289,6 +317,7 @@ def main() -> None:
     parser.add_argument("--preset", default="partnership")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lag-every", type=float, default=None)
+    parser.add_argument("--rate", type=float, default=None, help="actions per second, at most")
     options = parser.parse_args()
     figures = asyncio.run(
         drive(
@@ -299,6 +328,7 @@ def main() -> None:
             options.preset,
             options.seed,
             options.lag_every,
+            options.rate,
         )
     )
     sys.stdout.write(msgspec.json.encode(figures).decode() + "\n")

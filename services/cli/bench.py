@@ -266,21 +266,30 @@ def http(
         Path | None,
         typer.Option(help="Record each process with py-spy into this directory."),
     ] = None,
+    low_rate: Annotated[
+        float,
+        typer.Option(min=0, help="Actions/s of a second, quiet window on the service (0: none)."),
+    ] = 50.0,
     json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
 ) -> None:
     """The HTTP action path (a seat's view, then one of its legal actions) on the whole
     `make run` stack, against a bare FastAPI app that appends each action to JetStream;
-    the same lean client drives both."""
-    from benchmarks.http import run
+    the same lean client drives both. Then the service alone at a low, steady rate: the
+    projection workers' CPU per event at both loads."""
+    from benchmarks.http import ms_per_event, run
 
-    figures = run(games, seconds, warmup, preset, profile=profile)
+    figures = run(games, seconds, warmup, preset, profile=profile, low_rate=low_rate or None)
     if json:
         typer.echo(msgspec.json.encode(figures).decode())
         return
     table = Table(title=f"http: {games} {preset} games at once, {seconds:.0f} s per side")
     table.add_column("measure")
-    for side in (figures.service, figures.peer):
-        table.add_column(side.name, justify="right")
+    sides = [figures.service, figures.peer]
+    if figures.quiet is not None:
+        sides.append(figures.quiet)
+    for side in sides:
+        title = side.name if side.rate is None else f"{side.name} at {side.rate:g}/s"
+        table.add_column(title, justify="right")
     rows: list[tuple[str, Callable[[SideFigures], str]]] = [
         ("actions/s", lambda s: f"{s.actions_per_s:,.1f}"),
         ("requests per action", lambda s: f"{s.requests_per_action:.2f}"),
@@ -293,19 +302,26 @@ def http(
         ),
     ]
     for label, cell in rows:
-        table.add_row(label, *(cell(side) for side in (figures.service, figures.peer)))
+        table.add_row(label, *(cell(side) for side in sides))
     Console().print(table)
     cpu = Table(title="CPU in the window (cores busy; ms per action)")
     cpu.add_column("side")
     cpu.add_column("process")
     cpu.add_column("cores", justify="right")
     cpu.add_column("ms/action", justify="right")
-    for side in (figures.service, figures.peer):
+    for side in sides:
+        name = side.name if side.rate is None else f"{side.name} at {side.rate:g}/s"
         for process in side.processes:
-            cpu.add_row(
-                side.name, process.name, f"{process.cores:.2f}", f"{process.ms_per_action:.2f}"
-            )
+            cpu.add_row(name, process.name, f"{process.cores:.2f}", f"{process.ms_per_action:.2f}")
     Console().print(cpu)
+    for side in sides:
+        per_event = ms_per_event(side, "projections")
+        if per_event is not None and side.events:
+            load = "full load" if side.rate is None else f"{side.rate:g} actions/s"
+            typer.echo(
+                f"projections CPU per event at {load}: {per_event:.3f} ms "
+                f"({side.events} events, {side.events / side.seconds:.0f}/s)"
+            )
     for side in (figures.service, figures.peer):
         for name, lines in side.hot.items():
             typer.echo(f"\n{side.name} / {name}: where the samples are")

@@ -255,7 +255,8 @@ def serve(
         str | None, typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL).")
     ] = None,
 ) -> None:
-    """Run the projection workers (one per read model) until SIGTERM or Ctrl-C."""
+    """Run the projection workers (one for the models that stand together) until SIGTERM or
+    Ctrl-C."""
     for name in model or ():
         _check_model(name)
     settings = _settings()

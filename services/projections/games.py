@@ -11,9 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from contracts.wire import Commit
 from domain.events import (
     GameCreated,
@@ -25,7 +22,7 @@ from domain.events import (
 )
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.schema import game_players, games
 
 
@@ -77,8 +74,8 @@ class GamesModel(PerGameModel[GameSummary]):
     name = "games"
     tables = (games, game_players)
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, GameSummary]:
-        result = await conn.execute(sa.select(games).where(games.c.game_id.in_(game_ids)))
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, GameSummary]:
+        result = await conn.execute(*where_in(games, "game_id", game_ids))
         return {row.game_id: GameSummary(**row._asdict()) for row in result}
 
     def fold(self, state: GameSummary | None, commit: Commit) -> GameSummary:
@@ -108,7 +105,7 @@ class GamesModel(PerGameModel[GameSummary]):
         state.updated_at = commit.time
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, GameSummary]) -> None:
+    async def save(self, conn: Statements, states: dict[str, GameSummary]) -> None:
         rows: list[dict[str, Any]] = []
         seats: list[dict[str, Any]] = []
         for state in states.values():

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
 from domain.events import (
@@ -33,7 +31,7 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.schema import hand_progress, hand_records
 
 RECORDED = (
@@ -123,10 +121,8 @@ class HandsModel(PerGameModel[HandProgress]):
     def __init__(self) -> None:
         self.recorders = Recorders()
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, HandProgress]:
-        result = await conn.execute(
-            sa.select(hand_progress).where(hand_progress.c.game_id.in_(game_ids))
-        )
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
+        result = await conn.execute(*where_in(hand_progress, "game_id", game_ids))
         return {
             row.game_id: self.recorders.take(row.game_id, row.version, row.pending)
             for row in result
@@ -142,7 +138,7 @@ class HandsModel(PerGameModel[HandProgress]):
                 state.feed(event)
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, HandProgress]) -> None:
+    async def save(self, conn: Statements, states: dict[str, HandProgress]) -> None:
         pending = {game_id: state.pending_bytes() for game_id, state in states.items()}
         progress = [
             {"game_id": s.game_id, "version": s.version, "pending": pending[s.game_id]}

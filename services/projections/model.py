@@ -16,9 +16,9 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit, game_subject, read_commit
+from services.store.database import Statements
 
 Refusals = dict[int, str]
 """Commits a model would not apply: stream sequence -> the reason."""
@@ -33,7 +33,7 @@ class ReadModel(ABC):
     """The tables whose rows this model writes (and a rebuild empties)."""
 
     @abstractmethod
-    async def apply(self, conn: AsyncConnection, batch: Sequence[Delivered]) -> Refusals:
+    async def apply(self, conn: Statements, batch: Sequence[Delivered]) -> Refusals:
         """Apply the commits of ``batch`` (stream order) inside the caller's transaction."""
 
 
@@ -96,7 +96,7 @@ class PerGameModel(ReadModel, Generic[S]):
     """
 
     @abstractmethod
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, S]:
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, S]:
         """The stored state of those of ``game_ids`` that the model knows."""
 
     @abstractmethod
@@ -104,10 +104,10 @@ class PerGameModel(ReadModel, Generic[S]):
         """The state after ``commit`` (may change ``state`` in place and return it)."""
 
     @abstractmethod
-    async def save(self, conn: AsyncConnection, states: dict[str, S]) -> None:
+    async def save(self, conn: Statements, states: dict[str, S]) -> None:
         """Write the states this batch changed."""
 
-    async def apply(self, conn: AsyncConnection, batch: Sequence[Delivered]) -> Refusals:
+    async def apply(self, conn: Statements, batch: Sequence[Delivered]) -> Refusals:
         game_ids = sorted({delivered.commit.game_id for delivered in batch})
         states = await self.load(conn, game_ids)
         changed: dict[str, S] = {}
@@ -131,6 +131,6 @@ class PerGameModel(ReadModel, Generic[S]):
         await self.saved(conn, applied)
         return refusals
 
-    async def saved(self, conn: AsyncConnection, applied: Sequence[tuple[S, Commit]]) -> None:
+    async def saved(self, conn: Statements, applied: Sequence[tuple[S, Commit]]) -> None:
         """After the batch's states are saved: each applied commit in stream order, with the
         state of its game at the end of the batch. Nothing by default."""

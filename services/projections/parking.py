@@ -12,12 +12,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projections.model import Delivered, OutOfOrder, Unapplicable
 from services.projections.read_models import READ_MODELS
 from services.store import positions
-from services.store.database import Store, is_store_trouble, upsert
+from services.store.database import Statements, Store, is_store_trouble, upsert
 from services.store.schema import parked
 
 MAX_REASON = 2000
@@ -40,7 +39,7 @@ def describe(error: BaseException) -> str:
     return text[:MAX_REASON]
 
 
-async def park(conn: AsyncConnection, message: ParkedMessage) -> None:
+async def park(conn: Statements, message: ParkedMessage) -> None:
     """Keep ``message``, once per model and sequence: parking it again replaces the reason and
     adds ``message.attempts`` (the attempts made this time) to the attempts stored."""
     row = {

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import msgspec
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
 from domain.bids import is_nil
@@ -25,7 +23,7 @@ from domain.rules import Rules
 from domain.scoring import score_hand
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.schema import player_games, players
 
 CONTRACT_MADE = frozenset({"contract"})
@@ -111,10 +109,8 @@ class PlayersModel(PerGameModel[PlayerGame]):
     name = "players"
     tables = (players, player_games)
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, PlayerGame]:
-        result = await conn.execute(
-            sa.select(player_games).where(player_games.c.game_id.in_(game_ids))
-        )
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, PlayerGame]:
+        result = await conn.execute(*where_in(player_games, "game_id", game_ids))
         return {
             row.game_id: PlayerGame(
                 row.game_id, msgspec.convert(row.rules, Rules), row.players, row.version
@@ -148,7 +144,7 @@ class PlayersModel(PerGameModel[PlayerGame]):
             raise ValueError(f"game {commit.game_id} has no game_created")
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, PlayerGame]) -> None:
+    async def save(self, conn: Statements, states: dict[str, PlayerGame]) -> None:
         games = [
             {"game_id": s.game_id, "rules": s.rules, "players": s.players, "version": s.version}
             for s in states.values()

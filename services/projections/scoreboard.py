@@ -10,14 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, HandScored
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.schema import scoreboards
 
 
@@ -54,10 +51,8 @@ class ScoreboardModel(PerGameModel[Scoreboard]):
     name = "scoreboard"
     tables = (scoreboards,)
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, Scoreboard]:
-        result = await conn.execute(
-            sa.select(scoreboards).where(scoreboards.c.game_id.in_(game_ids))
-        )
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, Scoreboard]:
+        result = await conn.execute(*where_in(scoreboards, "game_id", game_ids))
         return {row.game_id: Scoreboard(**row._asdict()) for row in result}
 
     def fold(self, state: Scoreboard | None, commit: Commit) -> Scoreboard:
@@ -83,6 +78,6 @@ class ScoreboardModel(PerGameModel[Scoreboard]):
             raise ValueError(f"game {commit.game_id} has no game_created")
         return state
 
-    async def save(self, conn: AsyncConnection, states: dict[str, Scoreboard]) -> None:
+    async def save(self, conn: Statements, states: dict[str, Scoreboard]) -> None:
         rows = [{name: getattr(state, name) for name in COLUMNS} for state in states.values()]
         await upsert(conn, scoreboards, rows, keys=["game_id"])

@@ -2,25 +2,37 @@
 
 ``spades serve projections`` runs :func:`run_projections` as its own process (``spades up``
 starts that process beside the engine and the gateway); a supervisor of its own may also run the
-coroutine as a task. Either way: migrate the read-model database, then one worker per read
-model, each on its own durable consumer. The game stream is the engine's to declare; until it
-exists the workers wait for it, retrying.
+coroutine as a task. Either way: migrate the read-model database, then one worker for the models
+that stand furthest in the stream, all on one durable consumer and in one transaction per batch
+(see :mod:`.worker`). A model further behind (a rebuild the last run did not finish) catches up
+on a worker of its own first, and so does a model rebuilt while the workers run; once caught up,
+it joins the first worker. The game stream is the engine's to declare; until it exists the
+workers wait for it, retrying.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Self
 
 import structlog
 from nats.aio.client import Client
 
+from services.projections.model import ReadModel
 from services.projections.read_models import READ_MODELS, read_models
-from services.projections.worker import BATCH_SIZE, DEFAULT_RETRY, IDLE_S, RetryPolicy, Worker
+from services.projections.worker import (
+    BATCH_SIZE,
+    DEFAULT_RETRY,
+    GATHER_S,
+    IDLE_S,
+    RetryPolicy,
+    Worker,
+)
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
+from services.store import positions
 from services.store.database import Store, open_store
 from services.store.migrations import migrate
 
@@ -28,7 +40,8 @@ log = structlog.get_logger("spades.projections")
 
 
 class Projections:
-    """Workers for the models named (all by default), started and stopped together."""
+    """Workers for the models named (all by default), started and stopped together: the
+    :class:`~.worker.Crew` of each of them."""
 
     def __init__(
         self,
@@ -40,30 +53,61 @@ class Projections:
         idle_s: float = IDLE_S,
         retry: RetryPolicy = DEFAULT_RETRY,
         auto_rebuild: bool = False,
+        gather_s: float = GATHER_S,
     ) -> None:
         self.store = store
-        self.workers = [
-            Worker(
-                model,
-                store,
-                client,
-                batch_size=batch_size,
-                idle_s=idle_s,
-                retry=retry,
-                auto_rebuild=auto_rebuild,
-            )
-            for model in read_models(models)
-        ]
+        self.client = client
+        self.models = read_models(models)
+        self.batch_size = batch_size
+        self.idle_s = idle_s
+        self.retry = retry
+        self.auto_rebuild = auto_rebuild
+        self.gather_s = gather_s
+        self.first: Worker | None = None
+        """The worker that models rejoin once they have caught up."""
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """Migrate the database, then start every worker."""
+        """Migrate the database, then start the workers: one for the models furthest in the
+        stream, one for the others (if any)."""
         await migrate(self.store)
-        self._tasks = [
-            asyncio.create_task(worker.run(), name=f"projection {worker.model.name}")
-            for worker in self.workers
+        async with self.store.writing() as conn:
+            stored = [await positions.ensure(conn, model.name) for model in self.models]
+        furthest = max(start.position for start in stored)
+        ahead = [
+            m for m, start in zip(self.models, stored, strict=True) if start.position == furthest
         ]
-        log.info("projection workers started", models=[w.model.name for w in self.workers])
+        self.first = self._start(ahead)
+        behind = [model for model in self.models if model not in ahead]
+        if behind:
+            self.detach(behind)
+        log.info("projection workers started", models=[model.name for model in self.models])
+
+    def detach(self, models: Sequence[ReadModel]) -> None:
+        self._start(models)
+
+    def caught_up(self, worker: Worker) -> bool:
+        if self.first is None or worker is self.first:
+            return False
+        self.first.joining += worker.models
+        return True
+
+    def _start(self, models: Sequence[ReadModel]) -> Worker:
+        worker = Worker(
+            models,
+            self.store,
+            self.client,
+            self,
+            batch_size=self.batch_size,
+            idle_s=self.idle_s,
+            retry=self.retry,
+            auto_rebuild=self.auto_rebuild,
+            gather_s=self.gather_s,
+        )
+        names = ", ".join(model.name for model in models)
+        self._tasks = [task for task in self._tasks if not task.done()]
+        self._tasks.append(asyncio.create_task(worker.run(), name=f"projections {names}"))
+        return worker
 
     async def stop(self) -> None:
         """Stop the workers. Nothing is lost: what was not committed is delivered again."""
@@ -71,6 +115,7 @@ class Projections:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        self.first = None
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -98,7 +143,7 @@ async def run_projections(
     knows its address). The read models live at ``settings.read_model_database_url``; without
     ``models``, every model runs, the league standings included.
     ``settings.projections_auto_rebuild`` lets a worker that refuses the stream it finds
-    rebuild its model.
+    rebuild its models.
     """
     url = nats_url or settings.nats_url
     if url is None:

@@ -25,14 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, SeatTaken
 from domain.league import is_table_game
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import upsert
+from services.store.database import Statements, upsert, where_in
 from services.store.ratings import Standing, record_game
 from services.store.schema import league_standings, standing_games
 
@@ -107,18 +106,16 @@ class StandingsModel(PerGameModel[StandingGame]):
     name = "standings"
     tables = (standing_games, league_standings)
 
-    async def load(self, conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, StandingGame]:
+    async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, StandingGame]:
         return await _load_games(conn, game_ids)
 
     def fold(self, state: StandingGame | None, commit: Commit) -> StandingGame:
         return fold(state, commit)
 
-    async def save(self, conn: AsyncConnection, states: dict[str, StandingGame]) -> None:
+    async def save(self, conn: Statements, states: dict[str, StandingGame]) -> None:
         await _save_games(conn, states)
 
-    async def saved(
-        self, conn: AsyncConnection, applied: Sequence[tuple[StandingGame, Commit]]
-    ) -> None:
+    async def saved(self, conn: Statements, applied: Sequence[tuple[StandingGame, Commit]]) -> None:
         """Rate the league games the batch ended, in the order they ended."""
         finished = [
             _finished(game, event)
@@ -130,14 +127,12 @@ class StandingsModel(PerGameModel[StandingGame]):
         await _rate(conn, finished)
 
 
-async def _load_games(conn: AsyncConnection, game_ids: Sequence[str]) -> dict[str, StandingGame]:
-    result = await conn.execute(
-        sa.select(standing_games).where(standing_games.c.game_id.in_(game_ids))
-    )
+async def _load_games(conn: Statements, game_ids: Sequence[str]) -> dict[str, StandingGame]:
+    result = await conn.execute(*where_in(standing_games, "game_id", game_ids))
     return {row.game_id: StandingGame(**row._asdict()) for row in result}
 
 
-async def _save_games(conn: AsyncConnection, games: dict[str, StandingGame]) -> None:
+async def _save_games(conn: Statements, games: dict[str, StandingGame]) -> None:
     rows = [
         {
             "game_id": game.game_id,
@@ -152,7 +147,7 @@ async def _save_games(conn: AsyncConnection, games: dict[str, StandingGame]) -> 
     await upsert(conn, standing_games, rows, keys=["game_id"])
 
 
-async def _rate(conn: AsyncConnection, finished: Sequence[FinishedGame]) -> None:
+async def _rate(conn: Statements, finished: Sequence[FinishedGame]) -> None:
     """Count the finished games, in the order they ended, into their leagues' standings."""
     if not finished:
         return

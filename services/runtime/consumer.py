@@ -1,4 +1,4 @@
-"""The durable JetStream consumer behind each read model's worker.
+"""The durable JetStream consumer behind each projection worker (named after its read models).
 
 The database holds the truth of where a model stands; the consumer is only a cursor into the
 stream. At start it is re-created to begin right after the stored position unless it already
@@ -6,8 +6,8 @@ stands exactly there (everything up to the position acknowledged, nothing outsta
 covers a rebuild, a database restored from a backup and a crash between a commit and its
 acknowledgement, without waiting for redeliveries.
 
-One worker per model at a time: a second one would share the cursor and apply batches out of
-order. Run more projection processes by giving each its own models.
+One worker per set of models at a time: a second one would share the cursor and apply batches
+out of order. Run more projection processes by giving each its own models.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def consumer_config(model: str, after: int, max_ack_pending: int) -> api.Consume
     return api.ConsumerConfig(
         name=name,
         durable_name=name,
-        description=f"projection worker of the {model} read model",
+        description=f"projection worker of the read models {model}",
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
         opt_start_seq=after + 1,
         ack_policy=api.AckPolicy.ALL,

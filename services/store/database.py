@@ -11,19 +11,27 @@ positions included, which the workers then replay from the stream. The sqlite3 d
 transaction handling is switched off and SQLAlchemy emits ``BEGIN`` itself: ``BEGIN IMMEDIATE``
 for writers (:meth:`Store.writing`), so that a worker holds the write lock from the moment it
 reads the position it is about to advance, and a plain deferred ``BEGIN`` for readers.
+
+A projection batch on SQLite (:meth:`Store.applying`) runs on a plain sqlite3 connection in the
+event loop's own thread. Through aiosqlite every statement is four or so hand-offs to its thread
+and back (cursor, execute, fetch, close), each a wake-up of the loop: they cost the workers more
+than SQLite's own work does, and under load each waits for the CPU. A statement on a local file
+takes well under a millisecond; the one wait that could be long, for the write lock another
+process holds, is made asynchronously.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -42,6 +50,34 @@ _DRIVERS = {
     "postgresql": "postgresql+asyncpg",
     "postgresql+asyncpg": "postgresql+asyncpg",
 }
+
+
+class Statements(Protocol):
+    """What the read models' writes ask of a connection: its dialect, and to run statements.
+    An ``AsyncConnection`` is one; so is the connection of :meth:`Store.applying`."""
+
+    @property
+    def dialect(self) -> sa.Dialect: ...
+
+    async def execute(
+        self, statement: sa.Executable, parameters: Any = None
+    ) -> sa.CursorResult[Any]: ...
+
+
+class _InLoop:
+    """A sqlite3 connection whose statements run in the event loop's thread (see the module's
+    docstring), as :class:`Statements`."""
+
+    __slots__ = ("_conn", "dialect")
+
+    def __init__(self, conn: sa.Connection) -> None:
+        self._conn = conn
+        self.dialect = conn.dialect
+
+    async def execute(
+        self, statement: sa.Executable, parameters: Any = None
+    ) -> sa.CursorResult[Any]:
+        return self._conn.execute(statement, parameters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +124,13 @@ class Store:
     Build it with :func:`open_store`; :meth:`close` when done.
     """
 
-    def __init__(self, engine: AsyncEngine, schema: str | None = None) -> None:
+    def __init__(
+        self, engine: AsyncEngine, schema: str | None = None, in_loop: sa.Engine | None = None
+    ) -> None:
         self.engine = engine
         self.schema = schema
+        self._in_loop = in_loop
+        """SQLite's engine for :meth:`applying` (None on PostgreSQL, whose driver is async)."""
         self._writer = engine.execution_options(sqlite_begin="IMMEDIATE")
         # SQLite has one writer at a time. Writers of this process queue here rather than in
         # SQLite's busy handler, which sleeps in steps of up to 100 ms while it waits.
@@ -116,12 +156,33 @@ class Store:
         async with self._turn, self._writer.begin() as conn:
             yield conn
 
+    def applying(self) -> AbstractAsyncContextManager[Statements]:
+        """A writing transaction (as :meth:`writing`) for a projection batch: on SQLite, its
+        statements run in the event loop's thread (see the module's docstring)."""
+        if self._in_loop is None:
+            return self.writing()
+        return self._apply_in_loop(self._in_loop)
+
+    @contextlib.asynccontextmanager
+    async def _apply_in_loop(self, engine: sa.Engine) -> AsyncIterator[Statements]:
+        async with self._turn:
+            with engine.connect() as conn:
+                await _begin_immediate(conn)
+                try:
+                    yield _InLoop(conn)
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+
     def reading(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for reads."""
         return self.engine.connect()
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self._in_loop is not None:
+            self._in_loop.dispose()
 
 
 def open_store(raw_url: str, *, pool_size: int = 5) -> Store:
@@ -132,7 +193,7 @@ def open_store(raw_url: str, *, pool_size: int = 5) -> Store:
     """
     where = store_url(raw_url)
     if where.is_sqlite:
-        return Store(_sqlite_engine(where.url))
+        return Store(_sqlite_engine(where.url), in_loop=_sqlite_in_loop(where.url))
     server_settings = {"application_name": "spades"}
     if where.schema is not None:
         server_settings["search_path"] = where.schema
@@ -171,6 +232,41 @@ def _sqlite_engine(url: sa.URL) -> AsyncEngine:
     return engine
 
 
+def _sqlite_in_loop(url: sa.URL) -> sa.Engine:
+    """The engine of :meth:`Store.applying` on the same file. Its connections never wait in
+    SQLite's busy handler (it would block the loop): :func:`_begin_immediate` waits instead.
+    The file is in WAL mode already: the workers migrate through the other engine first."""
+    engine = sa.create_engine(url.set(drivername="sqlite+pysqlite"), hide_parameters=True)
+
+    @event.listens_for(engine, "connect")
+    def configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy's BEGIN IMMEDIATE, as above
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout=0")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    return engine
+
+
+async def _begin_immediate(conn: sa.Connection) -> None:
+    """Take SQLite's write lock, waiting (up to the busy timeout) without blocking the loop
+    while another connection holds it; in short steps, not the busy handler's up to 100 ms."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except sa.exc.OperationalError as error:
+            conn.rollback()
+            if "locked" not in str(error) or loop.time() > deadline:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(0.01, pause * 2)
+
+
 async def _use_wal(connection: Any) -> None:
     """Put the database in WAL mode (a property of the file: a no-op once it is).
 
@@ -204,8 +300,21 @@ def is_store_trouble(error: BaseException) -> bool:
     )
 
 
+def where_in(
+    table: sa.Table, column: str, values: Sequence[Any]
+) -> tuple[sa.Select[Any], dict[str, Any]]:
+    """The rows of ``table`` whose ``column`` is one of ``values``: a statement built once per
+    table and column, and its parameters."""
+    return _where_in(table, column), {"values": list(values)}
+
+
+@functools.cache
+def _where_in(table: sa.Table, column: str) -> sa.Select[Any]:
+    return sa.select(table).where(table.c[column].in_(sa.bindparam("values", expanding=True)))
+
+
 async def upsert(
-    conn: AsyncConnection,
+    conn: Statements,
     table: sa.Table,
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -216,22 +325,34 @@ async def upsert(
     added to the stored value, the others replaced. One statement for all the rows."""
     if not rows:
         return
-    statement = _insert(conn, table)
+    statement = _upsert(conn.dialect.name, table, tuple(rows[0]), tuple(keys), tuple(add))
+    await conn.execute(statement, list(rows))
+
+
+@functools.cache
+def _upsert(
+    dialect: str,
+    table: sa.Table,
+    columns: tuple[str, ...],
+    keys: tuple[str, ...],
+    add: tuple[str, ...],
+) -> sa.Insert:
+    """:func:`upsert`'s statement, built once: building it (``excluded`` above all) cost the
+    workers more than running it."""
+    statement = _insert(dialect, table)
     excluded = statement.excluded
     changes: dict[str, Any] = {}
-    for column in rows[0]:
+    for column in columns:
         if column in keys:
             continue
         changes[column] = table.c[column] + excluded[column] if column in add else excluded[column]
     if changes:
-        statement = statement.on_conflict_do_update(index_elements=list(keys), set_=changes)
-    else:
-        statement = statement.on_conflict_do_nothing(index_elements=list(keys))
-    await conn.execute(statement, list(rows))
+        return statement.on_conflict_do_update(index_elements=list(keys), set_=changes)
+    return statement.on_conflict_do_nothing(index_elements=list(keys))
 
 
 async def insert_missing(
-    conn: AsyncConnection,
+    conn: Statements,
     table: sa.Table,
     rows: Sequence[Mapping[str, Any]],
     *,
@@ -239,11 +360,13 @@ async def insert_missing(
 ) -> None:
     """Insert the rows whose ``keys`` are not in the table yet; leave the others as they are."""
     if rows:
-        statement = _insert(conn, table).on_conflict_do_nothing(index_elements=list(keys))
+        statement = _insert(conn.dialect.name, table).on_conflict_do_nothing(
+            index_elements=list(keys)
+        )
         await conn.execute(statement, list(rows))
 
 
-def _insert(conn: AsyncConnection, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
-    if conn.dialect.name == "postgresql":
+def _insert(dialect: str, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
+    if dialect == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)

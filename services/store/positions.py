@@ -10,15 +10,15 @@ worker refuses the stream it finds, if it does (see :mod:`services.runtime.strea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.runtime.stream_identity import Followed, StreamIdentity
-from services.store.database import insert_missing
+from services.store.database import Statements, insert_missing
 from services.store.schema import positions
 
 READ_MODELS: tuple[str, ...] = ("games", "scoreboard", "hands", "players", "standings")
@@ -62,20 +62,20 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-async def ensure(conn: AsyncConnection, model: str) -> Position:
+async def ensure(conn: Statements, model: str) -> Position:
     """The model's position, starting it at 0 (generation 0) if it has none yet."""
     row = {"model": model, "position": 0, "generation": 0, "updated_at": _now()}
     await insert_missing(conn, positions, [row], keys=["model"])
     return await read(conn, model)
 
 
-async def read(conn: AsyncConnection, model: str) -> Position:
+async def read(conn: Statements, model: str) -> Position:
     result = await conn.execute(sa.select(*_COLUMNS).where(positions.c.model == model))
     row = result.one_or_none()
     return Position(0, 0) if row is None else _position(row)
 
 
-async def lock(conn: AsyncConnection, model: str) -> Position:
+async def lock(conn: Statements, model: str) -> Position:
     """Read the model's position and hold it until the transaction ends.
 
     On PostgreSQL the row is locked (``FOR UPDATE``), so a worker, a rebuild and a replay of
@@ -91,16 +91,42 @@ async def lock(conn: AsyncConnection, model: str) -> Position:
     return _position(row)
 
 
-async def advance(conn: AsyncConnection, model: str, sequence: int, digest: str) -> None:
-    """Move the model to ``sequence``, whose message has the SHA-256 ``digest``."""
-    await conn.execute(
-        positions.update()
-        .where(positions.c.model == model)
-        .values(position=sequence, digest=digest, updated_at=_now())
+_MODELS: sa.BindParameter[str] = sa.bindparam("models", expanding=True)
+_LOCK_ALL = (
+    sa.select(positions.c.model, *_COLUMNS)
+    .where(positions.c.model.in_(_MODELS))
+    .order_by(positions.c.model)
+    .with_for_update()
+)
+_ADVANCE = (
+    positions.update()
+    .where(positions.c.model.in_(_MODELS))
+    .values(
+        position=sa.bindparam("to_position"),
+        digest=sa.bindparam("to_digest"),
+        updated_at=sa.bindparam("at"),
     )
+)
+"""The statements of every batch, built once."""
 
 
-async def follow(conn: AsyncConnection, model: str, stream: StreamIdentity) -> None:
+async def lock_all(conn: Statements, models: Sequence[str]) -> dict[str, Position]:
+    """:func:`lock` for several models at once: one statement, the rows taken in name order."""
+    result = await conn.execute(_LOCK_ALL, {"models": list(models)})
+    found = {row.model: _position(row) for row in result}
+    missing = [model for model in models if model not in found]
+    if missing:
+        raise LookupError(f"read models {missing} have no position yet")
+    return found
+
+
+async def advance(conn: Statements, models: Sequence[str], sequence: int, digest: str) -> None:
+    """Move the models to ``sequence``, whose message has the SHA-256 ``digest``."""
+    parameters = {"models": list(models), "to_position": sequence, "to_digest": digest}
+    await conn.execute(_ADVANCE, {**parameters, "at": _now()})
+
+
+async def follow(conn: Statements, model: str, stream: StreamIdentity) -> None:
     """Record that the model's position belongs to ``stream``, and that it refuses nothing."""
     await conn.execute(
         positions.update()
@@ -109,12 +135,12 @@ async def follow(conn: AsyncConnection, model: str, stream: StreamIdentity) -> N
     )
 
 
-async def refuse(conn: AsyncConnection, model: str, reason: str) -> None:
+async def refuse(conn: Statements, model: str, reason: str) -> None:
     """Record why the model's worker will not follow the stream it finds."""
     await conn.execute(positions.update().where(positions.c.model == model).values(refusal=reason))
 
 
-async def restart(conn: AsyncConnection, model: str) -> Position:
+async def restart(conn: Statements, model: str) -> Position:
     """Put the model back at the start of the stream under a new generation (a rebuild): it
     follows no stream until its worker starts again, and refuses none."""
     await ensure(conn, model)
@@ -135,6 +161,6 @@ async def restart(conn: AsyncConnection, model: str) -> Position:
     return Position(0, current.generation + 1)
 
 
-async def all_positions(conn: AsyncConnection) -> dict[str, Position]:
+async def all_positions(conn: Statements) -> dict[str, Position]:
     result = await conn.execute(sa.select(positions.c.model, *_COLUMNS))
     return {row.model: _position(row) for row in result}

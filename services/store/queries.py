@@ -30,7 +30,9 @@ GAME_VERSIONS: dict[str, sa.Column[int]] = {
 """Per model, the column holding the last game version it applied."""
 
 _FIRST_WAIT_S = 0.005
-_LONGEST_WAIT_S = 0.1
+_LONGEST_WAIT_S = 0.02
+"""The longest step between two looks of a read waiting for its ``min_version``: at most what
+the wait adds to the projection's own lag (a poll is one small indexed query)."""
 
 
 class InvalidCursor(ValueError):

@@ -27,6 +27,15 @@ def test_the_lean_client_plays_the_bare_peer_and_its_appends_are_in_the_stream()
     assert peer.ms_per_action == pytest.approx(peer.cpu_s * 1000 / figures.actions, rel=0.01)
 
 
+def test_at_a_rate_the_lean_client_spaces_its_actions_evenly() -> None:
+    with bare_peer() as target:
+        figures = drive(target, 4, 0.3, 2.0, "partnership", None, None, rate=20.0)
+    assert figures.errors == 0, figures.error_samples
+    assert figures.rate == 20.0
+    assert 30 <= figures.actions <= 42  # 20/s over 2 s, whatever the four games could do
+    assert figures.events is None  # no stream to count: the peer's is not the service's
+
+
 def test_where_the_time_went_leaves_out_idle_waits_and_the_frames_every_stack_has(
     tmp_path: Path,
 ) -> None:

@@ -7,6 +7,8 @@ import hashlib
 import os
 import signal
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,14 +17,17 @@ from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
 
 from benchmarks.projections import GameWriter
-from contracts.wire import Commit, encode_commit, game_subject
+from contracts.wire import GAMES_STREAM, Commit, encode_commit, game_subject
 from domain.commands import CreateGame
 from domain.events import TrickWon
 from domain.game import decide
+from services.projections.model import ReadModel
 from services.projections.parking import parked_messages, replay_parked
 from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
+from services.projections.service import Projections
+from services.runtime.consumer import consumer_config, consumer_name
 from services.runtime.nats_server import EmbeddedNats
 from services.store import positions, queries
 from services.store.database import Store
@@ -32,6 +37,7 @@ from tests.integration.support import credentials_of
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
+    CATCH_UP_S,
     QUICK_RETRY,
     append_games,
     expected_scoreboard,
@@ -258,6 +264,62 @@ async def test_rebuilding_one_model_while_the_others_serve(
             log.events
         )
         assert await queries.hand_records(store.engine, log.game_id)
+
+
+async def consumers_become(js: JetStreamContext, names: set[str]) -> None:
+    """Poll until the game stream's consumers are exactly ``names``."""
+    deadline = time.monotonic() + CATCH_UP_S
+    while (found := {c.name for c in await js.consumers_info(GAMES_STREAM)}) != names:
+        assert time.monotonic() < deadline, f"consumers {found}, not {names}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the_others(
+    store: Store, js: JetStreamContext, nats_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One consumer feeds every model that stands with the others; a model rebuilt (before
+    the workers start, or while they run) replays on its own, and rejoins them once caught
+    up, its consumer gone. The rows are those of a replay of every model."""
+    logs = random_logs(6, seed=17)
+    every = {consumer_name("-".join(sorted(READ_MODELS)))}
+    # A worker of one model (before the models shared a consumer) left its consumer behind.
+    await js.add_consumer(GAMES_STREAM, consumer_config("games", 0, 4000))
+    detached: list[list[str]] = []
+    detach = Projections.detach
+
+    def recorded(self: Projections, models: Sequence[ReadModel]) -> None:
+        detached.append([model.name for model in models])
+        detach(self, models)
+
+    monkeypatch.setattr(Projections, "detach", recorded)
+    last = await append_games(js, logs[:3])
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+        await consumers_become(js, every)
+    await rebuild(store, ["hands"])
+    last = await append_games(js, logs[3:5])
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+        await consumers_become(js, every)
+        await rebuild(store, ["scoreboard"])
+        last = await append_games(js, logs[5:])
+        await wait_for_position(store, last)
+        await consumers_become(js, every)
+    assert detached == [["hands"], ["scoreboard"]]
+    async with store.reading() as conn:
+        stored = await positions.all_positions(conn)
+    assert {name: p.generation for name, p in stored.items()} == {
+        **dict.fromkeys(READ_MODELS, 0),
+        "hands": 1,
+        "scoreboard": 1,
+    }
+    kept = await snapshot(store)
+
+    await rebuild(store)
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+    assert await snapshot(store) == kept
+    assert await parked_messages(store) == []
 
 
 async def test_lag_is_reported(store: Store, js: JetStreamContext, nats_client: Client) -> None:
