@@ -90,8 +90,8 @@ async def follow_when_contested(
 ) -> None:
     """Follow a stream from the first conflict on: another engine appends to it too. A lone
     engine's copies are current without it (every commit is its own), and following every
-    commit cost it a tenth to a fifth of its CPU a command (``spades bench commands``); with several,
-    the first conflicts read the stream, and the follower spares the rest."""
+    commit cost it a tenth to a fifth of its CPU a command (``spades bench commands``); with
+    several, the first conflicts read the stream, and the follower spares the rest."""
     await handler.contested.wait()
     await follower.start(js)
 
