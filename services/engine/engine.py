@@ -143,15 +143,8 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         elif isinstance(body, MarkAwayRequest):
             command = MarkAway(body.seat)
         elif isinstance(body, TimeOutRequest):
-            if body.expected_version > state.version:  # another engine's commits: read them
-                await self.games.catch_up(held)
-                state = held.state
-                assert state is not None
             command = self._time_out(state, body)
-        else:
-            revoked = revocation(state, body)
-            if revoked is not None:
-                raise Refused("unauthorized", revoked)
+        else:  # an action whose token was revoked is barred before it is decided
             if body.expected_version is not None and body.expected_version != state.version:
                 detail = f"the game is at version {state.version}, not {body.expected_version}"
                 raise Refused("conflict", detail)
@@ -177,17 +170,15 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
             actions = stand_in_actions(state, body.seat)
         return TimeOut(body.seat, at, actions)
 
-    async def _decide_and_append(
-        self, held: LoadedGame, command_id: str, request: CommandRequest, digest: str
-    ) -> CommandReply:
-        # Before the first answer of a command id is looked up: a revoked token gets nothing,
-        # not even the answer it was given before it was revoked.
+    def barred(self, held: LoadedGame, request: CommandRequest) -> Refused | None:
+        """A revoked token gets nothing, not even the answer it was given before it was
+        revoked."""
         body = request.body
         if isinstance(body, ActRequest) and held.state is not None:
             revoked = revocation(held.state, body)
             if revoked is not None:
-                return _refusal(request.command_id, "unauthorized", revoked)
-        return await super()._decide_and_append(held, command_id, request, digest)
+                return Refused("unauthorized", revoked)
+        return None
 
     def commit(
         self,

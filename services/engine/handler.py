@@ -7,7 +7,9 @@ seen before with its first answer (or ``idempotency_key_reused`` when it comes w
 request), decides, and appends the outcome as one commit with optimistic concurrency: the events
 of an accepted command, or the refusal of a refused one, so that a retry gets the first answer
 however late it comes. A conflict means another process appended first: catch up from the stream
-and decide again. A command is never committed twice (its id is checked against the history and
+and decide again. An answer that appends nothing (a refusal that is not recorded, a command that
+changes nothing) is given only on a state read from the stream for that command, since no append
+checks it. A command is never committed twice (its id is checked against the history and
 deduplicated by JetStream) and versions never have a gap (each commit starts from the version
 the last one reached). Subclasses say what their requests look like, how to decide, how to write
 a commit and how to reply.
@@ -15,6 +17,7 @@ a commit and how to reply.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -122,6 +125,8 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         self._cache = cache
         self.conflicts = 0
         """Appends refused because another commit got there first (each costs a re-read)."""
+        self.contested = asyncio.Event()
+        """Set at the first conflict: another process appends to these histories too."""
 
     async def handle(self, data: bytes) -> bytes:
         """Answer one request message. Never raises: every outcome is a reply."""
@@ -166,42 +171,69 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
 
     async def execute(self, key: str, command_id: str, request: Request, digest: str) -> Reply:
         """Decide and commit one command (or return its first answer)."""
+        cold = self._cache.peek(key) is None  # then ``get`` reads its whole history now
         held = await self._cache.get(key)
         async with held.lock:
-            return await self._decide_and_append(held, command_id, request, digest)
+            return await self._decide_and_append(held, command_id, request, digest, read=cold)
 
     async def _decide_and_append(
-        self, held: Held, command_id: str, request: Request, digest: str
+        self, held: Held, command_id: str, request: Request, digest: str, *, read: bool
     ) -> Reply:
+        """Decide on the held state until an answer stands, reading the stream in between.
+
+        An append is checked by the stream itself (optimistic concurrency): on a conflict the
+        held state is caught up and the command decided again. An answer that appends nothing
+        (a refusal that is not recorded, a command that changes nothing) has no such check, and
+        the held state may be behind the stream: another engine's commit that this process's
+        follower has not delivered yet. So such an answer stands only once the stream has been
+        read for this command (``read``: the aggregate was just loaded, or caught up here);
+        until then it is read once, and the command decided again only if that brought a
+        commit. Refusals are rare: the accepted command pays nothing for this.
+        """
+        for _ in range(MAX_ATTEMPTS):
+            outcome = await self._attempt(held, command_id, request, digest)
+            if outcome is not None and (outcome[1] or read):
+                return outcome[0]
+            sequence = held.sequence
+            await self._cache.catch_up(held)
+            read = True
+            if outcome is not None and held.sequence == sequence:
+                return outcome[0]  # nothing new: the answer stands
+        return self.refusal(command_id, "unavailable", f"the {self.NAME} is too busy; retry")
+
+    async def _attempt(
+        self, held: Held, command_id: str, request: Request, digest: str
+    ) -> tuple[Reply, bool] | None:
+        """One decision on the held state: its answer and whether the history holds it (it
+        was appended, or is this command id's first answer); None when the append met a
+        commit of another process."""
+        barred = self.barred(held, request)
+        if barred is not None:
+            return self.refusal(command_id, barred.code, barred.detail), False
         first = await self._first_answer(held, command_id, request, digest)
         if first is not None:
-            return first
-        for _ in range(MAX_ATTEMPTS):
-            refusal: Refusal | None = None
-            try:
-                events = await self.decide(held, request)
-            except (RuleViolation, Refused) as refused:
-                if refused.code in self.UNRECORDED or not self.records_refusal(request):
-                    return self.refusal(command_id, refused.code, refused.detail)
-                events, refusal = [], Refusal(refused.code, refused.detail)
-            if not events and refusal is None:  # nothing new to record (a second look)
-                return self.nothing(command_id, held)
-            commit = self.commit(held, command_id, digest, events, refusal)
-            data = self.encode(commit)
-            try:
-                sequence = await self._stream.append(
-                    held.key, data, expected=held.sequence, command_id=f"{held.key}:{command_id}"
-                )
-            except (AppendConflict, DuplicateCommand):
-                self.conflicts += 1
-                await self._cache.catch_up(held)
-                first = await self._first_answer(held, command_id, request, digest)
-                if first is not None:
-                    return first
-                continue
-            held.apply(Stored(sequence, data, commit))
-            return self.reply(request, commit, sequence)
-        return self.refusal(command_id, "unavailable", f"the {self.NAME} is too busy; retry")
+            return first, True
+        refusal: Refusal | None = None
+        try:
+            events = await self.decide(held, request)
+        except (RuleViolation, Refused) as refused:
+            if refused.code in self.UNRECORDED or not self.records_refusal(request):
+                return self.refusal(command_id, refused.code, refused.detail), False
+            events, refusal = [], Refusal(refused.code, refused.detail)
+        if not events and refusal is None:  # nothing new to record (a second look)
+            return self.nothing(command_id, held), False
+        commit = self.commit(held, command_id, digest, events, refusal)
+        data = self.encode(commit)
+        try:
+            sequence = await self._stream.append(
+                held.key, data, expected=held.sequence, command_id=f"{held.key}:{command_id}"
+            )
+        except (AppendConflict, DuplicateCommand):
+            self.conflicts += 1
+            self.contested.set()
+            return None
+        held.apply(Stored(sequence, data, commit))
+        return self.reply(request, commit, sequence), True
 
     async def _first_answer(
         self, held: Held, command_id: str, request: Request, digest: str
@@ -215,6 +247,11 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             return self.refusal(command_id, "idempotency_key_reused", detail)
         stored = await self._stream.read_one(answered.sequence)
         return self.reply(request, stored.commit, answered.sequence)
+
+    def barred(self, held: Held, request: Request) -> Refused | None:
+        """A refusal given before this command id's first answer is looked up (never recorded);
+        none unless a handler says otherwise."""
+        return None
 
     def records_refusal(self, request: Request) -> bool:
         """Whether a refusal of this request goes into the history (so that a retry gets it);

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 
 import nats.js.errors
 from nats.aio.client import Client
@@ -90,10 +91,15 @@ class PullFeed:
     alone came out slower than this feed's delivery *and* storing into SQLite. So the workers
     keep FastStream's semantics where they matter (a durable pull consumer, explicit
     acknowledgement, nothing dropped on error) and this loop for the transport. Here one
-    callback collects a request's messages and the batch is handed over whole. A request first
-    asks for what the stream has now (``no_wait``); only when that is nothing does it wait, for
-    one message, up to the timeout. Messages of an earlier request that arrive late are kept, in
-    order, for the next fetch.
+    callback collects the messages and a fetch hands over what has arrived, whole.
+
+    A fetch keeps one long pull open: a request for up to ``batch`` messages that expires after
+    the fetch's wait. The server sends each message to it as the stream gets it, so a lightly
+    loaded stream costs one message a commit and no request (asking for what the stream had now,
+    then waiting for one message, cost two requests and a "no messages" answer a commit), and an
+    idle one a request a wait. The next request is made once the open one is filled or over
+    (expired, or lost with a reconnection). Messages that arrive between fetches are kept, in
+    order, for the next one.
     """
 
     def __init__(self, client: Client, stream: str, consumer: str) -> None:
@@ -102,8 +108,15 @@ class PullFeed:
         self._inbox = client.new_inbox()
         self._subscription: Subscription | None = None
         self._arrived: list[Msg] = []
-        self._wanted = 0
-        self._over = asyncio.Event()
+        self._owed = 0
+        """Messages the open request may still bring (0: no request is open)."""
+        self._until = 0.0
+        """The loop time by which the open request is over, its answer lost if none came."""
+        self._reconnects = 0
+        """The connection's reconnections when the open request was made: after another, the
+        server may have lost it."""
+        self._changed = asyncio.Event()
+        """Set by each message, and by each end of a request."""
         self._conflict: str | None = None
 
     async def open(self) -> None:
@@ -118,49 +131,74 @@ class PullFeed:
 
     async def fetch(self, batch: int, wait_s: float) -> list[Msg]:
         """Up to ``batch`` messages; raise ``TimeoutError`` if none came within ``wait_s``."""
-        if not self._arrived:
-            await self._pull({"batch": batch, "no_wait": True}, batch, NO_WAIT_S)
-        if not self._arrived:
-            expires = int(wait_s * 1e9)
-            await self._pull({"batch": 1, "expires": expires}, 1, wait_s + NO_WAIT_S)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while not self._arrived and self._conflict is None and loop.time() < deadline:
+            if not self._open():
+                expires = int(wait_s * 1e9)
+                await self._request({"batch": batch, "expires": expires}, batch, wait_s)
+            until = min(deadline, self._until)
+            await self._wait(lambda: bool(self._arrived) or not self._open(), until)
         if self._conflict is not None:
             raise ConsumerGone(self._conflict)
         if not self._arrived:
             raise TimeoutError(f"no message within {wait_s} s")
-        messages, self._arrived = self._arrived[:batch], self._arrived[batch:]
-        return messages
+        return self._take(batch)
 
     async def fetch_now(self, batch: int) -> list[Msg]:
-        """Up to ``batch`` messages the stream has now, without waiting for any (none: [])."""
-        if len(self._arrived) < batch:
+        """Up to ``batch`` messages the stream has now, without waiting for any (none: []).
+        While a request is open, the stream's messages are on their way already: those that
+        have arrived are what it has."""
+        if len(self._arrived) < batch and not self._open():
             wanted = batch - len(self._arrived)
-            await self._pull({"batch": wanted, "no_wait": True}, wanted, NO_WAIT_S)
+            await self._request({"batch": wanted, "no_wait": True}, wanted, 0.0)
+            await self._wait(lambda: not self._open(), self._until)
         if self._conflict is not None:
             raise ConsumerGone(self._conflict)
+        return self._take(batch)
+
+    def _open(self) -> bool:
+        """Whether a request is open, still to bring messages."""
+        return (
+            self._owed > 0
+            and asyncio.get_running_loop().time() < self._until
+            and self._client.stats["reconnects"] == self._reconnects
+        )
+
+    async def _request(self, request: dict[str, object], wanted: int, wait_s: float) -> None:
+        """Open a request for ``wanted`` messages, answered within ``wait_s`` (and a margin)."""
+        self._owed = wanted
+        self._until = asyncio.get_running_loop().time() + wait_s + NO_WAIT_S
+        self._reconnects = self._client.stats["reconnects"]
+        await self._client.publish(self._next, json.dumps(request).encode(), reply=self._inbox)
+
+    async def _wait(self, done: Callable[[], bool], until: float) -> None:
+        """Until ``done()``, a conflict, or the loop time ``until``."""
+        loop = asyncio.get_running_loop()
+        while not done() and self._conflict is None and (left := until - loop.time()) > 0:
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._changed.wait()
+
+    def _take(self, batch: int) -> list[Msg]:
         messages, self._arrived = self._arrived[:batch], self._arrived[batch:]
         return messages
-
-    async def _pull(self, request: dict[str, object], wanted: int, wait_s: float) -> None:
-        self._wanted = wanted
-        self._over.clear()
-        await self._client.publish(self._next, json.dumps(request).encode(), reply=self._inbox)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(wait_s):
-                await self._over.wait()
 
     async def _receive(self, msg: Msg) -> None:
         headers = msg.headers or {}
         status = None if msg.data else headers.get(api.Header.STATUS)
         if status is None:
             self._arrived.append(msg)
-            if len(self._arrived) >= self._wanted:
-                self._over.set()
+            self._owed -= 1
         elif status == api.StatusCode.CONFLICT:
             self._conflict = headers.get(api.Header.DESCRIPTION, "conflict")
-            self._over.set()
+            self._owed = 0
         elif status != api.StatusCode.CONTROL_MESSAGE:
-            # 404 no messages, 408 request expired: this request is over.
-            self._over.set()
+            self._owed = 0  # 404 no messages, 408 request expired: this request is over
+        else:
+            return
+        self._changed.set()
 
 
 def _stands_at(info: api.ConsumerInfo, after: int, max_ack_pending: int) -> bool:

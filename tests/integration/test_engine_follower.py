@@ -14,9 +14,9 @@ import pytest
 from nats.aio.client import Client
 
 from benchmarks.nats_table import RandomTable
-from contracts.wire import CommandReply, CommandRequest, RequestBody
+from contracts.wire import CommandReply, CommandRequest, CreateGameRequest, RequestBody
 from services.engine.engine import Engine
-from services.engine.service import ensure_streams
+from services.engine.service import ensure_streams, follow_when_contested
 from services.runtime.engine_client import EngineClient, new_command_id
 from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream
@@ -103,3 +103,36 @@ async def test_unfollowed_engines_conflict_on_every_turn_and_still_decide_right(
 
     assert sum(engine.conflicts for engine in engines) >= COMMANDS
     assert_record_sound(await history(connections[2], "unfollowed"), "unfollowed")
+
+
+async def test_an_engine_follows_the_stream_from_its_first_conflict_on(
+    connections: list[Client],
+) -> None:
+    """A lone engine does not follow (every commit is its own); the first conflict says
+    another engine appends too, and from then on its commits reach this engine's games."""
+    one, other = engines = [Engine(GameStream(c.jetstream())) for c in connections[:2]]
+    js = connections[0].jetstream()
+    follower = Follower(GameStream(js), one.games)
+    following = asyncio.create_task(follow_when_contested(one, follower, js))
+    try:
+        await play([one], connections[2], "alone", settle=False)
+        assert one.conflicts == 0
+        assert not following.done()
+
+        await play(engines, connections[2], "contested", settle=False)
+        async with asyncio.timeout(5):
+            await following
+        held = await one.games.get("created-elsewhere")  # held here, with no history yet
+        request = CommandRequest(
+            command_id=new_command_id(),
+            game_id="created-elsewhere",
+            body=CreateGameRequest(rules={}),
+        )
+        assert (await other.answer(_encoder.encode(request))).ok
+        async with asyncio.timeout(5):
+            while held.version == 0:  # noqa: ASYNC110
+                await asyncio.sleep(0.001)
+        assert follower.applied >= 1
+    finally:
+        following.cancel()
+        await follower.stop()

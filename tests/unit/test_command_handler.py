@@ -162,6 +162,57 @@ async def test_a_command_another_process_committed_meanwhile_gets_that_answer(
     assert [s.commit.command_id for s in await store.read("g1")] == ["c1", "c2"]
 
 
+class Counted(MemoryEventStore[Any]):
+    """A store that counts the reads of a history (each a round trip on JetStream)."""
+
+    def __init__(self) -> None:
+        super().__init__(GAMES)
+        self.reads = 0
+
+    async def read(
+        self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
+    ) -> list[Stored[Any]]:
+        self.reads += 1
+        return await super().read(key, after, limit=limit, until=until)
+
+
+async def test_a_game_another_process_created_is_found_though_it_was_missing_here() -> None:
+    """A refusal with no history to record it is not checked by an append: it is given on a
+    state read from the stream for the command, not on the one held since the last."""
+    store = Counted()
+    one, other = make_engine(store), make_engine(store)
+    missing = await send(one, "c1", TakeSeatRequest(player="ann"))
+    assert (missing.ok, missing.code) == (False, "game_not_found")
+    assert store.reads == 1  # the game was loaded for this command: not read again
+
+    await send(other, "c2", CREATE)
+    seated = await send(one, "c3", TakeSeatRequest(player="ann"))
+    assert seated.ok
+    assert one.conflicts == 0
+    assert [s.commit.command_id for s in await store.read("g1")] == ["c2", "c3"]
+
+
+async def test_a_refusal_not_recorded_reads_the_stream_once_and_then_stands() -> None:
+    store = Counted()
+    engine = make_engine(store)
+    await send(engine, "c1", TakeSeatRequest(player="ann"))
+    reads = store.reads
+
+    again = await send(engine, "c2", TakeSeatRequest(player="ann"))
+    assert (again.ok, again.code) == (False, "game_not_found")
+    assert store.reads == reads + 1
+    assert store.appends == 0
+
+
+async def test_an_accepted_command_reads_nothing() -> None:
+    store = Counted()
+    engine = make_engine(store)
+    await send(engine, "c1", CREATE)
+    reads = store.reads
+    assert (await send(engine, "c2", TakeSeatRequest(player="ann"))).ok
+    assert store.reads == reads
+
+
 class AlwaysBehind(MemoryEventStore[Any]):
     """A store on which another writer always got there first."""
 
