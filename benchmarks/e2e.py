@@ -223,7 +223,7 @@ def spades_up_process(
             _wait_until_ready(url, process, log_path)
             yield url, process, Path(data_dir)
         finally:
-            _stop(process)
+            stop(process)
 
 
 def _wait_until_ready(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
@@ -240,8 +240,9 @@ def _wait_until_ready(url: str, process: subprocess.Popen[bytes], log_path: Path
     raise RuntimeError(f"`spades up` was not ready within {READY_TIMEOUT_S} s")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (``spades up`` stops its children, then its server); SIGKILL if it hangs."""
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (``spades up`` stops its children, then its server; a service stops itself);
+    SIGKILL if it hangs."""
     process.terminate()
     try:
         process.wait(timeout=STOP_TIMEOUT_S)

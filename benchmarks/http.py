@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 import msgspec
 
-from benchmarks.e2e import spades_up_process
+from benchmarks.e2e import spades_up_process, stop
 from benchmarks.http_client import ClientFigures
 from contracts.wire import GAMES_STREAM
 from services.runtime.broker_users import ADMIN
@@ -397,12 +397,7 @@ def bare_peer() -> Iterator[Target]:
                 processes["nats-server"] = server.pid
             yield Target("peer", url, processes)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 def _wait_for(url: str, process: subprocess.Popen[bytes]) -> None:

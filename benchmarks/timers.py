@@ -39,6 +39,7 @@ from nats.aio.msg import Msg
 from nats.js import api
 
 from benchmarks.commands import Broker, _nats, wait_for_engine
+from benchmarks.e2e import stop
 from contracts.wire import (
     COMMAND_SUBJECTS,
     GAME_SUBJECTS,
@@ -121,11 +122,7 @@ def service(broker: Broker, name: str) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 def percentile(values: list[float], share: float) -> float:
