@@ -6,10 +6,11 @@ and serves its own gateway with the options it needs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client
 
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration.support import EngineProcess, ProjectionsProcess, connected, ready_client
@@ -46,3 +47,11 @@ def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[Projectio
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
+    """A NATS connection of the test's own: the truth of every game, and a watch on commands."""
+    connection = await connected(shared_nats.url)
+    yield connection
+    await connection.close()

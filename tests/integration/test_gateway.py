@@ -109,6 +109,7 @@ def gateway_settings(nats_url: str, data_dir: Path, **changes: Any) -> Settings:
 engine = stack.engine
 data_dir = stack.data_dir
 projections = stack.projections
+house = stack.house
 
 
 @pytest.fixture(scope="module")
@@ -128,14 +129,6 @@ def gateway(
 async def client(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=gateway, timeout=10) as http:
         yield http
-
-
-@pytest.fixture
-async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
-    """A NATS connection of the test's own: the house's view of the record."""
-    connection = await connected(shared_nats.url)
-    yield connection
-    await connection.close()
 
 
 # --------------------------------------------------------------------------- a table

@@ -40,7 +40,6 @@ from tests.integration import stack
 from tests.integration.support import (
     EngineProcess,
     ProjectionsProcess,
-    connected,
     forfeit_on_time,
     history,
 )
@@ -60,6 +59,7 @@ WAIT_S = 60.0
 engine = stack.engine
 data_dir = stack.data_dir
 projections = stack.projections
+house = stack.house
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +78,6 @@ def gateway(
 async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
         yield client
-
-
-@pytest.fixture
-async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
-    connection = await connected(shared_nats.url)
-    yield connection
-    await connection.close()
 
 
 def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:

@@ -10,7 +10,7 @@ in order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +34,7 @@ from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.webhook_signing import new_secret
 from services.webhooks.events import Seen, game_webhooks
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ServiceProcess, connected, history
+from tests.integration.support import EngineProcess, ServiceProcess, history
 from tests.integration.test_gateway import ServedGateway, assert_problem, gateway_settings
 
 pytestmark = pytest.mark.integration
@@ -49,6 +49,7 @@ PATIENT = ",".join(["1s"] * 30)
 WAIT_S = 60.0
 
 engine = stack.engine
+house = stack.house
 
 
 class WebhooksProcess(ServiceProcess):
@@ -103,13 +104,6 @@ def deployment(
         finally:
             for worker in deployed.workers:
                 worker.stop()
-
-
-@pytest.fixture
-async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
-    connection = await connected(shared_nats.url)
-    yield connection
-    await connection.close()
 
 
 async def register(

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from nats.aio.client import Client
 
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
 from tests.integration.conftest import shared_nats
-from tests.integration.support import EngineProcess, ProjectionsProcess, connected
+from tests.integration.support import EngineProcess, ProjectionsProcess
 from tests.integration.test_gateway import ServedGateway, gateway_settings
 from tests.security.tenants import KEYS
 
@@ -24,6 +23,7 @@ __all__ = ["shared_nats"]
 engine = stack.engine
 data_dir = stack.data_dir
 projections = stack.projections
+house = stack.house
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +42,3 @@ def gateway(
 async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
         yield client
-
-
-@pytest.fixture
-async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
-    """A NATS connection of the test's own: the truth of every game, and a watch on commands."""
-    connection = await connected(shared_nats.url)
-    yield connection
-    await connection.close()
