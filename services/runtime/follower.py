@@ -14,6 +14,7 @@ wrong.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import nats.errors
@@ -31,6 +32,27 @@ HEARTBEAT_S = 5.0
 """How soon the ordered consumer notices a lost node and is made again elsewhere."""
 
 
+async def follow(
+    js: JetStreamContext,
+    subjects: str,
+    stream: str,
+    receive: Callable[[Msg], Awaitable[None]],
+    deliver_policy: api.DeliverPolicy,
+) -> Subscription:
+    """An ordered push consumer on ``stream`` handing each message to ``receive``, made again
+    after a gap or a lost node, with no limit on what waits for ``receive``."""
+    return await js.subscribe(
+        subjects,
+        stream=stream,
+        cb=receive,
+        ordered_consumer=True,
+        idle_heartbeat=HEARTBEAT_S,
+        deliver_policy=deliver_policy,
+        pending_msgs_limit=-1,
+        pending_bytes_limit=-1,
+    )
+
+
 class Follower:
     """Applies a stream's new commits to a cache, from the moment it starts."""
 
@@ -42,15 +64,8 @@ class Follower:
         """Commits taken from the stream (not read after a failed append)."""
 
     async def start(self, js: JetStreamContext) -> None:
-        self._subscription = await js.subscribe(
-            self._stream.subjects,
-            stream=self._stream.name,
-            cb=self._receive,
-            ordered_consumer=True,
-            idle_heartbeat=HEARTBEAT_S,
-            deliver_policy=api.DeliverPolicy.NEW,
-            pending_msgs_limit=-1,
-            pending_bytes_limit=-1,
+        self._subscription = await follow(
+            js, self._stream.subjects, self._stream.name, self._receive, api.DeliverPolicy.NEW
         )
 
     async def stop(self) -> None:

@@ -44,6 +44,7 @@ from domain.game import evolve
 from domain.state import Game
 from domain.timing import apply_commit, deadlines
 from services.runtime.engine_client import EngineClient, EngineUnavailable
+from services.runtime.follower import follow
 
 log = structlog.get_logger("spades.timers")
 
@@ -55,7 +56,6 @@ RETRY_S = 0.05
 """How soon a timeout the engine found early (its clock behind this one's) is sent again."""
 MAX_RETRY_S = 1.0
 UNAVAILABLE_RETRY_S = 1.0
-HEARTBEAT_S = 5.0
 STREAM_RETRY_S = 0.5
 LATENESS_KEPT = 100_000
 _CREATED = b'"game_created"'
@@ -126,15 +126,8 @@ class Timers:
                 await asyncio.sleep(STREAM_RETRY_S)
         if info.state.messages == 0:
             self.caught_up.set()
-        self._subscription = await self._js.subscribe(
-            GAME_SUBJECTS,
-            stream=GAMES_STREAM,
-            cb=self._receive,
-            ordered_consumer=True,
-            idle_heartbeat=HEARTBEAT_S,
-            deliver_policy=api.DeliverPolicy.ALL,
-            pending_msgs_limit=-1,
-            pending_bytes_limit=-1,
+        self._subscription = await follow(
+            self._js, GAME_SUBJECTS, GAMES_STREAM, self._receive, api.DeliverPolicy.ALL
         )
 
     async def stop(self) -> None:
