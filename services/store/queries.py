@@ -81,13 +81,44 @@ async def list_games(
     return page, next_cursor
 
 
-async def scoreboard(engine: AsyncEngine, game_id: str) -> dict[str, Any] | None:
+InLoop = Callable[[], sa.Connection | None]
+"""Where a small read can run in the event loop's thread: ``Store.reading_in_loop`` (a
+connection on SQLite, None on PostgreSQL)."""
+
+
+async def _rows(
+    engine: AsyncEngine, in_loop: InLoop | None, statement: sa.Select[Any], parameters: Any
+) -> Sequence[sa.Row[Any]]:
+    """The rows of a small read: in the loop's thread where ``in_loop`` gives a connection
+    (each statement through aiosqlite's thread is several hand-offs there and back, which cost
+    more than SQLite's work), else (or when SQLite would have made it wait) through
+    ``engine``."""
+    conn = in_loop() if in_loop is not None else None
+    if conn is not None:
+        try:
+            with conn:
+                rows: Sequence[sa.Row[Any]] = conn.execute(statement, parameters).all()
+            return rows
+        except sa.exc.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+    async with engine.connect() as reading:
+        read: Sequence[sa.Row[Any]] = (await reading.execute(statement, parameters)).all()
+    return read
+
+
+async def scoreboard(
+    engine: AsyncEngine, game_id: str, *, in_loop: InLoop | None = None
+) -> dict[str, Any] | None:
     """API.md's scoreboard (with ``game_id`` and ``version``), or None for an unknown game."""
+    rows = await _rows(engine, in_loop, _scoreboard_query(), {"game_id": game_id})
+    return rows[0]._asdict() if rows else None
+
+
+@functools.cache
+def _scoreboard_query() -> sa.Select[Any]:
     boards = tables.scoreboards
-    async with engine.connect() as conn:
-        result = await conn.execute(sa.select(boards).where(boards.c.game_id == game_id))
-        row = result.one_or_none()
-    return None if row is None else row._asdict()
+    return sa.select(boards).where(boards.c.game_id == sa.bindparam("game_id", type_=sa.String))
 
 
 async def hand_records(engine: AsyncEngine, game_id: str) -> list[dict[str, Any]]:
@@ -118,11 +149,12 @@ async def player_stats(engine: AsyncEngine, name: str) -> dict[str, Any] | None:
     return None if row is None else row._asdict()
 
 
-async def model_version(engine: AsyncEngine, game_id: str, model: str | None = None) -> int:
+async def model_version(
+    engine: AsyncEngine, game_id: str, model: str | None = None, *, in_loop: InLoop | None = None
+) -> int:
     """The game version that ``model`` has applied (with None: that every model has applied,
     the least of them); 0 when the game is not there yet."""
-    async with engine.connect() as conn:
-        versions = (await conn.execute(_version_query(model), {"game_id": game_id})).one()
+    (versions,) = await _rows(engine, in_loop, _version_query(model), {"game_id": game_id})
     return min(int(version) for version in versions)
 
 
@@ -147,10 +179,14 @@ async def wait_for_version(
     version: int,
     timeout: float,  # noqa: ASYNC109 (the gateway's contract: seconds, and a bool back)
     model: str | None = None,
+    *,
+    in_loop: InLoop | None = None,
 ) -> bool:
     """Wait until :func:`model_version` reaches ``version``; False if ``timeout`` (seconds)
     passes first. For ``?min_version=``: a client reads its own writes."""
-    return await _wait_until(lambda: model_version(engine, game_id, model), version, timeout)
+    return await _wait_until(
+        lambda: model_version(engine, game_id, model, in_loop=in_loop), version, timeout
+    )
 
 
 async def _wait_until(
