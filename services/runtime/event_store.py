@@ -32,6 +32,8 @@ from services.runtime.replies import Replies
 
 WRONG_LAST_SEQUENCE = 10071
 """JetStream's API error code for a failed ``Nats-Expected-Last-Subject-Sequence`` check."""
+NO_MESSAGE_FOUND = 10037
+"""JetStream's API error code for a "get a message" that names no stored message."""
 
 FETCH_BATCH = 512
 DIRECT_READS = 24
@@ -193,6 +195,13 @@ def stream_sequence(reply: str) -> int:
     return int(tokens[5] if len(tokens) == 9 else tokens[7])
 
 
+def _no_message() -> nats.js.errors.NotFoundError:
+    """What nats-py raises for a "get a message" that finds none."""
+    return nats.js.errors.NotFoundError(
+        code=404, err_code=NO_MESSAGE_FOUND, description="no message found"
+    )
+
+
 class JetStreamEventStore(Generic[C]):
     """An :class:`EventStore` on a JetStream stream."""
 
@@ -231,16 +240,24 @@ class JetStreamEventStore(Generic[C]):
             return 0
         return message.seq
 
-    async def _next(self, subject: bytes, cursor: int) -> Stored[C]:
-        """The subject's first commit at or after stream sequence ``cursor``; raises
-        :class:`nats.js.errors.NotFoundError` when it has none (``subject`` JSON-encoded)."""
-        message = await self._get(b'{"seq":%d,"next_by_subj":%s}' % (cursor, subject))
-        return self.stored(message.seq, message.data)
+    async def _next(self, subject: bytes, cursor: int) -> Stored[C] | None:
+        """The subject's first commit at or after stream sequence ``cursor``, None when it has
+        none (``subject`` JSON-encoded)."""
+        message = await self._find(b'{"seq":%d,"next_by_subj":%s}' % (cursor, subject))
+        return None if message is None else self.stored(message.seq, message.data)
 
     async def _get(self, request: bytes) -> _Message:
+        """:meth:`_find`'s message; :class:`nats.js.errors.NotFoundError` when there is none."""
+        message = await self._find(request)
+        if message is None:
+            raise _no_message()
+        return message
+
+    async def _find(self, request: bytes) -> _Message | None:
         """JetStream's "get a message" (the stream's own answer, as ``js.get_msg`` asks it,
         not a direct get), asked through the connection's reply inbox: nats-py's made an inbox,
-        a JSON request and a header parse each time. Raises its errors as nats-py does."""
+        a JSON request and a header parse each time. None for "no message found" (a view's
+        usual answer: nothing was appended since), any other error raised as nats-py does."""
         try:
             reply = await self._replies.request(
                 self._get_subject, request, timeout_s=self._api_timeout_s
@@ -249,6 +266,8 @@ class JetStreamEventStore(Generic[C]):
             raise nats.js.errors.ServiceUnavailableError from None
         got = _message_got.decode(reply.data)
         if got.error is not None:
+            if got.error.get("err_code") == NO_MESSAGE_FOUND:
+                return None
             nats.js.errors.APIError.from_error(got.error)  # raises the error's own class
         if got.message is None:
             raise nats.js.errors.APIError(description="no message in the answer")
@@ -271,6 +290,8 @@ class JetStreamEventStore(Generic[C]):
         subject = _encode(self._subject_of(key))
         for _ in range(DIRECT_READS):
             stored = await self._next(subject, cursor)
+            if stored is None:
+                raise _no_message()
             commits.append(stored)
             if stored.sequence >= last or len(commits) >= wanted:
                 return commits
@@ -289,7 +310,9 @@ class JetStreamEventStore(Generic[C]):
         for _ in range(DIRECT_READS):
             try:
                 stored = await self._next(subject, cursor)
-            except nats.js.errors.NotFoundError:
+            except nats.js.errors.NotFoundError:  # the stream itself, say
+                return commits
+            if stored is None:
                 return commits
             commits.append(stored)
             cursor = stored.sequence + 1
