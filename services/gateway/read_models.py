@@ -156,13 +156,13 @@ class ProjectionReadModels:
         return msgspec.convert(_plain(board), Scoreboard) if board is not None else None
 
     async def hand_records(self, game_id: str) -> list[HandRecord] | None:
-        if await queries.scoreboard(self._engine, game_id) is None:
+        if await queries.scoreboard(self._engine, game_id, in_loop=self._in_loop) is None:
             return None
-        records = await queries.hand_records(self._engine, game_id)
+        records = await queries.hand_records(self._engine, game_id, in_loop=self._in_loop)
         return [msgspec.convert(record, HandRecord) for record in records]
 
     async def hand_record(self, game_id: str, hand: int) -> HandRecord | None:
-        record = await queries.hand_record(self._engine, game_id, hand)
+        record = await queries.hand_record(self._engine, game_id, hand, in_loop=self._in_loop)
         return msgspec.convert(record, HandRecord) if record is not None else None
 
     async def wait_for_version(self, game_id: str, version: int, timeout_s: float) -> bool:

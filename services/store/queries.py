@@ -134,22 +134,25 @@ def _scoreboard_query() -> sa.Select[Any]:
     return sa.select(boards).where(boards.c.game_id == sa.bindparam("game_id", type_=sa.String))
 
 
-async def hand_records(engine: AsyncEngine, game_id: str) -> list[dict[str, Any]]:
+async def hand_records(
+    engine: AsyncEngine, game_id: str, *, in_loop: InLoop | None = None
+) -> list[dict[str, Any]]:
     """The records of the game's finished hands, in order (none for an unknown game)."""
     records = tables.hand_records
     query = sa.select(records.c.record).where(records.c.game_id == game_id).order_by(records.c.hand)
-    async with engine.connect() as conn:
-        return list((await conn.scalars(query)).all())
+    return [row[0] for row in await _rows(engine, in_loop, query, None)]
 
 
-async def hand_record(engine: AsyncEngine, game_id: str, n: int) -> dict[str, Any] | None:
+async def hand_record(
+    engine: AsyncEngine, game_id: str, n: int, *, in_loop: InLoop | None = None
+) -> dict[str, Any] | None:
     """The record of hand ``n`` (1-based) once it is finished; None before, or never."""
     records = tables.hand_records
     query = sa.select(records.c.record).where(
         (records.c.game_id == game_id) & (records.c.hand == n)
     )
-    async with engine.connect() as conn:
-        record: dict[str, Any] | None = await conn.scalar(query)
+    rows = await _rows(engine, in_loop, query, None)  # one at most: the primary key
+    record: dict[str, Any] | None = rows[0][0] if rows else None
     return record
 
 

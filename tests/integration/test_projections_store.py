@@ -204,10 +204,16 @@ async def test_reads_in_the_loops_thread_are_the_reads_through_the_engine(
     for game_id in (log.game_id, "no-such-game"):
         board = await queries.scoreboard(engine, game_id)
         assert await queries.scoreboard(engine, game_id, in_loop=in_loop) == board
+        records = await queries.hand_records(engine, game_id)
+        assert await queries.hand_records(engine, game_id, in_loop=in_loop) == records
+        for hand in range(1, len(records) + 2):
+            record = await queries.hand_record(engine, game_id, hand)
+            assert await queries.hand_record(engine, game_id, hand, in_loop=in_loop) == record
         for model in (None, "games", "scoreboard", "hands", "players"):
             version = await queries.model_version(engine, game_id, model)
             assert await queries.model_version(engine, game_id, model, in_loop=in_loop) == version
     assert (await queries.scoreboard(engine, log.game_id, in_loop=in_loop)) is not None
+    assert await queries.hand_records(engine, log.game_id, in_loop=in_loop)
 
 
 def _prefix(log: GameLog, count: int) -> GameLog:
