@@ -132,6 +132,12 @@ class Rules(
         out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
         return out
 
+    @cached_property
+    def shown(self) -> dict[str, Any]:
+        """:meth:`to_json`, made once per rule set and shared by every view of a game under
+        it (a view of the table was a copy of the rules each time): read it, never change it."""
+        return self.to_json()
+
 
 DRAW_HAND = 13
 """Cards each player holds when the two-player draw is over."""

@@ -114,7 +114,7 @@ def public_view(game: Game) -> PublicState:
     return PublicState(
         game_id=game.game_id,
         version=game.version,
-        rules=game.rules.to_json(),
+        rules=game.rules.shown,
         status=game.status,
         phase=hand.phase if hand else None,
         hand_number=hand.number if hand else game.hands_played,

@@ -133,6 +133,7 @@ class ProjectionReadModels:
 
     def __init__(self, store: Store) -> None:
         self._engine = store.engine
+        self._in_loop = store.reading_in_loop
 
     async def list_games(self, query: GameQuery) -> GamePage:
         try:
@@ -151,21 +152,23 @@ class ProjectionReadModels:
         return GamePage([msgspec.convert(_plain(row), GameSummary) for row in rows], cursor)
 
     async def scoreboard(self, game_id: str) -> Scoreboard | None:
-        board = await queries.scoreboard(self._engine, game_id)
+        board = await queries.scoreboard(self._engine, game_id, in_loop=self._in_loop)
         return msgspec.convert(_plain(board), Scoreboard) if board is not None else None
 
     async def hand_records(self, game_id: str) -> list[HandRecord] | None:
-        if await queries.scoreboard(self._engine, game_id) is None:
+        if await queries.scoreboard(self._engine, game_id, in_loop=self._in_loop) is None:
             return None
-        records = await queries.hand_records(self._engine, game_id)
+        records = await queries.hand_records(self._engine, game_id, in_loop=self._in_loop)
         return [msgspec.convert(record, HandRecord) for record in records]
 
     async def hand_record(self, game_id: str, hand: int) -> HandRecord | None:
-        record = await queries.hand_record(self._engine, game_id, hand)
+        record = await queries.hand_record(self._engine, game_id, hand, in_loop=self._in_loop)
         return msgspec.convert(record, HandRecord) if record is not None else None
 
     async def wait_for_version(self, game_id: str, version: int, timeout_s: float) -> bool:
-        return await queries.wait_for_version(self._engine, game_id, version, timeout_s)
+        return await queries.wait_for_version(
+            self._engine, game_id, version, timeout_s, in_loop=self._in_loop
+        )
 
     async def game_summaries(self, game_ids: list[str]) -> dict[str, GameSummary]:
         found = await queries.game_summaries(self._engine, game_ids)

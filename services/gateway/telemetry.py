@@ -73,6 +73,24 @@ class RequestTelemetry:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
+        # The labelled series, each looked up once: ``labels()`` checks and joins its values
+        # under a lock at every call. Methods, route templates and statuses are few.
+        self._counters: dict[tuple[str, str, int], Counter] = {}
+        self._histograms: dict[tuple[str, str], Histogram] = {}
+
+    def _counted(self, method: str, route: str, status: int) -> Counter:
+        series = self._counters.get((method, route, status))
+        if series is None:
+            series = self.metrics.requests.labels(method, route, str(status))
+            self._counters[method, route, status] = series
+        return series
+
+    def _timed(self, method: str, route: str) -> Histogram:
+        series = self._histograms.get((method, route))
+        if series is None:
+            series = self.metrics.latency.labels(method, route)
+            self._histograms[method, route] = series
+        return series
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -103,8 +121,8 @@ class RequestTelemetry:
 
     def _record(self, scope: Scope, status: int, seconds: float) -> None:
         method, route = scope["method"], _route_template(scope)
-        self.metrics.requests.labels(method, route, str(status)).inc()
-        self.metrics.latency.labels(method, route).observe(seconds)
+        self._counted(method, route, status).inc()
+        self._timed(method, route).observe(seconds)
         if not _level.isEnabledFor(logging.INFO):
             return  # asked first: a structlog call costs tens of microseconds even when dropped
         log.info(

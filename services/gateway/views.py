@@ -60,7 +60,14 @@ class Answer(Response):
     media_type = "application/json"
 
     def __init__(self, value: Any, status_code: int = 200) -> None:
-        super().__init__(_encoder.encode(value), status_code=status_code)
+        # What ``Response.__init__`` makes of a body and no headers, without its general case.
+        self.status_code = status_code
+        self.background = None
+        self.body = body = _encoder.encode(value)
+        headers = [(b"content-type", b"application/json")]
+        if status_code >= 200 and status_code not in (204, 304):
+            headers.insert(0, (b"content-length", b"%d" % len(body)))
+        self.raw_headers = headers
 
 
 def state_answer(game: Game, reader: Reader) -> Answer:

@@ -4,6 +4,8 @@ subscription of the connection (:mod:`services.runtime.replies`)."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import secrets
 from typing import TypeVar
 
@@ -34,8 +36,25 @@ class EngineUnavailable(Exception):
     """No engine answered in time (or none is running). Retry with the same command id."""
 
 
-def new_command_id() -> str:
-    return secrets.token_hex(16)
+class _CommandIds:
+    """Fresh command ids: 32 hex digits, a random half drawn once per process (again in a
+    forked child) and a counter. Unique as ``secrets.token_hex(16)`` was for every process
+    that could append to a game's history, without a system call for random bytes per
+    command."""
+
+    def __init__(self) -> None:
+        self._draw()
+        os.register_at_fork(after_in_child=self._draw)
+
+    def _draw(self) -> None:
+        self._process = secrets.token_hex(8)
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._process}{next(self._count):016x}"
+
+
+new_command_id = _CommandIds().next
 
 
 class EngineClient:

@@ -32,6 +32,8 @@ from services.runtime.replies import Replies
 
 WRONG_LAST_SEQUENCE = 10071
 """JetStream's API error code for a failed ``Nats-Expected-Last-Subject-Sequence`` check."""
+NO_MESSAGE_FOUND = 10037
+"""JetStream's API error code for a "get a message" that names no stored message."""
 
 FETCH_BATCH = 512
 DIRECT_READS = 24
@@ -163,6 +165,25 @@ class PubAck(msgspec.Struct):
 _pub_ack = msgspec.json.Decoder(PubAck)
 
 
+class _Message(msgspec.Struct):
+    """A message as JetStream's "get a message" answers it (its data in base64, which msgspec
+    reads as bytes); its headers are not read."""
+
+    seq: int
+    data: bytes = b""
+
+
+class _MessageGot(msgspec.Struct):
+    """JetStream's answer to "get a message": the message, or its error."""
+
+    message: _Message | None = None
+    error: dict[str, Any] | None = None
+
+
+_message_got = msgspec.json.Decoder(_MessageGot)
+_encode = msgspec.json.encode
+
+
 def stream_sequence(reply: str) -> int:
     """The stream sequence of a JetStream message, read from its acknowledgement subject.
 
@@ -172,6 +193,13 @@ def stream_sequence(reply: str) -> int:
     """
     tokens = reply.split(".")
     return int(tokens[5] if len(tokens) == 9 else tokens[7])
+
+
+def _no_message() -> nats.js.errors.NotFoundError:
+    """What nats-py raises for a "get a message" that finds none."""
+    return nats.js.errors.NotFoundError(
+        code=404, err_code=NO_MESSAGE_FOUND, description="no message found"
+    )
 
 
 class JetStreamEventStore(Generic[C]):
@@ -184,6 +212,8 @@ class JetStreamEventStore(Generic[C]):
         self._subject_of = history.subject_of
         self._decode = history.decode
         self._prefix = history.subject_of("")
+        self._get_subject = f"{js._prefix}.STREAM.MSG.GET.{self._stream}"
+        self._api_timeout_s: float = js._timeout
 
     @property
     def name(self) -> str:
@@ -205,10 +235,43 @@ class JetStreamEventStore(Generic[C]):
     async def last_sequence(self, key: str) -> int:
         """The stream sequence of the subject's last commit, 0 when it has none."""
         try:
-            message = await self._js.get_last_msg(self._stream, self._subject_of(key))
+            message = await self._get(b'{"last_by_subj":%s}' % _encode(self._subject_of(key)))
         except nats.js.errors.NotFoundError:
             return 0
-        return int(message.seq or 0)
+        return message.seq
+
+    async def _next(self, subject: bytes, cursor: int) -> Stored[C] | None:
+        """The subject's first commit at or after stream sequence ``cursor``, None when it has
+        none (``subject`` JSON-encoded)."""
+        message = await self._find(b'{"seq":%d,"next_by_subj":%s}' % (cursor, subject))
+        return None if message is None else self.stored(message.seq, message.data)
+
+    async def _get(self, request: bytes) -> _Message:
+        """:meth:`_find`'s message; :class:`nats.js.errors.NotFoundError` when there is none."""
+        message = await self._find(request)
+        if message is None:
+            raise _no_message()
+        return message
+
+    async def _find(self, request: bytes) -> _Message | None:
+        """JetStream's "get a message" (the stream's own answer, as ``js.get_msg`` asks it,
+        not a direct get), asked through the connection's reply inbox: nats-py's made an inbox,
+        a JSON request and a header parse each time. None for "no message found" (a view's
+        usual answer: nothing was appended since), any other error raised as nats-py does."""
+        try:
+            reply = await self._replies.request(
+                self._get_subject, request, timeout_s=self._api_timeout_s
+            )
+        except nats.errors.NoRespondersError:
+            raise nats.js.errors.ServiceUnavailableError from None
+        got = _message_got.decode(reply.data)
+        if got.error is not None:
+            if got.error.get("err_code") == NO_MESSAGE_FOUND:
+                return None
+            nats.js.errors.APIError.from_error(got.error)  # raises the error's own class
+        if got.message is None:
+            raise nats.js.errors.APIError(description="no message in the answer")
+        return got.message
 
     async def read(
         self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
@@ -224,11 +287,11 @@ class JetStreamEventStore(Generic[C]):
         wanted = limit if limit is not None else last
         commits: list[Stored[C]] = []
         cursor = after + 1
+        subject = _encode(self._subject_of(key))
         for _ in range(DIRECT_READS):
-            message = await self._js.get_msg(
-                self._stream, seq=cursor, subject=self._subject_of(key), next=True
-            )
-            stored = self.stored(int(message.seq or 0), message.data or b"")
+            stored = await self._next(subject, cursor)
+            if stored is None:
+                raise _no_message()
             commits.append(stored)
             if stored.sequence >= last or len(commits) >= wanted:
                 return commits
@@ -243,15 +306,14 @@ class JetStreamEventStore(Generic[C]):
         read, a second request)."""
         commits: list[Stored[C]] = []
         cursor = after + 1
-        subject = self._subject_of(key)
+        subject = _encode(self._subject_of(key))
         for _ in range(DIRECT_READS):
             try:
-                message = await self._js.get_msg(
-                    self._stream, seq=cursor, subject=subject, next=True
-                )
-            except nats.js.errors.NotFoundError:
+                stored = await self._next(subject, cursor)
+            except nats.js.errors.NotFoundError:  # the stream itself, say
                 return commits
-            stored = self.stored(int(message.seq or 0), message.data or b"")
+            if stored is None:
+                return commits
             commits.append(stored)
             cursor = stored.sequence + 1
         last = await self.last_sequence(key)  # a long history: a consumer reads the rest
@@ -283,8 +345,8 @@ class JetStreamEventStore(Generic[C]):
 
     async def read_one(self, sequence: int) -> Stored[C]:
         """The commit at one stream sequence."""
-        message = await self._js.get_msg(self._stream, sequence)
-        return self.stored(sequence, message.data or b"")
+        message = await self._get(b'{"seq":%d}' % sequence)
+        return self.stored(sequence, message.data)
 
     async def append(self, key: str, data: bytes, *, expected: int, command_id: str) -> int:
         """Append one commit if the subject's last commit is still ``expected``; return its

@@ -179,6 +179,13 @@ class Store:
         """A connection for reads."""
         return self.engine.connect()
 
+    def reading_in_loop(self) -> sa.Connection | None:
+        """On SQLite, a connection for a small read that runs in the event loop's thread (in WAL
+        mode a reader never waits for the writer; see the module's docstring); None on
+        PostgreSQL. It never waits for a lock either: a read it cannot make raises
+        ``OperationalError`` at once, and goes through :meth:`reading` instead."""
+        return None if self._in_loop is None else self._in_loop.connect()
+
     async def close(self) -> None:
         await self.engine.dispose()
         if self._in_loop is not None:

@@ -181,6 +181,41 @@ async def test_waiting_for_a_version_to_be_read(
             assert await queries.model_version(store.engine, log.game_id, model) == final
 
 
+async def test_reads_in_the_loops_thread_are_the_reads_through_the_engine(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    (log,) = random_logs(1, seed=19)
+    first = await append_games(js, [_prefix(log, 1)])
+    engine, in_loop = store.engine, store.reading_in_loop
+    assert (in_loop() is None) == store.is_postgres  # PostgreSQL reads through its engine
+    async with workers(store, nats_client):
+        await wait_for_position(store, first)
+        assert await queries.wait_for_version(engine, log.game_id, 1, timeout=1, in_loop=in_loop)
+        assert not await queries.wait_for_version(
+            engine, log.game_id, 2, timeout=0.1, in_loop=in_loop
+        )
+        waiting = asyncio.create_task(
+            queries.wait_for_version(
+                engine, log.game_id, final_state(log.events).version, timeout=60, in_loop=in_loop
+            )
+        )
+        await _append_rest(js, log)
+        assert await waiting
+    for game_id in (log.game_id, "no-such-game"):
+        board = await queries.scoreboard(engine, game_id)
+        assert await queries.scoreboard(engine, game_id, in_loop=in_loop) == board
+        records = await queries.hand_records(engine, game_id)
+        assert await queries.hand_records(engine, game_id, in_loop=in_loop) == records
+        for hand in range(1, len(records) + 2):
+            record = await queries.hand_record(engine, game_id, hand)
+            assert await queries.hand_record(engine, game_id, hand, in_loop=in_loop) == record
+        for model in (None, "games", "scoreboard", "hands", "players"):
+            version = await queries.model_version(engine, game_id, model)
+            assert await queries.model_version(engine, game_id, model, in_loop=in_loop) == version
+    assert (await queries.scoreboard(engine, log.game_id, in_loop=in_loop)) is not None
+    assert await queries.hand_records(engine, log.game_id, in_loop=in_loop)
+
+
 def _prefix(log: GameLog, count: int) -> GameLog:
     return GameLog(log.game_id, log.commits[:count], log.payloads[:count])
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from starlette.responses import Response
 
 from benchmarks.engine import new_game
 from domain.dealing import SeededDeal
@@ -18,7 +19,14 @@ from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat
 from domain.rules import PRESETS
 from domain.state import Game, cards_held
 from services.gateway import models
-from services.gateway.views import as_json, event_records, events_answer, state_answer, state_for
+from services.gateway.views import (
+    Answer,
+    as_json,
+    event_records,
+    events_answer,
+    state_answer,
+    state_for,
+)
 
 
 def pydantic_json(model: type[BaseModel], value: Any) -> Any:
@@ -56,3 +64,18 @@ def test_views_and_events_answer_what_the_response_models_would(preset: str) -> 
             records = {"version": game.version, "events": event_records(numbered, reader)}
             expected = pydantic_json(models.Events, records)
             assert answered(events_answer(game.version, numbered, reader)) == expected
+
+
+@pytest.mark.parametrize("status", [200, 201, 202, 204, 304, 101])
+def test_an_answer_has_the_headers_starlette_gives_its_body(status: int) -> None:
+    answer = Answer({"version": 3, "events": []}, status)
+    plain = Response(answer.body, status_code=status, media_type="application/json")
+    assert answer.raw_headers == plain.raw_headers
+    assert answer.body == plain.body
+    assert answer.status_code == status
+
+
+def test_a_view_shows_its_rules_as_they_are_and_shares_them_between_views() -> None:
+    game = new_game("partnership", random.Random(7))
+    assert state_for(game, None).rules == game.rules.to_json()  # type: ignore[attr-defined]
+    assert state_for(game, 0).rules is state_for(game, 1).rules  # type: ignore[attr-defined]
