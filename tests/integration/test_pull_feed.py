@@ -47,8 +47,11 @@ async def test_batches_come_in_order_and_an_idle_fetch_times_out(
     feed: PullFeed, nats_client: Client
 ) -> None:
     await publish(nats_client, b"1", b"2", b"3", b"4", b"5")
-    assert payloads(await feed.fetch(3, 1.0)) == [b"1", b"2", b"3"]
-    assert payloads(await feed.fetch(3, 1.0)) == [b"4", b"5"]
+    batches: list[list[bytes]] = []
+    while sum(map(len, batches)) < 5:  # a fetch hands on what has arrived: the rest may lag
+        batches.append(payloads(await feed.fetch(3, 1.0)))
+    assert all(1 <= len(batch) <= 3 for batch in batches)
+    assert [payload for batch in batches for payload in batch] == [b"1", b"2", b"3", b"4", b"5"]
     with pytest.raises(TimeoutError):
         await feed.fetch(3, 0.2)
 
