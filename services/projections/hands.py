@@ -31,7 +31,7 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import hand_progress, hand_records
 
 RECORDED = (
@@ -122,11 +122,9 @@ class HandsModel(PerGameModel[HandProgress]):
         self.recorders = Recorders()
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
-        result = await conn.execute(*where_in(hand_progress, "game_id", game_ids))
-        return {
-            row.game_id: self.recorders.take(row.game_id, row.version, row.pending)
-            for row in result
-        }
+        rows = await fetch(conn, *where_in(hand_progress, "game_id", game_ids))
+        take = self.recorders.take
+        return {game_id: take(game_id, version, pending) for game_id, version, pending in rows}
 
     def fold(self, state: HandProgress | None, commit: Commit) -> HandProgress:
         if state is None:

@@ -14,7 +14,7 @@ from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, HandScored
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import scoreboards
 
 
@@ -45,6 +45,7 @@ class Scoreboard:
 
 
 COLUMNS = tuple(column.name for column in scoreboards.columns)
+"""The table's columns: :class:`Scoreboard`'s fields, in the same order."""
 
 
 class ScoreboardModel(PerGameModel[Scoreboard]):
@@ -52,8 +53,8 @@ class ScoreboardModel(PerGameModel[Scoreboard]):
     tables = (scoreboards,)
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, Scoreboard]:
-        result = await conn.execute(*where_in(scoreboards, "game_id", game_ids))
-        return {row.game_id: Scoreboard(**row._asdict()) for row in result}
+        rows = await fetch(conn, *where_in(scoreboards, "game_id", game_ids))
+        return {row[0]: Scoreboard(*row) for row in rows}  # fields in the columns' order
 
     def fold(self, state: Scoreboard | None, commit: Commit) -> Scoreboard:
         for event in commit.events:
