@@ -73,11 +73,12 @@ class _InLoop:
     docstring), as :class:`Statements`; :func:`fetch` and :func:`run` go to its sqlite3
     connection directly (see :class:`_Plan`)."""
 
-    __slots__ = ("_conn", "_raw", "dialect")
+    __slots__ = ("_conn", "dialect", "raw")
 
     def __init__(self, conn: sa.Connection) -> None:
         self._conn = conn
-        self._raw: sqlite3.Connection = conn.connection.dbapi_connection  # type: ignore[assignment]
+        self.raw: sqlite3.Connection = conn.connection.dbapi_connection  # type: ignore[assignment]
+        """The sqlite3 connection; :meth:`Store.applying` begins and commits on it."""
         self.dialect = conn.dialect
 
     async def execute(
@@ -88,7 +89,7 @@ class _InLoop:
     def fetch(self, statement: sa.Executable, parameters: Mapping[str, Any]) -> list[Any]:
         plan = _plan(self.dialect, statement, parameters)
         try:
-            rows = self._raw.execute(plan.sql, plan.values(parameters)).fetchall()
+            rows = self.raw.execute(plan.sql, plan.values(parameters)).fetchall()
         except sqlite3.Error as error:
             raise _wrapped(plan.sql, error, self.dialect) from error
         return plan.decoded(rows)
@@ -97,9 +98,9 @@ class _InLoop:
         plan = _plan(self.dialect, statement, rows[0])
         try:
             if len(rows) == 1:
-                self._raw.execute(plan.sql, plan.values(rows[0]))
+                self.raw.execute(plan.sql, plan.values(rows[0]))
             else:
-                self._raw.executemany(plan.sql, plan.many(rows))
+                self.raw.executemany(plan.sql, plan.many(rows))
         except sqlite3.Error as error:
             raise _wrapped(plan.sql, error, self.dialect) from error
 
@@ -374,13 +375,18 @@ class Store:
     async def _apply_in_loop(self, engine: sa.Engine) -> AsyncIterator[Statements]:
         async with self._turn:
             with engine.connect() as conn:
-                await _begin_immediate(conn)
+                statements = _InLoop(conn)
+                await _begin_immediate(statements.raw)
                 try:
-                    yield _InLoop(conn)
+                    yield statements
                 except BaseException:
-                    conn.rollback()
+                    statements.raw.rollback()
                     raise
-                conn.commit()
+                try:
+                    statements.raw.commit()
+                except sqlite3.Error as error:
+                    statements.raw.rollback()
+                    raise _wrapped("COMMIT", error, conn.dialect) from error
 
     def reading(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for reads."""
@@ -456,20 +462,21 @@ def _sqlite_in_loop(url: sa.URL) -> sa.Engine:
     return engine
 
 
-async def _begin_immediate(conn: sa.Connection) -> None:
+async def _begin_immediate(raw: sqlite3.Connection) -> None:
     """Take SQLite's write lock, waiting (up to the busy timeout) without blocking the loop
-    while another connection holds it; in short steps, not the busy handler's up to 100 ms."""
+    while another connection holds it; in short steps, not the busy handler's up to 100 ms.
+    On sqlite3 itself, as the batch's statements (:class:`_Plan`), with SQLAlchemy's errors."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SQLITE_BUSY_TIMEOUT_MS / 1000
     pause = 0.001
     while True:
         try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            raw.execute("BEGIN IMMEDIATE")
             return
-        except sa.exc.OperationalError as error:
-            conn.rollback()
+        except sqlite3.OperationalError as error:
+            raw.rollback()
             if "locked" not in str(error) or loop.time() > deadline:
-                raise
+                raise _wrapped("BEGIN IMMEDIATE", error, sqlite.dialect()) from error
         await asyncio.sleep(pause)
         pause = min(0.01, pause * 2)
 
