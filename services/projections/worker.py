@@ -77,7 +77,10 @@ IDLE_S = 1.0
 GATHER_S = 0.005
 """After the first messages of a batch, how long a worker lets more arrive before it applies
 them: one transaction for what a busy stream appends in that time rather than one for every
-message or two. It bounds what it adds to the lag; ``spades bench http`` measures both."""
+message or two. It bounds what it adds to the lag; ``spades bench http`` measures both. Only
+while the stream is busy (the last batch, or this fetch, held more than one message): a message
+that comes alone is applied at once (at 50 actions/s the window gathered nothing more, and
+added its 5 ms to every message's lag)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +217,7 @@ class Worker:
         await self._drop_consumers_of_one()
         self._failures = 0
         self.log.info("worker consuming", after=after, generations=self.generations)
+        busy = False  # the last batch held more than one message
         try:
             while True:
                 try:
@@ -223,9 +227,11 @@ class Worker:
                     if self._reconnected() or await self._rebuilt() or self._regroup(True):
                         return
                     continue
-                if len(messages) < self.batch_size and self.gather_s > 0:
+                gather = busy or len(messages) > 1
+                if gather and len(messages) < self.batch_size and self.gather_s > 0:
                     await asyncio.sleep(self.gather_s)  # a batching window, not a wait for one
                     messages += await feed.fetch_now(self.batch_size - len(messages))
+                busy = len(messages) > 1
                 if self._reconnected():
                     return  # check the stream before applying what the new connection brought
                 try:
