@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -70,6 +71,10 @@ from services.store.metrics import LAG, PARKED, POSITION, REFUSED
 log = structlog.get_logger("spades.projections")
 
 T = TypeVar("T")
+
+_position_gauge = functools.cache(POSITION.labels)
+_lag_gauge = functools.cache(LAG.labels)
+"""Each model's gauges, looked up once rather than at every batch."""
 
 BATCH_SIZE = 1000
 IDLE_S = 1.0
@@ -210,7 +215,7 @@ class Worker:
         self.positions = {name: starts[name].position for name in self.names}
         self.generations = {name: starts[name].generation for name in self.names}
         for name, position in self.positions.items():
-            POSITION.labels(name).set(position)
+            _position_gauge(name).set(position)
         after = min(self.positions.values())
         label = _label(self.names)
         feed = await open_consumer(self.client, label, after, max_ack_pending=4 * self.batch_size)
@@ -265,7 +270,7 @@ class Worker:
 
     def _lag(self, pending: int) -> None:
         for name in self.names:
-            LAG.labels(name).set(pending)
+            _lag_gauge(name).set(pending)
 
     def _regroup(self, caught_up: bool) -> bool:
         """Whether to start again with other models: some were handed over to this worker, or
@@ -480,7 +485,7 @@ class Worker:
                 await positions.advance(conn, moved, last.sequence, message_digest(last.data))
         for name in moved:
             self.positions[name] = last.sequence
-            POSITION.labels(name).set(last.sequence)
+            _position_gauge(name).set(last.sequence)
         for message in parked:
             PARKED.labels(message.model).inc()
             self.log.warning(

@@ -194,7 +194,9 @@ _compiled: dict[tuple[Any, ...], tuple[Any, tuple[str, ...], dict[tuple[int, ...
 
 
 def _plan(dialect: sa.Dialect, statement: sa.Executable, parameters: Mapping[str, Any]) -> _Plan:
-    key = (statement, tuple(parameters))
+    # By identity: hashing a statement costs more than the rest. The compilation kept in the
+    # cache holds the statement, so its id is not reused while the entry lives.
+    key = (id(statement), tuple(parameters))
     found = _compiled.get(key)
     if found is None:
         assert isinstance(statement, sa.ClauseElement)
@@ -243,6 +245,8 @@ def _new_plan(
 def _binder(kind: sa.types.TypeEngine[Any], dialect: sa.Dialect) -> Any:
     if isinstance(kind, Json):
         return _json_text
+    if isinstance(kind, sa.LargeBinary):
+        return None  # sqlite3 stores bytes as a BLOB as they are (SQLAlchemy wraps them first)
     return kind.bind_processor(dialect)
 
 
