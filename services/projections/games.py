@@ -22,7 +22,7 @@ from domain.events import (
 )
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import game_players, games
 
 
@@ -68,6 +68,7 @@ class GameSummary:
 
 
 COLUMNS = tuple(column.name for column in games.columns)
+"""The table's columns: :class:`GameSummary`'s first fields, in the same order."""
 
 
 class GamesModel(PerGameModel[GameSummary]):
@@ -75,8 +76,8 @@ class GamesModel(PerGameModel[GameSummary]):
     tables = (games, game_players)
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, GameSummary]:
-        result = await conn.execute(*where_in(games, "game_id", game_ids))
-        return {row.game_id: GameSummary(**row._asdict()) for row in result}
+        rows = await fetch(conn, *where_in(games, "game_id", game_ids))
+        return {row[0]: GameSummary(*row) for row in rows}  # fields in the columns' order
 
     def fold(self, state: GameSummary | None, commit: Commit) -> GameSummary:
         for event in commit.events:

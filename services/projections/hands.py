@@ -31,7 +31,7 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import hand_progress, hand_records
 
 RECORDED = (
@@ -48,7 +48,7 @@ RECORDED = (
 """The events a hand record is made of (a bid only to tell whether the service made it after a
 timeout); the others (looks, receipts) are not kept."""
 
-_encode_pending = msgspec.json.Encoder().encode
+_encode_pending = _encode_event = msgspec.json.Encoder().encode
 _decode_pending = msgspec.json.Decoder(list[AnyEvent]).decode
 
 
@@ -63,23 +63,44 @@ class HandProgress:
     """The recorded events of the hand in progress, from its deal on (once decoded)."""
     records: list[HandRecord] = field(default_factory=list)
     """Records finished since the progress was loaded (rows to write)."""
+    encoded: bytes = b"[]"
+    """The encoding of the first ``encoded_count`` pending events: each batch encodes only the
+    events it added (a JSON array is its items' encodings, comma-separated, in brackets)."""
+    encoded_count: int = 0
+
+    def __post_init__(self) -> None:
+        if self.recorder is not None and self.stored:
+            self.encoded, self.encoded_count = self.stored, len(self.pending)
 
     def feed(self, event: AnyEvent) -> None:
         if self.recorder is None:
             self.recorder = HandRecorder()
             self.pending = _decode_pending(self.stored) if self.stored else []
+            if self.stored:
+                self.encoded, self.encoded_count = self.stored, len(self.pending)
             for earlier in self.pending:
                 self.recorder.feed(earlier)
         if isinstance(event, HandDealt):
-            self.pending = []
+            self._restart()
         self.pending.append(event)
         record = self.recorder.feed(event)
         if record is not None:
             self.records.append(record)
-            self.pending = []
+            self._restart()
+
+    def _restart(self) -> None:
+        self.pending = []
+        self.encoded, self.encoded_count = b"[]", 0
 
     def pending_bytes(self) -> bytes:
-        return self.stored if self.recorder is None else _encode_pending(self.pending)
+        if self.recorder is None:
+            return self.stored
+        added = self.pending[self.encoded_count :]
+        if added:
+            items = b",".join(map(_encode_event, added))
+            head = self.encoded[:-1] + b"," if self.encoded_count else b"["
+            self.encoded, self.encoded_count = head + items + b"]", len(self.pending)
+        return self.encoded
 
 
 class Recorders:
@@ -122,11 +143,9 @@ class HandsModel(PerGameModel[HandProgress]):
         self.recorders = Recorders()
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
-        result = await conn.execute(*where_in(hand_progress, "game_id", game_ids))
-        return {
-            row.game_id: self.recorders.take(row.game_id, row.version, row.pending)
-            for row in result
-        }
+        rows = await fetch(conn, *where_in(hand_progress, "game_id", game_ids))
+        take = self.recorders.take
+        return {game_id: take(game_id, version, pending) for game_id, version, pending in rows}
 
     def fold(self, state: HandProgress | None, commit: Commit) -> HandProgress:
         if state is None:

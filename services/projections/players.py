@@ -23,7 +23,7 @@ from domain.rules import Rules
 from domain.scoring import score_hand
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import player_games, players
 
 CONTRACT_MADE = frozenset({"contract"})
@@ -110,12 +110,10 @@ class PlayersModel(PerGameModel[PlayerGame]):
     tables = (players, player_games)
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, PlayerGame]:
-        result = await conn.execute(*where_in(player_games, "game_id", game_ids))
+        rows = await fetch(conn, *where_in(player_games, "game_id", game_ids))
         return {
-            row.game_id: PlayerGame(
-                row.game_id, msgspec.convert(row.rules, Rules), row.players, row.version
-            )
-            for row in result
+            game_id: PlayerGame(game_id, msgspec.convert(rules, Rules), seated, version)
+            for game_id, rules, seated, version in rows
         }
 
     def fold(self, state: PlayerGame | None, commit: Commit) -> PlayerGame:

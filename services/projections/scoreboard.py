@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
+import sqlalchemy as sa
+
 from contracts.wire import Commit
 from domain.events import GameCreated, GameEnded, HandScored
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert
 from services.store.schema import scoreboards
 
 
@@ -22,7 +25,8 @@ from services.store.schema import scoreboards
 class Scoreboard:
     game_id: str
     units: list[list[int]]
-    hands: list[dict[str, object]]
+    hands: list[dict[str, object]] | msgspec.Raw
+    """Each scored hand's figures; as stored (JSON, not decoded) until a hand is added."""
     scores: list[int]
     bags: list[int]
     game_over: bool
@@ -45,6 +49,18 @@ class Scoreboard:
 
 
 COLUMNS = tuple(column.name for column in scoreboards.columns)
+"""The table's columns: :class:`Scoreboard`'s fields, in the same order."""
+
+_Hands = list[dict[str, object]]
+
+_LOAD = sa.select(
+    *(
+        sa.type_coerce(column, sa.Text).label(column.name) if column.name == "hands" else column
+        for column in scoreboards.columns
+    )
+).where(scoreboards.c.game_id.in_(sa.bindparam("values", expanding=True)))
+"""The scoreboards of some games, ``hands`` as its JSON text: most commits score no hand, and
+decoding every hand so far at each batch cost the model more than the rest of it."""
 
 
 class ScoreboardModel(PerGameModel[Scoreboard]):
@@ -52,8 +68,13 @@ class ScoreboardModel(PerGameModel[Scoreboard]):
     tables = (scoreboards,)
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, Scoreboard]:
-        result = await conn.execute(*where_in(scoreboards, "game_id", game_ids))
-        return {row.game_id: Scoreboard(**row._asdict()) for row in result}
+        rows = await fetch(conn, _LOAD, {"values": list(game_ids)})
+        return {
+            game_id: Scoreboard(
+                game_id, units, msgspec.Raw(hands), scores, bags, game_over, winners, version
+            )
+            for game_id, units, hands, scores, bags, game_over, winners, version in rows
+        }
 
     def fold(self, state: Scoreboard | None, commit: Commit) -> Scoreboard:
         for event in commit.events:
@@ -62,7 +83,10 @@ class ScoreboardModel(PerGameModel[Scoreboard]):
             elif state is None:
                 raise ValueError(f"game {commit.game_id} has events before game_created")
             elif isinstance(event, HandScored):
-                state.hands.append(
+                hands = state.hands
+                if isinstance(hands, msgspec.Raw):
+                    hands = state.hands = msgspec.json.decode(hands, type=_Hands)
+                hands.append(
                     {
                         "hand": event.hand,
                         "points": list(event.points),

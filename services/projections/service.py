@@ -13,6 +13,7 @@ workers wait for it, retrying.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Self
@@ -164,6 +165,11 @@ async def run_projections(
             batch_size=batch_size,
             auto_rebuild=settings.projections_auto_rebuild,
         ):
+            # What the process holds once started (modules, SQLAlchemy's and nats-py's objects)
+            # is never garbage: out of the collector's sight, a full collection walks only what
+            # the workers made since. Each one took 110-160 ms at full load before, the loop
+            # stopped and every message waiting.
+            gc.freeze()
             await asyncio.Event().wait()
     finally:
         await store.close()

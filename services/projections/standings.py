@@ -31,7 +31,7 @@ from domain.events import GameCreated, GameEnded, SeatTaken
 from domain.league import is_table_game
 from domain.table import table_for
 from services.projections.model import PerGameModel
-from services.store.database import Statements, upsert, where_in
+from services.store.database import Statements, fetch, upsert, where_in
 from services.store.ratings import Standing, record_game
 from services.store.schema import league_standings, standing_games
 
@@ -128,8 +128,11 @@ class StandingsModel(PerGameModel[StandingGame]):
 
 
 async def _load_games(conn: Statements, game_ids: Sequence[str]) -> dict[str, StandingGame]:
-    result = await conn.execute(*where_in(standing_games, "game_id", game_ids))
-    return {row.game_id: StandingGame(**row._asdict()) for row in result}
+    rows = await fetch(conn, *where_in(standing_games, "game_id", game_ids))
+    return {
+        game_id: StandingGame(game_id, league, units, players, version, ended)
+        for game_id, league, units, players, ended, version in rows
+    }
 
 
 async def _save_games(conn: Statements, games: dict[str, StandingGame]) -> None:

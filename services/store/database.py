@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import operator
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -33,11 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from services.store.schema import Json
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a writer waits for SQLite's write lock before the attempt fails (and is retried)."""
@@ -66,18 +70,226 @@ class Statements(Protocol):
 
 class _InLoop:
     """A sqlite3 connection whose statements run in the event loop's thread (see the module's
-    docstring), as :class:`Statements`."""
+    docstring), as :class:`Statements`; :func:`fetch` and :func:`run` go to its sqlite3
+    connection directly (see :class:`_Plan`)."""
 
-    __slots__ = ("_conn", "dialect")
+    __slots__ = ("_conn", "dialect", "raw")
 
     def __init__(self, conn: sa.Connection) -> None:
         self._conn = conn
+        self.raw: sqlite3.Connection = conn.connection.dbapi_connection  # type: ignore[assignment]
+        """The sqlite3 connection; :meth:`Store.applying` begins and commits on it."""
         self.dialect = conn.dialect
 
     async def execute(
         self, statement: sa.Executable, parameters: Any = None
     ) -> sa.CursorResult[Any]:
         return self._conn.execute(statement, parameters)
+
+    def fetch(self, statement: sa.Executable, parameters: Mapping[str, Any]) -> list[Any]:
+        plan = _plan(self.dialect, statement, parameters)
+        try:
+            rows = self.raw.execute(plan.sql, plan.values(parameters)).fetchall()
+        except sqlite3.Error as error:
+            raise _wrapped(plan.sql, error, self.dialect) from error
+        return plan.decoded(rows)
+
+    def run(self, statement: sa.Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+        plan = _plan(self.dialect, statement, rows[0])
+        try:
+            if len(rows) == 1:
+                self.raw.execute(plan.sql, plan.values(rows[0]))
+            else:
+                self.raw.executemany(plan.sql, plan.many(rows))
+        except sqlite3.Error as error:
+            raise _wrapped(plan.sql, error, self.dialect) from error
+
+
+_encode_json = msgspec.json.Encoder().encode
+_decode_json = msgspec.json.decode
+
+
+def _json_text(value: Any) -> str | None:
+    """What :class:`~.schema.Json` binds, without its ``TypeDecorator`` frames."""
+    return None if value is None else _encode_json(value).decode()
+
+
+def _json_value(text: Any) -> Any:
+    return None if text is None else _decode_json(text)
+
+
+class _Plan:
+    """A statement compiled once to SQLite's SQL text, for one set of parameter names (and
+    lengths of its expanding lists), with what its parameters and columns need converted.
+
+    SQLAlchemy does the same work on every execution (the compiled cache's look-up, its
+    parameters built and processed one by one, rows wrapped, the JSON columns' type decorator):
+    on the projection workers' batches that cost more than SQLite's own work did. The statement
+    stays SQLAlchemy's (one definition for both databases); only its execution is bypassed.
+    """
+
+    __slots__ = ("convert", "decoders", "places", "sql", "take")
+
+    def __init__(
+        self,
+        sql: str,
+        places: Sequence[tuple[str, int | None, Any]],
+        convert: Sequence[tuple[int, Any]],
+        decoders: Sequence[tuple[int, Any]],
+    ) -> None:
+        self.sql = sql
+        self.places = tuple(places)
+        """Each position's parameter name, index in its expanding list, and constant value
+        (for a value bound in the statement itself)."""
+        self.convert = tuple(convert)
+        """(position, function) for the parameters that are converted before binding."""
+        self.decoders = tuple(decoders)
+        """(column, function) for the result columns converted after fetching."""
+        names = [name for name, _, _ in self.places]
+        self.take = operator.itemgetter(*names) if names else None
+
+    def values(self, parameters: Mapping[str, Any]) -> list[Any]:
+        values = [
+            (parameters[name] if index is None else parameters[name][index])
+            if name in parameters
+            else constant
+            for name, index, constant in self.places
+        ]
+        for position, function in self.convert:
+            values[position] = function(values[position])
+        return values
+
+    def many(self, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Parameters of an ``executemany`` (no expanding lists, no constants)."""
+        take = self.take
+        assert take is not None
+        if len(self.places) == 1:
+            taken: list[Any] = [(take(row),) for row in rows]
+        else:
+            taken = [take(row) for row in rows]
+        if not self.convert:
+            return taken
+        converted = []
+        for values in taken:
+            values = list(values)
+            for position, function in self.convert:
+                values[position] = function(values[position])
+            converted.append(values)
+        return converted
+
+    def decoded(self, rows: list[Any]) -> list[Any]:
+        if not self.decoders:
+            return rows
+        decoded = []
+        for row in rows:
+            row = list(row)
+            for column, function in self.decoders:
+                row[column] = function(row[column])
+            decoded.append(row)
+        return decoded
+
+
+_compiled: dict[tuple[Any, ...], tuple[Any, tuple[str, ...], dict[tuple[int, ...], _Plan]]] = {}
+"""Per statement and parameter names: its compilation, and its plans by expanding lengths."""
+
+
+def _plan(dialect: sa.Dialect, statement: sa.Executable, parameters: Mapping[str, Any]) -> _Plan:
+    # By identity: hashing a statement costs more than the rest. The compilation kept in the
+    # cache holds the statement, so its id is not reused while the entry lives.
+    key = (id(statement), tuple(parameters))
+    found = _compiled.get(key)
+    if found is None:
+        assert isinstance(statement, sa.ClauseElement)
+        compiled: Any = statement.compile(dialect=dialect, column_keys=list(parameters))
+        expanding = tuple(name for name, bind in compiled.binds.items() if bind.expanding)
+        found = _compiled[key] = (compiled, expanding, {})
+    compiled, expanding, plans = found
+    lengths = tuple(len(parameters[name]) for name in expanding)
+    plan = plans.get(lengths)
+    if plan is None:
+        plan = plans[lengths] = _new_plan(dialect, statement, compiled, parameters)
+    return plan
+
+
+def _new_plan(
+    dialect: sa.Dialect,
+    statement: sa.Executable,
+    compiled: Any,
+    parameters: Mapping[str, Any],
+) -> _Plan:
+    state = compiled.construct_expanded_state(dict(parameters))
+    expanded = {
+        name: (original, index)
+        for original, names in state.parameter_expansion.items()
+        for index, name in enumerate(names)
+    }
+    places: list[tuple[str, int | None, Any]] = []
+    convert: list[tuple[int, Any]] = []
+    for position, name in enumerate(state.positiontup or ()):
+        original, index = expanded.get(name, (name, None))
+        bind = compiled.binds[original]
+        constant = None if original in parameters else bind.effective_value
+        places.append((original, index, constant))
+        function = _binder(bind.type, dialect)
+        if function is not None:
+            convert.append((position, function))
+    decoders: list[tuple[int, Any]] = []
+    if isinstance(statement, sa.Select):
+        for column, selected in enumerate(statement.selected_columns):
+            function = _reader(selected.type, dialect)
+            if function is not None:
+                decoders.append((column, function))
+    return _Plan(state.statement, places, convert, decoders)
+
+
+def _binder(kind: sa.types.TypeEngine[Any], dialect: sa.Dialect) -> Any:
+    if isinstance(kind, Json):
+        return _json_text
+    if isinstance(kind, sa.LargeBinary):
+        return None  # sqlite3 stores bytes as a BLOB as they are (SQLAlchemy wraps them first)
+    return kind.bind_processor(dialect)
+
+
+def _reader(kind: sa.types.TypeEngine[Any], dialect: sa.Dialect) -> Any:
+    if isinstance(kind, Json):
+        return _json_value
+    return kind.result_processor(dialect, None)
+
+
+def _wrapped(sql: str, error: sqlite3.Error, dialect: sa.Dialect) -> BaseException:
+    """The error SQLAlchemy would have raised (:func:`is_store_trouble` reads its class)."""
+    return sa.exc.DBAPIError.instance(
+        sql, None, error, sqlite3.Error, hide_parameters=True, dialect=dialect
+    )
+
+
+async def fetch(
+    conn: Statements, statement: sa.Executable, parameters: Mapping[str, Any] | None = None
+) -> list[Any]:
+    """The rows of ``statement`` as sequences of column values in its order (JSON columns
+    decoded). ``statement`` must be built once (module-level, or cached), not per call: on
+    :meth:`Store.applying`'s SQLite connection it is compiled once (:class:`_Plan`)."""
+    if isinstance(conn, _InLoop):
+        return conn.fetch(statement, parameters or {})
+    result = await conn.execute(statement, parameters)
+    return list(result.all())
+
+
+async def run(
+    conn: Statements,
+    statement: sa.Executable,
+    parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+) -> None:
+    """Run ``statement`` (built once, as for :func:`fetch`) for one set of parameters, or for
+    each of a list of them (``executemany``), for what it changes."""
+    if isinstance(conn, _InLoop):
+        rows = [parameters] if isinstance(parameters, Mapping) else parameters
+        if rows:
+            conn.run(statement, rows)
+        return
+    await conn.execute(
+        statement, dict(parameters) if isinstance(parameters, Mapping) else list(parameters)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,13 +379,18 @@ class Store:
     async def _apply_in_loop(self, engine: sa.Engine) -> AsyncIterator[Statements]:
         async with self._turn:
             with engine.connect() as conn:
-                await _begin_immediate(conn)
+                statements = _InLoop(conn)
+                await _begin_immediate(statements.raw)
                 try:
-                    yield _InLoop(conn)
+                    yield statements
                 except BaseException:
-                    conn.rollback()
+                    statements.raw.rollback()
                     raise
-                conn.commit()
+                try:
+                    statements.raw.commit()
+                except sqlite3.Error as error:
+                    statements.raw.rollback()
+                    raise _wrapped("COMMIT", error, conn.dialect) from error
 
     def reading(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for reads."""
@@ -256,20 +473,21 @@ def _sqlite_in_loop(url: sa.URL) -> sa.Engine:
     return engine
 
 
-async def _begin_immediate(conn: sa.Connection) -> None:
+async def _begin_immediate(raw: sqlite3.Connection) -> None:
     """Take SQLite's write lock, waiting (up to the busy timeout) without blocking the loop
-    while another connection holds it; in short steps, not the busy handler's up to 100 ms."""
+    while another connection holds it; in short steps, not the busy handler's up to 100 ms.
+    On sqlite3 itself, as the batch's statements (:class:`_Plan`), with SQLAlchemy's errors."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SQLITE_BUSY_TIMEOUT_MS / 1000
     pause = 0.001
     while True:
         try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            raw.execute("BEGIN IMMEDIATE")
             return
-        except sa.exc.OperationalError as error:
-            conn.rollback()
+        except sqlite3.OperationalError as error:
+            raw.rollback()
             if "locked" not in str(error) or loop.time() > deadline:
-                raise
+                raise _wrapped("BEGIN IMMEDIATE", error, sqlite.dialect()) from error
         await asyncio.sleep(pause)
         pause = min(0.01, pause * 2)
 
@@ -333,7 +551,7 @@ async def upsert(
     if not rows:
         return
     statement = _upsert(conn.dialect.name, table, tuple(rows[0]), tuple(keys), tuple(add))
-    await conn.execute(statement, list(rows))
+    await run(conn, statement, rows)
 
 
 @functools.cache

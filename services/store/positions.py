@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from services.runtime.stream_identity import Followed, StreamIdentity
-from services.store.database import Statements, insert_missing
+from services.store.database import Statements, fetch, insert_missing, run
 from services.store.schema import positions
 
 READ_MODELS: tuple[str, ...] = ("games", "scoreboard", "hands", "players", "standings")
@@ -51,11 +51,12 @@ _COLUMNS = (
 
 
 def _position(row: Any) -> Position:
-    """A position row (selected with :data:`_COLUMNS`) as a :class:`Position`."""
+    """A position row (selected with :data:`_COLUMNS`, in that order) as a :class:`Position`."""
+    position, generation, stream_name, stream_created, digest, refusal = row
     stream = None
-    if row.stream is not None and row.stream_created is not None:
-        stream = StreamIdentity(row.stream, row.stream_created)
-    return Position(row.position, row.generation, stream, row.digest, row.refusal)
+    if stream_name is not None and stream_created is not None:
+        stream = StreamIdentity(stream_name, stream_created)
+    return Position(position, generation, stream, digest, refusal)
 
 
 def _now() -> str:
@@ -112,8 +113,8 @@ _ADVANCE = (
 
 async def lock_all(conn: Statements, models: Sequence[str]) -> dict[str, Position]:
     """:func:`lock` for several models at once: one statement, the rows taken in name order."""
-    result = await conn.execute(_LOCK_ALL, {"models": list(models)})
-    found = {row.model: _position(row) for row in result}
+    rows = await fetch(conn, _LOCK_ALL, {"models": list(models)})
+    found = {row[0]: _position(row[1:]) for row in rows}
     missing = [model for model in models if model not in found]
     if missing:
         raise LookupError(f"read models {missing} have no position yet")
@@ -123,7 +124,7 @@ async def lock_all(conn: Statements, models: Sequence[str]) -> dict[str, Positio
 async def advance(conn: Statements, models: Sequence[str], sequence: int, digest: str) -> None:
     """Move the models to ``sequence``, whose message has the SHA-256 ``digest``."""
     parameters = {"models": list(models), "to_position": sequence, "to_digest": digest}
-    await conn.execute(_ADVANCE, {**parameters, "at": _now()})
+    await run(conn, _ADVANCE, {**parameters, "at": _now()})
 
 
 async def follow(conn: Statements, model: str, stream: StreamIdentity) -> None:
@@ -163,4 +164,4 @@ async def restart(conn: Statements, model: str) -> Position:
 
 async def all_positions(conn: Statements) -> dict[str, Position]:
     result = await conn.execute(sa.select(positions.c.model, *_COLUMNS))
-    return {row.model: _position(row) for row in result}
+    return {row[0]: _position(row[1:]) for row in result}
