@@ -41,6 +41,7 @@ from services.runtime.credentials import faststream_security
 from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream, games_stream_config
 from services.runtime.league_stream import LeagueStream, leagues_stream_config
+from services.runtime.loop import freeze_started_heap
 from services.runtime.nats import ensure_stream, servers_of
 
 log = structlog.get_logger("spades.engine")
@@ -189,6 +190,7 @@ def build_engine_app(
                 pending_bytes_limit=channel.pending_bytes,
             )
             subscriptions.append(subscription)
+        freeze_started_heap()
         log.info("engine ready", queue=queue)  # said once the subscriptions are in the group
 
     @app.on_shutdown

@@ -49,6 +49,7 @@ from services.runtime.game_stream import GameStream
 from services.runtime.league_cache import LeagueCache
 from services.runtime.league_stream import LeagueStream
 from services.runtime.logging import get_logger
+from services.runtime.loop import freeze_started_heap
 from services.runtime.nats import connect
 from services.runtime.settings import Settings, get_settings
 from services.runtime.webhook_addresses import AddressPolicy
@@ -128,6 +129,7 @@ def _lifespan(
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
         )
+        freeze_started_heap()
         log.info("gateway ready")
         try:
             yield

@@ -8,6 +8,7 @@ and macOS; elsewhere the services run on asyncio's own loop, unchanged.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -27,6 +28,21 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` on the services' loop."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(main)
+
+
+def freeze_started_heap() -> None:
+    """Take what a started service holds (modules, its libraries' objects, its connections)
+    out of the garbage collector's sight, once per process.
+
+    None of it is ever garbage, yet each full collection walked all of it with the loop stopped:
+    in ``spades bench http`` the gateway's took up to 100 ms and the engine's and the workers'
+    up to 130 to 180 ms, every request and message waiting meanwhile. Frozen, a full
+    collection walks only what the service made since. A service calls this once it is ready;
+    later calls in the same process (several services run as tasks of one, or tests) freeze
+    nothing more, so the garbage of one service's run is never frozen for good by the next.
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
 
 
 async def until_stopped(work: Coroutine[Any, Any, None]) -> None:

@@ -12,7 +12,7 @@ import contextlib
 
 import structlog
 
-from services.runtime.loop import until_stopped
+from services.runtime.loop import freeze_started_heap, until_stopped
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
 from services.timers.worker import Timers, stats
@@ -33,6 +33,7 @@ async def run_timers(settings: Settings, *, nats_url: str | None = None) -> None
     timers = Timers(client)
     try:
         await timers.start()
+        freeze_started_heap()
         log.info("timers ready")
         firing = asyncio.create_task(timers.fire_due(), name="timers")
         try:

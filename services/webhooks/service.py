@@ -14,7 +14,7 @@ import logging
 
 import structlog
 
-from services.runtime.loop import until_stopped
+from services.runtime.loop import freeze_started_heap, until_stopped
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
 from services.runtime.webhook_addresses import AddressPolicy
@@ -69,6 +69,7 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
             asyncio.create_task(deliveries.run(), name="webhook deliveries"),
             *(asyncio.create_task(i.run(), name=f"webhooks {i.source.name}") for i in ingests),
         ]
+        freeze_started_heap()
         log.info(
             "webhooks ready",
             schedule=settings.webhook_schedule,
