@@ -191,6 +191,9 @@ class _Plan:
 
 _compiled: dict[tuple[Any, ...], tuple[Any, tuple[str, ...], dict[tuple[int, ...], _Plan]]] = {}
 """Per statement and parameter names: its compilation, and its plans by expanding lengths."""
+_MOST_COMPILED = 1_024
+"""The read models' statements number a few dozen: more means some caller builds one per
+call, and the cache starts over rather than grow without end."""
 
 
 def _plan(dialect: sa.Dialect, statement: sa.Executable, parameters: Mapping[str, Any]) -> _Plan:
@@ -200,6 +203,8 @@ def _plan(dialect: sa.Dialect, statement: sa.Executable, parameters: Mapping[str
     found = _compiled.get(key)
     if found is None:
         assert isinstance(statement, sa.ClauseElement)
+        if len(_compiled) >= _MOST_COMPILED:
+            _compiled.clear()
         compiled: Any = statement.compile(dialect=dialect, column_keys=list(parameters))
         expanding = tuple(name for name, bind in compiled.binds.items() if bind.expanding)
         found = _compiled[key] = (compiled, expanding, {})
