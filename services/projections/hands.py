@@ -48,7 +48,7 @@ RECORDED = (
 """The events a hand record is made of (a bid only to tell whether the service made it after a
 timeout); the others (looks, receipts) are not kept."""
 
-_encode_pending = _encode_event = msgspec.json.Encoder().encode
+_encode_event = msgspec.json.Encoder().encode
 _decode_pending = msgspec.json.Decoder(list[AnyEvent]).decode
 
 
@@ -69,15 +69,19 @@ class HandProgress:
     encoded_count: int = 0
 
     def __post_init__(self) -> None:
-        if self.recorder is not None and self.stored:
+        if self.recorder is not None:
+            self._encoded_as_stored()
+
+    def _encoded_as_stored(self) -> None:
+        """``pending`` holds what ``stored`` does: its encoding is ``stored`` itself."""
+        if self.stored:
             self.encoded, self.encoded_count = self.stored, len(self.pending)
 
     def feed(self, event: AnyEvent) -> None:
         if self.recorder is None:
             self.recorder = HandRecorder()
             self.pending = _decode_pending(self.stored) if self.stored else []
-            if self.stored:
-                self.encoded, self.encoded_count = self.stored, len(self.pending)
+            self._encoded_as_stored()
             for earlier in self.pending:
                 self.recorder.feed(earlier)
         if isinstance(event, HandDealt):

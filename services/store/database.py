@@ -167,26 +167,21 @@ class _Plan:
             taken: list[Any] = [(take(row),) for row in rows]
         else:
             taken = [take(row) for row in rows]
-        if not self.convert:
-            return taken
-        converted = []
-        for values in taken:
-            values = list(values)
-            for position, function in self.convert:
-                values[position] = function(values[position])
-            converted.append(values)
-        return converted
+        return _converted(taken, self.convert) if self.convert else taken
 
     def decoded(self, rows: list[Any]) -> list[Any]:
-        if not self.decoders:
-            return rows
-        decoded = []
-        for row in rows:
-            row = list(row)
-            for column, function in self.decoders:
-                row[column] = function(row[column])
-            decoded.append(row)
-        return decoded
+        return _converted(rows, self.decoders) if self.decoders else rows
+
+
+def _converted(rows: Sequence[Sequence[Any]], conversions: Sequence[tuple[int, Any]]) -> list[Any]:
+    """Each row as a list, with each (position, function) of ``conversions`` applied to it."""
+    converted = []
+    for row in rows:
+        values = list(row)
+        for position, function in conversions:
+            values[position] = function(values[position])
+        converted.append(values)
+    return converted
 
 
 _compiled: dict[tuple[Any, ...], tuple[Any, tuple[str, ...], dict[tuple[int, ...], _Plan]]] = {}

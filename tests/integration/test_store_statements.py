@@ -13,7 +13,7 @@ from services.projections.games import COLUMNS as GAME_COLUMNS
 from services.projections.games import GameSummary
 from services.projections.scoreboard import COLUMNS as SCOREBOARD_COLUMNS
 from services.projections.scoreboard import Scoreboard
-from services.store.database import Store, fetch, upsert, where_in
+from services.store.database import Statements, Store, fetch, upsert, where_in
 from services.store.schema import game_players, hand_progress, scoreboards
 
 pytest_plugins = ["tests.integration.conftest_projections"]
@@ -32,23 +32,18 @@ def _board(game_id: str, over: bool) -> dict[str, object]:
     }
 
 
+async def _store(conn: Statements, boards: list[dict[str, object]], progress_of: str) -> None:
+    """Scoreboards, and one game's hand in progress."""
+    await upsert(conn, scoreboards, boards, keys=["game_id"])
+    progress = {"game_id": progress_of, "version": 3, "pending": b"[]"}
+    await upsert(conn, hand_progress, [progress], keys=["game_id"])
+
+
 async def test_a_batch_stores_and_reads_what_sqlalchemy_does(store: Store) -> None:
-    async with store.applying() as conn:
-        await upsert(conn, scoreboards, [_board("a", True), _board("b", False)], keys=["game_id"])
-        await upsert(
-            conn,
-            hand_progress,
-            [{"game_id": "a", "version": 3, "pending": b"[]"}],
-            keys=["game_id"],
-        )
-    async with store.writing() as conn:
-        await upsert(conn, scoreboards, [_board("c", True)], keys=["game_id"])
-        await upsert(
-            conn,
-            hand_progress,
-            [{"game_id": "c", "version": 3, "pending": b"[]"}],
-            keys=["game_id"],
-        )
+    async with store.applying() as conn:  # sqlite3 directly, on SQLite
+        await _store(conn, [_board("a", True), _board("b", False)], "a")
+    async with store.writing() as conn:  # SQLAlchemy's execution
+        await _store(conn, [_board("c", True)], "c")
     async with store.applying() as conn:
         in_batch = await fetch(conn, *where_in(scoreboards, "game_id", ["a", "b", "c"]))
         progress = await fetch(conn, *where_in(hand_progress, "game_id", ["a", "c"]))
