@@ -12,6 +12,12 @@ Each side also gets the CPU its processes spent per command (per publish), from 
 engines, the embedded nats-server and this process (the players, or the publishing tasks). On a
 busy machine the rates of the two sides move with the load each one met; the CPU per command
 moves much less.
+
+Then the floor of any engine of this shape (:mod:`benchmarks.relay`): a process that answers
+each request as an engine does on NATS (an append with optimistic concurrency, its
+acknowledgement, a reply) and does nothing else, driven with the same concurrency. Its ratio to
+the raw publishes is the most an engine could reach here; the engine's ratio to it is what the
+engine's own work (reading, deciding, caching, the round watch) costs.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import nats
 from nats.aio.client import Client
 from nats.js import api
 
+from benchmarks import relay
 from benchmarks.nats_table import RandomTable
 from contracts.wire import ActRequest
 from domain.rules import MAX_POINTS
@@ -43,9 +50,12 @@ from services.runtime.credentials import connect_options
 from services.runtime.engine_client import EngineClient, EngineUnavailable
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
+from services.runtime.replies import Replies
 from services.runtime.settings import get_settings
 
 BASELINE_STREAM = "SPADES_BENCH_BASELINE"
+REQUEST_BYTES = 160
+"""About a command request's JSON (an action with its command id, seat and token issue)."""
 
 
 class CommandFigures(msgspec.Struct):
@@ -62,6 +72,13 @@ class CommandFigures(msgspec.Struct):
     cpu_us_per_command: dict[str, float]
     """Per process: ``engine`` (all of them), ``nats-server`` (embedded only), ``client``."""
     baseline_cpu_us_per_publish: dict[str, float]
+    relay_per_s: float
+    """Requests/s through the bare relay (:mod:`benchmarks.relay`): the floor's rate."""
+    relay_ratio: float
+    """Commands/s over the relay's requests/s: the share of the floor the engine reaches."""
+    relay_ceiling: float
+    """The relay's requests/s over raw publishes/s: the most any engine of this shape reaches."""
+    relay_cpu_us_per_request: dict[str, float]
 
 
 class CpuMeter:
@@ -223,6 +240,58 @@ async def _baseline(
     return per_task * concurrency / seconds, cpu
 
 
+@contextlib.contextmanager
+def relay_process(broker: Broker, commit_bytes: int) -> Iterator[None]:
+    """The bare relay (``python -m benchmarks.relay``) in its own process, stopped on exit."""
+    credentials = broker.credentials(ADMIN)
+    command = [sys.executable, "-m", "benchmarks.relay", broker.url, str(commit_bytes)]
+    if credentials is not None:
+        command.append(str(credentials))
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        if process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the relay did not start")
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def _relay(
+    broker: Broker, concurrency: int, requests: int, commit_bytes: int
+) -> tuple[float, dict[str, float]]:
+    """Requests/s through the bare relay, each of ``concurrency`` tasks waiting for its reply."""
+    connection = await broker.connect()
+    js = connection.jetstream()
+    with contextlib.suppress(Exception):
+        await js.delete_stream(relay.STREAM)
+    await js.add_stream(relay.stream_config())
+    replies = Replies(connection)
+    body = os.urandom(REQUEST_BYTES)
+    per_task = max(1, requests // concurrency)
+    try:
+        with relay_process(broker, commit_bytes):
+
+            async def ask(table: int) -> None:
+                subject = relay.request_subject(table)
+                for _ in range(per_task):
+                    await replies.request(subject, body, timeout_s=30.0)
+
+            meter = CpuMeter()
+            start = time.perf_counter()
+            await asyncio.gather(*(ask(table) for table in range(concurrency)))
+            seconds = time.perf_counter() - start
+            cpu = meter.per(per_task * concurrency)
+    finally:
+        await js.delete_stream(relay.STREAM)
+        await connection.close()
+    return per_task * concurrency / seconds, cpu
+
+
 def run(
     games: int, commands: int, engines: int = 1, preset: str = "partnership", seed: int = 1
 ) -> CommandFigures:
@@ -232,6 +301,7 @@ def run(
             with engine_processes(broker, engines):
                 seconds, latencies, size, cpu = await _play(broker, games, commands, preset, seed)
             baseline, baseline_cpu = await _baseline(broker, games, len(latencies), size)
+            floor, floor_cpu = await _relay(broker, games, len(latencies), size)
             ordered = sorted(latencies)
             rate = len(latencies) / seconds
             return CommandFigures(
@@ -247,6 +317,10 @@ def run(
                 ratio=round(rate / baseline, 3),
                 cpu_us_per_command=cpu,
                 baseline_cpu_us_per_publish=baseline_cpu,
+                relay_per_s=round(floor, 1),
+                relay_ratio=round(rate / floor, 3),
+                relay_ceiling=round(floor / baseline, 3),
+                relay_cpu_us_per_request=floor_cpu,
             )
 
         return asyncio.run(measure())

@@ -154,6 +154,8 @@ def process_name(pid: int) -> str:
         return "spades-up"
     if "benchmarks.http_peer" in words:
         return "peer"
+    if "benchmarks.relay" in words:
+        return "relay"
     return Path(words[0]).name if words else str(pid)
 
 

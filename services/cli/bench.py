@@ -56,7 +56,8 @@ def commands(
     preset: Annotated[str, typer.Option(help="Rules preset.")] = "partnership",
     json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
 ) -> None:
-    """Commands/s and latency through the engine over NATS, against raw JetStream publishes."""
+    """Commands/s and latency through the engine over NATS, against raw JetStream publishes
+    and a bare relay (an append and a reply per request: the floor of any engine)."""
     from benchmarks.commands import run
 
     figures = run(games, count, engines, preset)
@@ -72,9 +73,13 @@ def commands(
     table.add_row("raw JetStream publishes/s", f"{figures.baseline_publish_per_s:,.0f}")
     table.add_row("mean commit size", f"{figures.mean_commit_bytes} B")
     table.add_row("ratio commands / publishes", f"{figures.ratio:.2f}")
+    table.add_row("bare relay requests/s (append, ack, reply)", f"{figures.relay_per_s:,.0f}")
+    table.add_row("ratio commands / relay", f"{figures.relay_ratio:.2f}")
+    table.add_row("ceiling: relay / publishes", f"{figures.relay_ceiling:.2f}")
     for label, cpu in (
         ("CPU us per command", figures.cpu_us_per_command),
         ("CPU us per raw publish", figures.baseline_cpu_us_per_publish),
+        ("CPU us per relay request", figures.relay_cpu_us_per_request),
     ):
         table.add_row(label, ", ".join(f"{name} {us:.0f}" for name, us in sorted(cpu.items())))
     Console().print(table)
