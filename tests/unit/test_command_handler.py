@@ -22,6 +22,8 @@ from contracts.wire import (
     ScheduleRoundRequest,
     TakeSeatRequest,
 )
+from domain.dealing import commitment
+from domain.events import HandDealt
 from services.engine.engine import Engine
 from services.engine.handler import MAX_ATTEMPTS
 from services.engine.league_engine import LeagueEngine
@@ -117,6 +119,28 @@ async def test_a_refusal_with_no_history_to_hold_it_is_not_recorded(
     reply = await send(make_engine(store), "c1", TakeSeatRequest(player="ann"), game="nowhere")
     assert (reply.ok, reply.code) == (False, "game_not_found")
     assert store.appends == 0
+
+
+async def test_a_seed_is_drawn_for_each_deal_and_for_nothing_else(
+    store: MemoryEventStore[Any],
+) -> None:
+    drawn: list[bytes] = []
+
+    def seed() -> bytes:
+        drawn.append(bytes([len(drawn)]) * 32)
+        return drawn[-1]
+
+    engine = Engine(store, clock=lambda: "2026-12-01T12:00:00.000Z", seed=seed)
+    await send(engine, "c1", CREATE)
+    for n, player in enumerate(["ann", "bob", "cy"]):
+        assert (await send(engine, f"s{n}", TakeSeatRequest(player=player))).ok
+    assert drawn == []  # no command so far could deal
+    assert (await send(engine, "s3", TakeSeatRequest(player="dee"))).ok
+    [dealt] = [e for s in await store.read("g1") for e in s.commit.events if type(e) is HandDealt]
+    bid = ActRequest(seat=(dealt.dealer + 1) % 4, action={"type": "bid", "bid": 3})
+    assert (await send(engine, "b1", bid)).ok
+    assert len(drawn) == 1  # the last seat's deal drew one seed, the bid none
+    assert (dealt.seed, dealt.commitment) == (drawn[0].hex(), commitment(drawn[0]))
 
 
 async def test_a_conflict_reloads_and_decides_again(store: MemoryEventStore[Any]) -> None:
