@@ -45,7 +45,7 @@ from domain.commands import (
     from_api,
 )
 from domain.dealing import SeededDeal
-from domain.events import SeatTaken, SeatTokenReissued
+from domain.events import GameEnded, SeatTaken, SeatTokenReissued
 from domain.game import decide
 from domain.seating import GAME_ID, GAME_ID_RULE
 from domain.state import Game
@@ -114,11 +114,14 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = fresh_seed,
         cache_capacity: int = CAPACITY,
+        ended: Callable[[str], None] | None = None,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)
         super().__init__(stream, self.games)
         self._clock = clock
         self._seed = seed
+        self.ended = ended
+        """Told the id of each game whose end this engine commits (the round watch's)."""
 
     def read(self, data: bytes) -> CommandRequest:
         return request_decoder.decode(data)
@@ -165,6 +168,13 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
                 raise Refused("conflict", detail)
             command = from_api(body.seat, body.action)
         return list(decide(state, command, deal=FreshDeal(b"", self._seed)))
+
+    def appended(self, held: LoadedGame, commit: Commit) -> None:
+        state = held.state  # the cheapest test first: most commits leave the game going on
+        if state is None or state.status != "finished" or self.ended is None:
+            return
+        if any(type(event) is GameEnded for event in commit.events):
+            self.ended(held.game_id)
 
     def records_refusal(self, request: CommandRequest) -> bool:
         """A timer's refused timeout is nobody's action (a stale shot, a race another timer

@@ -233,6 +233,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             self.contested.set()
             return None
         held.apply(Stored(sequence, data, commit))
+        self.appended(held, commit)
         return self.reply(request, commit, sequence), True
 
     async def _first_answer(
@@ -252,6 +253,10 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         """A refusal given before this command id's first answer is looked up (never recorded);
         none unless a handler says otherwise."""
         return None
+
+    def appended(self, held: Held, commit: C) -> None:
+        """Told of each commit this handler appended, once it is in the history; nothing
+        unless a handler says otherwise (it must not block: the reply waits for it)."""
 
     def records_refusal(self, request: Request) -> bool:
         """Whether a refusal of this request goes into the history (so that a retry gets it);

@@ -177,6 +177,7 @@ def build_engine_app(
             followers.append(follower)
             contests.append(asyncio.create_task(follow_when_contested(handler, follower, js)))
         watch = RoundWatch(broker.connection, league_engine)
+        engine.ended = watch.ended
         await watch.start()
         watches.append(watch)
 

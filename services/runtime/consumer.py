@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -156,6 +157,22 @@ class PullFeed:
         if self._conflict is not None:
             raise ConsumerGone(self._conflict)
         return self._take(batch)
+
+    async def acknowledge(self, messages: Sequence[Msg]) -> None:
+        """Acknowledge each of ``messages`` on its own (``AckExplicit``), in one write.
+
+        An acknowledgement is an empty message on the delivery's reply subject, which is what
+        ``Msg.ack`` publishes; here the protocol's bytes for all of them are handed to the
+        connection at once, as one command: one check, one flush, and the server reads them
+        together (``msg.ack()`` a message cost the round watch about 3 us more a commit, and
+        a flush of its own each, ``spades bench commands``)."""
+        if not messages:
+            return
+        if self._client.is_closed:
+            raise nats.errors.ConnectionClosedError
+        acks = b"".join(b"PUB %s 0\r\n\r\n" % msg.reply.encode() for msg in messages)
+        await self._client._send_command(acks)
+        await self._client._flush_pending()
 
     def _open(self) -> bool:
         """Whether a request is open, still to bring messages."""
