@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -32,7 +33,7 @@ from domain.game import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.league import RoundCompleted, RoundScheduled
 from domain.state import cards_held
 from services.engine.engine import Engine
-from services.engine.handler import MAX_ATTEMPTS
+from services.engine.handler import MAX_ATTEMPTS, commit_time, commit_time_at
 from services.engine.league_engine import LeagueEngine
 from services.engine.round_watch import RoundWatch
 from services.runtime.event_store import AppendConflict, Stored
@@ -407,3 +408,25 @@ async def test_an_unreachable_store_is_answered_unavailable() -> None:
     reply = await send(engine, "c1", CREATE)
     assert (reply.ok, reply.code) == (False, "unavailable")
     assert engine.games.peek("g1") is None  # forgotten: the next command loads it again
+
+
+@pytest.mark.parametrize(
+    "nanoseconds",
+    [
+        *(0, 999_999_999, 1_000_000_000, 1_764_590_400_000_000_000, 1_764_590_399_999_999_999),
+        *random.Random(7).sample(range(4_102_444_800 * 10**9), 50),
+    ],
+)
+def test_a_commit_time_is_the_iso_utc_time_to_the_millisecond(nanoseconds: int) -> None:
+    instant = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanoseconds // 1000)
+    expected = instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert commit_time_at(nanoseconds) == commit_time_at(nanoseconds) == expected
+
+
+def test_the_commit_time_is_now() -> None:
+    def reckoned() -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    for _ in range(2000):
+        before, now, after = reckoned(), commit_time(), reckoned()
+        assert before <= now <= after
