@@ -17,7 +17,6 @@ import contextlib
 import json
 from collections.abc import Callable, Sequence
 
-import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -25,6 +24,7 @@ from nats.aio.subscription import Subscription
 from nats.js import api
 
 from contracts.wire import GAME_SUBJECTS, GAMES_STREAM
+from services.runtime.replies import command, send
 
 ACK_WAIT_S = 60.0
 """Long enough for a slow batch; a batch not acknowledged by then is delivered again (and then
@@ -166,13 +166,8 @@ class PullFeed:
         connection at once, as one command: one check, one flush, and the server reads them
         together (``msg.ack()`` a message cost the round watch about 3 us more a commit, and
         a flush of its own each, ``spades bench commands``)."""
-        if not messages:
-            return
-        if self._client.is_closed:
-            raise nats.errors.ConnectionClosedError
-        acks = b"".join(b"PUB %s 0\r\n\r\n" % msg.reply.encode() for msg in messages)
-        await self._client._send_command(acks)
-        await self._client._flush_pending()
+        if messages:
+            await send(self._client, b"".join(command(msg.reply, b"") for msg in messages))
 
     def _open(self) -> bool:
         """Whether a request is open, still to bring messages."""
