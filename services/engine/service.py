@@ -43,6 +43,7 @@ from services.runtime.game_stream import GameStream, games_stream_config
 from services.runtime.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.loop import freeze_started_heap
 from services.runtime.nats import ensure_stream, servers_of
+from services.runtime.replies import publish
 
 log = structlog.get_logger("spades.engine")
 
@@ -145,7 +146,7 @@ def build_engine_app(
         try:
             reply = await handler.handle(body)
             if reply_to:
-                await broker.connection.publish(reply_to, reply)
+                await publish(broker.connection, reply_to, reply)
         finally:
             slots.release()
 
@@ -177,6 +178,7 @@ def build_engine_app(
             followers.append(follower)
             contests.append(asyncio.create_task(follow_when_contested(handler, follower, js)))
         watch = RoundWatch(broker.connection, league_engine)
+        engine.ended = watch.ended
         await watch.start()
         watches.append(watch)
 

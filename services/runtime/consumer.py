@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import nats.js.errors
 from nats.aio.client import Client
@@ -24,6 +24,7 @@ from nats.aio.subscription import Subscription
 from nats.js import api
 
 from contracts.wire import GAME_SUBJECTS, GAMES_STREAM
+from services.runtime.replies import command, send
 
 ACK_WAIT_S = 60.0
 """Long enough for a slow batch; a batch not acknowledged by then is delivered again (and then
@@ -156,6 +157,17 @@ class PullFeed:
         if self._conflict is not None:
             raise ConsumerGone(self._conflict)
         return self._take(batch)
+
+    async def acknowledge(self, messages: Sequence[Msg]) -> None:
+        """Acknowledge each of ``messages`` on its own (``AckExplicit``), in one write.
+
+        An acknowledgement is an empty message on the delivery's reply subject, which is what
+        ``Msg.ack`` publishes; here the protocol's bytes for all of them are handed to the
+        connection at once, as one command: one check, one flush, and the server reads them
+        together (``msg.ack()`` a message cost the round watch about 3 us more a commit, and
+        a flush of its own each, ``spades bench commands``)."""
+        if messages:
+            await send(self._client, b"".join(command(msg.reply, b"") for msg in messages))
 
     def _open(self) -> bool:
         """Whether a request is open, still to bring messages."""

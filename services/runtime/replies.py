@@ -7,12 +7,20 @@ CPU. Here a request is a counter token under the connection's own inbox prefix, 
 timer: ``spades bench commands`` measures it. The outcomes are nats-py's: the reply,
 ``nats.errors.NoRespondersError`` when nothing listens on the subject, or
 ``nats.errors.TimeoutError``.
+
+The messages of the command path (requests, the engine's replies, the round watch's
+acknowledgements) are written by :func:`publish`: the protocol command built here, byte for
+byte what nats-py's ``publish`` writes, headers included (the stream stores them), and handed to
+the connection as nats-py hands its own. nats-py's ``publish`` checks each header key with a
+regular expression and builds the header a byte at a time: about 3 us an append, 1 us a reply.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import re
+from collections.abc import Mapping
 
 import nats.errors
 from nats.aio.client import Client
@@ -21,6 +29,71 @@ from nats.js import api
 
 NO_RESPONDERS = "503"
 """The status of the reply NATS itself sends when no one listens on a request's subject."""
+
+_SPACE = re.compile(r"[ \t\r\n]")
+"""What a subject may not hold (nats-py's test): it would end or split the command."""
+_HEADER_KEY = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
+
+
+def command(
+    subject: str, data: bytes, reply: str = "", headers: Mapping[str, str] | None = None
+) -> bytes:
+    """The PUB (or, with headers, HPUB) command that publishes ``data``, as nats-py writes it.
+    Raises nats-py's errors for a subject or a header key it would refuse."""
+    if not subject or _SPACE.search(subject) or _SPACE.search(reply):
+        raise nats.errors.BadSubjectError
+    if not headers:
+        return b"PUB %b %b %d\r\n%b\r\n" % (subject.encode(), reply.encode(), len(data), data)
+    lines = []
+    for key, value in headers.items():
+        name = key.strip()
+        if not name:
+            continue
+        if not _HEADER_KEY.fullmatch(name):
+            raise nats.errors.BadHeaderError(name)
+        lines.append(b"%b: %b\r\n" % (name.encode(), value.strip().translate(_NEWLINES).encode()))
+    header = b"NATS/1.0\r\n%b\r\n" % b"".join(lines)
+    size = len(header) + len(data)
+    return b"HPUB %b %b %d %d\r\n%b%b\r\n" % (
+        subject.encode(),
+        reply.encode(),
+        len(header),
+        size,
+        header,
+        data,
+    )
+
+
+async def publish(
+    client: Client,
+    subject: str,
+    data: bytes,
+    reply: str = "",
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """What ``client.publish`` does, with the command built by :func:`command`."""
+    await send(client, command(subject, data, reply, headers), len(data))
+
+
+async def send(client: Client, built: bytes, payload_size: int = 0) -> None:
+    """Hand built commands to the connection as nats-py's ``publish`` hands its own: refused
+    on a closed or draining connection, buffered while it reconnects (up to nats-py's pending
+    limit), written by the connection's flusher, which is woken unless it is already."""
+    if client.is_closed:
+        raise nats.errors.ConnectionClosedError
+    if client.is_draining_pubs:
+        raise nats.errors.ConnectionDrainingError
+    if payload_size > client.max_payload:
+        raise nats.errors.MaxPayloadError
+    if not client.is_connected:
+        limit = client._max_pending_size
+        if limit <= 0 or len(built) + client.pending_data_size > limit:
+            raise nats.errors.OutboundBufferLimitError
+    await client._send_command(built)
+    flushing = client._flush_queue
+    if flushing is not None and flushing.empty():
+        await client._flush_pending()
 
 
 def _expire(reply: asyncio.Future[Msg]) -> None:
@@ -50,7 +123,7 @@ class Replies:
         self._waiting[token] = reply
         expiry = loop.call_later(timeout_s, _expire, reply)
         try:
-            await self._client.publish(subject, data, reply=prefix + token, headers=headers)
+            await publish(self._client, subject, data, prefix + token, headers)
             message = await reply
         finally:
             expiry.cancel()

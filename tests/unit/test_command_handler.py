@@ -5,10 +5,14 @@ results carry over, is tests/integration/test_event_store_contract.py."""
 
 from __future__ import annotations
 
+import asyncio
+import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 import pytest
+from nats.aio.client import Client
 
 from contracts.wire import (
     MAX_COMMAND_BYTES,
@@ -22,9 +26,16 @@ from contracts.wire import (
     ScheduleRoundRequest,
     TakeSeatRequest,
 )
+from domain.commands import to_api
+from domain.dealing import commitment
+from domain.events import HandDealt
+from domain.game import DiscardDue, PassDue, legal_actions, seat_to_act
+from domain.league import RoundCompleted, RoundScheduled
+from domain.state import cards_held
 from services.engine.engine import Engine
-from services.engine.handler import MAX_ATTEMPTS
+from services.engine.handler import MAX_ATTEMPTS, commit_time, commit_time_at
 from services.engine.league_engine import LeagueEngine
+from services.engine.round_watch import RoundWatch
 from services.runtime.event_store import AppendConflict, Stored
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GAMES
@@ -117,6 +128,97 @@ async def test_a_refusal_with_no_history_to_hold_it_is_not_recorded(
     reply = await send(make_engine(store), "c1", TakeSeatRequest(player="ann"), game="nowhere")
     assert (reply.ok, reply.code) == (False, "game_not_found")
     assert store.appends == 0
+
+
+async def test_a_seed_is_drawn_for_each_deal_and_for_nothing_else(
+    store: MemoryEventStore[Any],
+) -> None:
+    drawn: list[bytes] = []
+
+    def seed() -> bytes:
+        drawn.append(bytes([len(drawn)]) * 32)
+        return drawn[-1]
+
+    engine = Engine(store, clock=lambda: "2026-12-01T12:00:00.000Z", seed=seed)
+    await send(engine, "c1", CREATE)
+    for n, player in enumerate(["ann", "bob", "cy"]):
+        assert (await send(engine, f"s{n}", TakeSeatRequest(player=player))).ok
+    assert drawn == []  # no command so far could deal
+    assert (await send(engine, "s3", TakeSeatRequest(player="dee"))).ok
+    [dealt] = [e for s in await store.read("g1") for e in s.commit.events if type(e) is HandDealt]
+    bid = ActRequest(seat=(dealt.dealer + 1) % 4, action={"type": "bid", "bid": 3})
+    assert (await send(engine, "b1", bid)).ok
+    assert len(drawn) == 1  # the last seat's deal drew one seed, the bid none
+    assert (dealt.seed, dealt.commitment) == (drawn[0].hex(), commitment(drawn[0]))
+
+
+async def play_out(engine: Engine, game: str, seed: int) -> None:
+    """Random legal actions until the game ends, each as a seat's command."""
+    rng = random.Random(seed)
+    for n in range(10_000):
+        state = (await engine.games.get(game)).state
+        assert state is not None
+        if state.status == "finished":
+            return
+        seat = seat_to_act(state)
+        assert seat is not None
+        assert state.hand is not None
+        action: Any = rng.choice(legal_actions(state, seat))
+        if isinstance(action, (PassDue, DiscardDue)):
+            action = action.choose(tuple(rng.sample(cards_held(state.hand, seat), action.count)))
+        reply = await send(engine, f"a{n}", ActRequest(seat=seat, action=to_api(action)), game)
+        assert reply.ok, reply
+    raise AssertionError("the game did not end")
+
+
+QUICK = {"preset": "two-player", "max_hands": 1}
+
+
+async def test_an_engine_tells_of_each_game_it_ends_once_and_of_nothing_else(
+    store: MemoryEventStore[Any],
+) -> None:
+    ended: list[str] = []
+    engine = make_engine(store)
+    engine.ended = ended.append
+    await send(engine, "c1", CreateGameRequest(rules=QUICK))
+    for n, player in enumerate(["ann", "bob"]):
+        await send(engine, f"s{n}", TakeSeatRequest(player=player))
+    assert ended == []
+    await play_out(engine, "g1", seed=3)
+    assert ended == ["g1"]
+    again = await send(engine, "late", ActRequest(seat=0, action={"type": "bid", "bid": 3}))
+    assert not again.ok
+    assert ended == ["g1"]
+
+
+async def test_the_engine_that_ends_a_rounds_last_table_finishes_the_round_itself(
+    store: MemoryEventStore[Any],
+) -> None:
+    """The round watch's consumer never runs here: the round is finished in process."""
+    leagues = MemoryEventStore(LEAGUES)
+    engine = make_engine(store)
+    league_engine = LeagueEngine(leagues, engine.games, seed=lambda: bytes(32))
+    watch = RoundWatch(Client(), league_engine)
+    engine.ended = watch.ended
+    create = CreateLeagueRequest(name="North", rules=QUICK, players=["ann", "bob", "cat", "dan"])
+    for command_id, body in (("c1", create), ("c2", ScheduleRoundRequest())):
+        request = LeagueCommandRequest(command_id=command_id, league_id="north", body=body)
+        assert (await league_engine.answer(msgspec.json.encode(request))).ok
+    [*_, scheduled] = [e for s in await leagues.read("north") for e in s.commit.events]
+    assert isinstance(scheduled, RoundScheduled)
+    for seed, table in enumerate(scheduled.tables):
+        create_game = CreateGameRequest(rules=QUICK, league="north")
+        assert (await send(engine, "c1", create_game, table.game_id)).ok
+        for seat, player in enumerate(table.players):
+            take = TakeSeatRequest(player=player, seat=seat)
+            assert (await send(engine, f"s{seat}", take, table.game_id)).ok
+        await play_out(engine, table.game_id, seed)
+        await asyncio.sleep(0.05)  # the watch's task for this end runs (nothing else waits here)
+    [*_, completed] = stored = await leagues.read("north")
+    assert len(stored) == 3  # created, scheduled, completed: the first table's end added nothing
+    assert [type(event) for event in completed.commit.events] == [RoundCompleted]
+    assert completed.commit.command_id == f"round-end-{scheduled.tables[-1].game_id}"
+    assert watch.finished_rounds == 1
 
 
 async def test_a_conflict_reloads_and_decides_again(store: MemoryEventStore[Any]) -> None:
@@ -306,3 +408,25 @@ async def test_an_unreachable_store_is_answered_unavailable() -> None:
     reply = await send(engine, "c1", CREATE)
     assert (reply.ok, reply.code) == (False, "unavailable")
     assert engine.games.peek("g1") is None  # forgotten: the next command loads it again
+
+
+@pytest.mark.parametrize(
+    "nanoseconds",
+    [
+        *(0, 999_999_999, 1_000_000_000, 1_764_590_400_000_000_000, 1_764_590_399_999_999_999),
+        *random.Random(7).sample(range(4_102_444_800 * 10**9), 50),
+    ],
+)
+def test_a_commit_time_is_the_iso_utc_time_to_the_millisecond(nanoseconds: int) -> None:
+    instant = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanoseconds // 1000)
+    expected = instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert commit_time_at(nanoseconds) == commit_time_at(nanoseconds) == expected
+
+
+def test_the_commit_time_is_now() -> None:
+    def reckoned() -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    for _ in range(2000):
+        before, now, after = reckoned(), commit_time(), reckoned()
+        assert before <= now <= after
