@@ -11,7 +11,7 @@ import msgspec
 
 from domain.bidding import allowed_bids
 from domain.bids import Bid
-from domain.cards import CARDS, SUIT_BITS, Card, CardSet, lowest
+from domain.cards import CARDS, SUIT_CHUNKS, Card, CardSet, iter_cards, lowest
 from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
 from domain.passing import pass_is_due
 from domain.pickup import discard_is_due
@@ -83,20 +83,28 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
     """Every action ``seat`` may send now. A pass is given as :class:`PassDue`, the dealer's
     discard as :class:`DiscardDue` (the cards are the seat's choice)."""
     hand = state.hand  # None unless a hand is being played (none before, none once over)
-    if hand is None or not 0 <= seat < state.rules.players:
+    if hand is None:
+        return []
+    if hand.turn == seat and hand.phase == "play" and hand.looked >> seat & 1:
+        # The seat on turn in the play, its cards seen: the hottest path, first.
+        rules = state.rules
+        last = last_asked[0]  # allowed_plays, written out: this runs for every view
+        if last[1] is hand and last[0] is rules:
+            cards = last[2]
+        else:
+            cards = play_limit(rules, hand, seat)[1]
+            last_asked[0] = (rules, hand, cards)
+        plays = _SUIT_PLAYS[seat].get(cards)
+        if plays is None:
+            return _plays_by_suit(seat, cards)
+        return [*plays]
+    if not 0 <= seat < state.rules.players:
         return []
     actions: list[Action] = [] if hand.looked >> seat & 1 else [_LOOKS[seat]]
     phase = hand.phase
     if phase == "play":
         if hand.turn == seat:
-            rules = state.rules
-            last = last_asked[0]  # allowed_plays, written out: this runs for every view
-            if last[1] is hand and last[0] is rules:
-                cards = last[2]
-            else:
-                cards = play_limit(rules, hand, seat)[1]
-                last_asked[0] = (rules, hand, cards)
-            actions.extend(_plays(seat, cards))
+            actions.extend(_plays(seat, allowed_plays(state.rules, hand, seat)))
     elif phase == "bid":
         actions.extend(_placed(seat, legal_bids(state, seat)))
     elif phase == "draw":
@@ -119,8 +127,12 @@ _PLACED_KEPT = 4096
 """More lists than this (only from very many rule sets) and the ones kept are forgotten."""
 _DRAWS = [(Draw(seat, True), Draw(seat, False)) for seat in range(SEATS)]
 _PLAYS = [[PlayCard(seat, card) for card in CARDS] for seat in range(SEATS)]
-_SUIT_PLAYS: list[dict[CardSet, tuple[PlayCard, ...]]] = [{} for _ in range(SEATS)]
-"""Per seat, the plays of each set of cards within one suit (13 bits of a hand) met so far."""
+
+
+_SUIT_PLAYS: list[dict[CardSet, tuple[PlayCard, ...]]] = [{0: ()} for _ in range(SEATS)]
+"""Per seat, the plays of each set within one suit's bits (:data:`SUIT_CHUNKS`) met so far:
+at most 8,192 a suit."""
+_C0, _C1, _C2, _C3, _C4 = SUIT_CHUNKS
 
 
 def _placed(seat: Seat, bids: list[Bid]) -> tuple[PlaceBid, ...]:
@@ -134,28 +146,28 @@ def _placed(seat: Seat, bids: list[Bid]) -> tuple[PlaceBid, ...]:
     return placed
 
 
-def _plays_in(seat: Seat, shift: int, chunk: int) -> tuple[PlayCard, ...]:
-    plays = _PLAYS[seat]
-    return tuple([plays[shift + offset] for offset in SUIT_BITS[chunk]])
-
-
-def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[PlayCard]:
+def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[Action]:
     """The PlayCard commands of a card set: one look-up for a set within one suit's 13 bits
     (as when following), else a look-up per suit."""
+    plays = _SUIT_PLAYS[seat].get(cards)
+    return plays if plays is not None else _plays_by_suit(seat, cards)
+
+
+def _plays_by_suit(seat: Seat, cards: CardSet) -> list[Action]:
+    """The PlayCard commands of a card set, a look-up per suit."""
     known = _SUIT_PLAYS[seat]
-    plays = known.get(cards)
-    if plays is not None:
-        return plays
-    out: list[PlayCard] = []
-    shift = 0
-    while cards:
-        chunk = cards & 0x1FFF
-        if chunk:
-            suit = chunk << shift
-            plays = known.get(suit)
-            if plays is None:
-                plays = known[suit] = _plays_in(seat, shift, chunk)
-            out.extend(plays)
-        cards >>= 13
-        shift += 13
-    return out
+    try:
+        return [
+            *known[cards & _C0],
+            *known[cards & _C1],
+            *known[cards & _C2],
+            *known[cards & _C3],
+            *known[cards & _C4],
+        ]
+    except KeyError:  # a suit's cards not met before
+        plays = _PLAYS[seat]
+        for chunk in SUIT_CHUNKS:
+            suit = cards & chunk
+            if suit not in known:
+                known[suit] = tuple([plays[ordinal] for ordinal in iter_cards(suit)])
+        return _plays_by_suit(seat, cards)
