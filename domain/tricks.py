@@ -120,12 +120,12 @@ _WHY = {
 def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
     seat = command.seat
     rules = state.rules
-    if not 0 <= seat < rules.players:
-        raise RuleViolation("malformed", f"seat {seat} is not a seat at this table")
     hand = state.hand
-    if hand is None or hand.phase != "play":
-        raise RuleViolation("wrong_phase", "cards are not being played now")
-    if seat != hand.turn:
+    if hand is None or seat != hand.turn or hand.phase != "play":  # else the seat on turn
+        if not 0 <= seat < rules.players:
+            raise RuleViolation("malformed", f"seat {seat} is not a seat at this table")
+        if hand is None or hand.phase != "play":
+            raise RuleViolation("wrong_phase", "cards are not being played now")
         raise RuleViolation("not_your_turn", f"seat {hand.turn} plays now")
     card = command.card
     renege = False
