@@ -185,20 +185,34 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
     return replace(hand, phase="play", turn=leader, leader=leader, opening_card=opening)
 
 
+_PLAYED_OUT = [
+    [~(1 << ordinal << LANE * seat) for ordinal in range(len(CARDS))] for seat in range(SEATS)
+]
+"""Every card but one in one seat's lane of :attr:`Hand.holdings`, by seat and card:
+``holdings & _PLAYED_OUT[seat][ordinal]`` is the seat's hand once that card is played."""
+
+
 def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
     """The card leaves the seat's hand for the trick. Spades breaking and reneges, the rare
     changes, are made apart, so that the usual play replaces three fields."""
     seat = event.seat
-    card = event.card
-    ordinal = card.ordinal
+    ordinal = event.card.ordinal
     trick = hand.trick
-    turn = (seat + 1) % state.rules.players
-    bit = card.bit << LANE * seat
     twice = hand.twice
-    if twice and twice & bit:  # two decks: the seat keeps its other copy
-        hand = replace(hand, twice=twice & ~bit, trick=(*trick, ordinal), turn=turn)
+    if twice and twice >> LANE * seat + ordinal & 1:  # two decks: the seat keeps its other copy
+        hand = replace(
+            hand,
+            twice=twice & _PLAYED_OUT[seat][ordinal],
+            trick=(*trick, ordinal),
+            turn=(seat + 1) % state.rules.players,
+        )
     else:
-        hand = replace(hand, holdings=hand.holdings & ~bit, trick=(*trick, ordinal), turn=turn)
+        hand = replace(
+            hand,
+            holdings=hand.holdings & _PLAYED_OUT[seat][ordinal],
+            trick=(*trick, ordinal),
+            turn=(seat + 1) % state.rules.players,
+        )
     if trick and not hand.spades_broken:
         suit_of = state.rules.table.suit_of
         if suit_of[ordinal] == TRUMP and suit_of[trick[0]] != TRUMP:
