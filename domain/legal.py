@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import msgspec
 
-from domain.bidding import allowed_bids
+from domain.bidding import BidLimits, allowed_bids, bid_limits, bids_within, last_bids
 from domain.bids import Bid
 from domain.cards import CARDS, SUIT_CHUNKS, Card, CardSet, iter_cards, lowest
 from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
 from domain.passing import pass_is_due
 from domain.pickup import discard_is_due
+from domain.rules import Rules
 from domain.state import Game
 from domain.table import Seat
 from domain.tricks import SEATS, allowed_plays, last_asked, play_limit
@@ -106,7 +107,10 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
         if hand.turn == seat:
             actions.extend(_plays(seat, allowed_plays(state.rules, hand, seat)))
     elif phase == "bid":
-        actions.extend(_placed(seat, legal_bids(state, seat)))
+        if hand.turn == seat and state.status == "playing":
+            bids, placed = _placed(seat, state.rules, bid_limits(state, hand, seat))
+            last_bids[0] = (state, seat, bids)
+            actions.extend(placed)
     elif phase == "draw":
         if hand.turn == seat:
             actions.extend(_DRAWS[seat])
@@ -120,9 +124,9 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
 # --------------------------------------------------------------------------- shared commands
 
 _LOOKS = [LookAtHand(seat) for seat in range(SEATS)]
-_PLACED: dict[tuple[Seat, tuple[Bid, ...]], tuple[PlaceBid, ...]] = {}
-"""The commands of each seat's list of bids met so far: a few per rule set, as a list
-depends only on the table, the partner's bid and whether the seat may still bid blind."""
+_PLACED: dict[tuple[Seat, Rules, BidLimits], tuple[tuple[Bid, ...], tuple[PlaceBid, ...]]] = {}
+"""Each seat's bids and their commands, by rule set and limits, met so far: a few per rule
+set, as they depend only on the rules, the team's floor and whether the seat may bid blind."""
 _PLACED_KEPT = 4096
 """More lists than this (only from very many rule sets) and the ones kept are forgotten."""
 _DRAWS = [(Draw(seat, True), Draw(seat, False)) for seat in range(SEATS)]
@@ -135,14 +139,18 @@ at most 8,192 a suit."""
 _C0, _C1, _C2, _C3, _C4 = SUIT_CHUNKS
 
 
-def _placed(seat: Seat, bids: list[Bid]) -> tuple[PlaceBid, ...]:
-    """The PlaceBid commands of a list of bids, looked up whole."""
-    key = (seat, tuple(bids))
+def _placed(
+    seat: Seat, rules: Rules, limits: BidLimits
+) -> tuple[tuple[Bid, ...], tuple[PlaceBid, ...]]:
+    """The bids within these limits (:func:`domain.bidding.bids_within`), and their PlaceBid
+    commands."""
+    key = (seat, rules, limits)
     placed = _PLACED.get(key)
     if placed is None:
         if len(_PLACED) >= _PLACED_KEPT:
             _PLACED.clear()
-        placed = _PLACED[key] = tuple([PlaceBid(seat, bid) for bid in bids])
+        bids = bids_within(rules, limits)
+        placed = _PLACED[key] = (bids, tuple([PlaceBid(seat, bid) for bid in bids]))
     return placed
 
 
