@@ -180,12 +180,16 @@ def cards_in(cards: CardSet) -> list[Card]:
             *known[cards & _C3],
             *known[cards & _C4],
         ]
-    except KeyError:  # a suit's cards not met before
-        for chunk in SUIT_CHUNKS:
-            suit = cards & chunk
-            if suit not in known:
-                known[suit] = tuple([CARDS[ordinal] for ordinal in iter_cards(suit)])
-        return cards_in(cards)
+    except KeyError:  # a suit's cards not met before: read it from its bits, and keep it
+        out: list[Card] = []
+        for shift in range(0, 53, 13):
+            suit = cards & 0x1FFF << shift
+            found = known.get(suit)
+            if found is None:
+                bits = SUIT_BITS[suit >> shift]
+                found = known[suit] = tuple([CARDS[shift + bit] for bit in bits])
+            out += found
+        return out
 
 
 def set_of(cards: Iterable[Card]) -> CardSet:

@@ -11,7 +11,7 @@ import msgspec
 
 from domain.bidding import BidLimits, allowed_bids, bid_limits, bids_within, last_bids
 from domain.bids import Bid
-from domain.cards import CARDS, SUIT_CHUNKS, Card, CardSet, iter_cards, lowest
+from domain.cards import CARDS, SUIT_BITS, SUIT_CHUNKS, Card, CardSet, lowest
 from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
 from domain.passing import pass_is_due
 from domain.pickup import discard_is_due
@@ -172,10 +172,14 @@ def _plays_by_suit(seat: Seat, cards: CardSet) -> list[Action]:
             *known[cards & _C3],
             *known[cards & _C4],
         ]
-    except KeyError:  # a suit's cards not met before
-        plays = _PLAYS[seat]
-        for chunk in SUIT_CHUNKS:
-            suit = cards & chunk
-            if suit not in known:
-                known[suit] = tuple([plays[ordinal] for ordinal in iter_cards(suit)])
-        return _plays_by_suit(seat, cards)
+    except KeyError:  # a suit's plays not met before: made from its bits, and kept
+        every = _PLAYS[seat]
+        out: list[Action] = []
+        for shift in range(0, 53, 13):
+            suit = cards & 0x1FFF << shift
+            plays = known.get(suit)
+            if plays is None:
+                bits = SUIT_BITS[suit >> shift]
+                plays = known[suit] = tuple([every[shift + bit] for bit in bits])
+            out += plays
+        return out
