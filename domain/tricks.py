@@ -128,27 +128,28 @@ def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
             raise RuleViolation("wrong_phase", "cards are not being played now")
         raise RuleViolation("not_your_turn", f"seat {hand.turn} plays now")
     card = command.card
+    ordinal = card.ordinal
     renege = False
     last_rules, last_hand, allowed = last_asked[0]
     if not (
         last_hand is hand
         and last_rules is rules
-        and card.bit & allowed
+        and allowed >> ordinal & 1
         and rules.renege == "reject"
     ):  # unless the seat's legal list was just worked out, and holds the card:
-        refused, _ = play_limit(rules, hand, seat, card.bit)
+        refused, _ = play_limit(rules, hand, seat, 1 << ordinal)
         if refused is not None:
             if refused not in RENEGES or rules.renege == "reject":
                 opening = CARDS[hand.opening_card] if hand.opening_card >= 0 else None
                 why = _WHY[refused].format(card=card, seat=seat, opening=opening)
                 raise RuleViolation(refused, why)
             renege = True
-    played = CardPlayed(seat, card, True) if renege else _PLAYED[seat][card.ordinal]
+    played = CardPlayed(seat, card, True) if renege else _PLAYED[seat][ordinal]
     trick = hand.trick
     if len(trick) + 1 < rules.players:
         return [played]
     table = rules.table
-    winner = table.trick_winner(hand.leader, (*trick, card.ordinal))
+    winner = table.trick_winner(hand.leader, (*trick, ordinal))
     events: list[AnyEvent] = [played, _WON[hand.tricks_played + 1][winner]]
     if hand.tricks_played + 1 == table.hand_size:
         won = list(hand.won)
