@@ -10,6 +10,8 @@ FORMAT.md's order of precedence) and which bids are allowed (:func:`allowed_bids
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from msgspec.structs import replace
 
 from domain.bids import BLIND_NIL, NIL, Bid, blind, is_blind, is_nil, tricks_bid
@@ -103,22 +105,53 @@ def bid_refusal(state: Game, hand: Hand, seat: Seat, bid: Bid) -> RuleViolation 
     return None
 
 
-def allowed_bids(state: Game, hand: Hand, seat: Seat) -> list[Bid]:
-    """Every bid of the seat on turn that :func:`bid_refusal` lets through."""
+BidLimits = tuple[int, bool, bool]
+"""What limits a seat's bids now: the least its bid must add for its team to reach
+``team_min_bid`` (:func:`_team_floor`), whether it may bid blind nil (:func:`_blind_nil`), and
+whether it may bid blind (:func:`_blind_bid`)."""
+
+
+def bid_limits(state: Game, hand: Hand, seat: Seat) -> BidLimits:
+    """The limits on the bids of the seat on turn (:data:`BidLimits`)."""
     rules = state.rules
+    floor = _team_floor(rules, rules.table, hand, seat)
+    blind_nil = bool(rules.nil and floor <= 0 and _blind_nil(state, hand, seat) is None)
+    blindly = bool(rules.blind_bids and _blind_bid(rules, hand, seat) is None)
+    return floor, blind_nil, blindly
+
+
+@lru_cache(maxsize=4096)
+def bids_within(rules: Rules, limits: BidLimits) -> tuple[Bid, ...]:
+    """Every bid these limits let through (a few per rule set, so each is worked out once)."""
     table = rules.table
-    floor = _team_floor(rules, table, hand, seat)
+    floor, blind_nil, blindly = limits
     bids: list[Bid] = []
     if rules.nil and floor <= 0:
-        if _blind_nil(state, hand, seat) is None:
+        if blind_nil:
             bids.append(BLIND_NIL)
         bids.append(NIL)
     numeric = _bid_range(rules, table)
     bids.extend(range(max(numeric.start, floor), numeric.stop))
-    if rules.blind_bids and _blind_bid(rules, hand, seat) is None:
+    if blindly:
         blind_tricks = _bid_range(rules, table, blind=True)
         bids.extend(blind(n) for n in range(max(blind_tricks.start, floor), blind_tricks.stop))
-    return bids
+    return tuple(bids)
+
+
+last_bids: list[tuple[Game | None, Seat, tuple[Bid, ...]]] = [(None, NO_SEAT, ())]
+"""The bids allowed the seat on turn in the game last listed by
+:func:`domain.legal.legal_actions`, as :data:`domain.tricks.last_asked` keeps its plays: the
+seat's legal list and the decision on its bid ask in turn about the same state (states are
+immutable). One entry, replaced whole."""
+
+_BID_TYPES = (int, str)
+"""The bids looked up in :data:`last_bids`: exactly these types (a bool or a float goes through
+:func:`bid_refusal`, as equal to an int as it is)."""
+
+
+def allowed_bids(state: Game, hand: Hand, seat: Seat) -> list[Bid]:
+    """Every bid of the seat on turn that :func:`bid_refusal` lets through."""
+    return list(bids_within(state.rules, bid_limits(state, hand, seat)))
 
 
 # --------------------------------------------------------------------------- decide
@@ -131,9 +164,14 @@ def decide_bid(state: Game, command: PlaceBid) -> list[AnyEvent]:
         raise RuleViolation("wrong_phase", "bidding is over" if hand.bids[seat] else "not bidding")
     if seat != hand.turn:
         raise RuleViolation("not_your_turn", f"seat {hand.turn} bids now")
-    refusal = bid_refusal(state, hand, seat, command.bid)
-    if refusal is not None:
-        raise refusal
+    last_state, last_seat, allowed = last_bids[0]
+    bid = command.bid
+    if not (
+        last_state is state and last_seat == seat and type(bid) in _BID_TYPES and bid in allowed
+    ):  # unless the seat's legal list was just worked out, and holds the bid:
+        refusal = bid_refusal(state, hand, seat, bid)
+        if refusal is not None:
+            raise refusal
     placed = BidPlaced(seat, command.bid)
     if has_looked(hand, seat):
         return [placed]

@@ -159,27 +159,37 @@ def iter_cards(cards: CardSet) -> Iterator[int]:
 SUIT_BITS = tuple(tuple(bit for bit in range(13) if chunk >> bit & 1) for chunk in range(1 << 13))
 """The set bits of every 13-bit number: the cards of one suit's 13 bits of a card set."""
 
-_SUIT_CARDS: tuple[dict[int, tuple[Card, ...]], ...] = tuple({} for _ in range(0, 54, 13))
-"""Per 13 bits of a card set (a suit; the jokers last), the cards of each chunk met so far."""
+SUIT_CHUNKS = tuple(0x1FFF << shift for shift in range(0, 53, 13))
+"""The bits of each suit's 13 ordinals in a card set, the jokers' last: a set is read a suit
+at a time, as a seat's cards are listed at every look and every view."""
+_C0, _C1, _C2, _C3, _C4 = SUIT_CHUNKS
+
+_IN_SUIT: dict[CardSet, tuple[Card, ...]] = {0: ()}
+"""The cards of each set within one suit's bits (:data:`SUIT_CHUNKS`) met so far: at most
+8,192 a suit."""
 
 
 def cards_in(cards: CardSet) -> list[Card]:
-    """The cards of a set, in canonical order: read a suit at a time, as a seat's cards are
-    listed at every look and every view."""
-    out: list[Card] = []
-    base = 0
-    for known in _SUIT_CARDS:
-        if not cards:
-            break
-        chunk = cards & 0x1FFF
-        if chunk:
-            found = known.get(chunk)
+    """The cards of a set, in canonical order: read a suit at a time (:data:`SUIT_CHUNKS`)."""
+    known = _IN_SUIT
+    try:
+        return [
+            *known[cards & _C0],
+            *known[cards & _C1],
+            *known[cards & _C2],
+            *known[cards & _C3],
+            *known[cards & _C4],
+        ]
+    except KeyError:  # a suit's cards not met before: read it from its bits, and keep it
+        out: list[Card] = []
+        for shift in range(0, 53, 13):
+            suit = cards & 0x1FFF << shift
+            found = known.get(suit)
             if found is None:
-                found = known[chunk] = tuple([CARDS[base + bit] for bit in SUIT_BITS[chunk]])
-            out.extend(found)
-        cards >>= 13
-        base += 13
-    return out
+                bits = SUIT_BITS[suit >> shift]
+                found = known[suit] = tuple([CARDS[shift + bit] for bit in bits])
+            out += found
+        return out
 
 
 def set_of(cards: Iterable[Card]) -> CardSet:

@@ -72,32 +72,33 @@ _INNER_PAD = bytes(byte ^ 0x36 for byte in range(256))
 _OUTER_PAD = bytes(byte ^ 0x5C for byte in range(256))
 
 
-class _Hmac:
-    """HMAC-SHA256 (RFC 2104) keyed once, for many messages: the padded key's two hash states
-    are kept and copied, which is what makes a deal's few blocks cheap. Equal to
-    ``hmac.digest(key, message, "sha256")``."""
+_BLOCKS = tuple(struct.pack(">Q", block) for block in range(32))
+"""``u64(k)`` of the first stream blocks (a deck of 108 cards takes 14, rejections aside)."""
 
-    def __init__(self, key: bytes) -> None:
+
+class _Stream:
+    """Step 2's stream for one seed and mix: HMAC-SHA256 (RFC 2104) keyed once, its inner hash
+    fed the mix once, and both hash states copied per block, which is what makes a deal's few
+    blocks cheap. A block equals ``hmac.digest(seed, mix + u64(k), "sha256")``."""
+
+    def __init__(self, key: bytes, mix: bytes) -> None:
         if len(key) > 64:
             key = hashlib.sha256(key).digest()
         padded = key.ljust(64, b"\0")
         self._inner = hashlib.sha256(padded.translate(_INNER_PAD))
+        self._inner.update(mix)
         self._outer = hashlib.sha256(padded.translate(_OUTER_PAD))
 
-    def digest(self, message: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(message)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
-
-
-def _words(keyed: _Hmac, mix: bytes, first: int, blocks: int) -> tuple[int, ...]:
-    """Step 2: the 32-bit words of stream blocks ``first`` to ``first + blocks - 1``."""
-    stream = b"".join(
-        keyed.digest(mix + struct.pack(">Q", block)) for block in range(first, first + blocks)
-    )
-    return struct.unpack(f">{8 * blocks}I", stream)
+    def words(self, first: int, blocks: int) -> tuple[int, ...]:
+        """The 32-bit words of stream blocks ``first`` to ``first + blocks - 1``."""
+        digests = []
+        for block in range(first, first + blocks):
+            inner = self._inner.copy()
+            inner.update(_BLOCKS[block] if block < len(_BLOCKS) else struct.pack(">Q", block))
+            outer = self._outer.copy()
+            outer.update(inner.digest())
+            digests.append(outer.digest())
+        return struct.unpack(f">{8 * blocks}I", b"".join(digests))
 
 
 def shuffle(
@@ -105,25 +106,39 @@ def shuffle(
 ) -> tuple[Card, ...]:
     """The deck, top card first, for this seed, entropy and hand (steps 1 to 3 above)."""
     deck = list(pack)
-    keyed = _Hmac(seed)
-    mix = entropy_mix(hand, entropies)
-    blocks = len(deck) // 8 + 1
-    words = _words(keyed, mix, 0, blocks)
-    used = 0
+    stream = _Stream(seed, entropy_mix(hand, entropies))
+    blocks = len(deck) // 8 + 1  # a word for every swap, and a few to spare
+    words = stream.words(0, blocks)
     limits = _LIMITS
-    for i in range(len(deck) - 1, 0, -1):
+    last = len(deck) - 1
+    for i, word in zip(range(last, 0, -1), words, strict=False):  # words to spare
+        bound = i + 1
+        if word >= limits[bound]:  # rejected (rarely): on word by word from this swap
+            _swaps_from(deck, i, last - i, words, stream, blocks)
+            break
+        j = word % bound
+        deck[i], deck[j] = deck[j], deck[i]
+    return tuple(deck)
+
+
+def _swaps_from(
+    deck: list[Card], top: int, used: int, words: tuple[int, ...], stream: _Stream, blocks: int
+) -> None:
+    """Step 3 from the swap of position ``top``, the stream's first ``used`` words spent:
+    each word rejected draws the next, taking more blocks as needed."""
+    limits = _LIMITS
+    for i in range(top, 0, -1):
         bound = i + 1
         word = words[used]
         used += 1
         while word >= limits[bound]:  # rejected: it would favour the low indexes
             if used == len(words):
-                words += _words(keyed, mix, blocks, 1)
+                words += stream.words(blocks, 1)
                 blocks += 1
             word = words[used]
             used += 1
         j = word % bound
         deck[i], deck[j] = deck[j], deck[i]
-    return tuple(deck)
 
 
 def deal_out(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import msgspec
 
-from domain.bidding import allowed_bids
+from domain.bidding import BidLimits, allowed_bids, bid_limits, bids_within, last_bids
 from domain.bids import Bid
-from domain.cards import CARDS, SUIT_BITS, Card, CardSet, lowest
+from domain.cards import CARDS, SUIT_BITS, SUIT_CHUNKS, Card, CardSet, lowest
 from domain.commands import DiscardCards, Draw, LookAtHand, PassCards, PlaceBid, PlayCard
 from domain.passing import pass_is_due
 from domain.pickup import discard_is_due
+from domain.rules import Rules
 from domain.state import Game
 from domain.table import Seat
 from domain.tricks import SEATS, allowed_plays, last_asked, play_limit
@@ -83,22 +84,33 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
     """Every action ``seat`` may send now. A pass is given as :class:`PassDue`, the dealer's
     discard as :class:`DiscardDue` (the cards are the seat's choice)."""
     hand = state.hand  # None unless a hand is being played (none before, none once over)
-    if hand is None or not 0 <= seat < state.rules.players:
+    if hand is None:
+        return []
+    if hand.turn == seat and hand.phase == "play" and hand.looked >> seat & 1:
+        # The seat on turn in the play, its cards seen: the hottest path, first.
+        rules = state.rules
+        last = last_asked[0]  # allowed_plays, written out: this runs for every view
+        if last[1] is hand and last[0] is rules:
+            cards = last[2]
+        else:
+            cards = play_limit(rules, hand, seat)[1]
+            last_asked[0] = (rules, hand, cards)
+        plays = _SUIT_PLAYS[seat].get(cards)
+        if plays is None:
+            return _plays_by_suit(seat, cards)
+        return [*plays]
+    if not 0 <= seat < state.rules.players:
         return []
     actions: list[Action] = [] if hand.looked >> seat & 1 else [_LOOKS[seat]]
     phase = hand.phase
     if phase == "play":
         if hand.turn == seat:
-            rules = state.rules
-            last = last_asked[0]  # allowed_plays, written out: this runs for every view
-            if last[1] is hand and last[0] is rules:
-                cards = last[2]
-            else:
-                cards = play_limit(rules, hand, seat)[1]
-                last_asked[0] = (rules, hand, cards)
-            actions.extend(_plays(seat, cards))
+            actions.extend(_plays(seat, allowed_plays(state.rules, hand, seat)))
     elif phase == "bid":
-        actions.extend(_placed(seat, legal_bids(state, seat)))
+        if hand.turn == seat and state.status == "playing":
+            bids, placed = _placed(seat, state.rules, bid_limits(state, hand, seat))
+            last_bids[0] = (state, seat, bids)
+            actions.extend(placed)
     elif phase == "draw":
         if hand.turn == seat:
             actions.extend(_DRAWS[seat])
@@ -112,50 +124,62 @@ def legal_actions(state: Game, seat: Seat) -> list[Action]:
 # --------------------------------------------------------------------------- shared commands
 
 _LOOKS = [LookAtHand(seat) for seat in range(SEATS)]
-_PLACED: dict[tuple[Seat, tuple[Bid, ...]], tuple[PlaceBid, ...]] = {}
-"""The commands of each seat's list of bids met so far: a few per rule set, as a list
-depends only on the table, the partner's bid and whether the seat may still bid blind."""
+_PLACED: dict[tuple[Seat, Rules, BidLimits], tuple[tuple[Bid, ...], tuple[PlaceBid, ...]]] = {}
+"""Each seat's bids and their commands, by rule set and limits, met so far: a few per rule
+set, as they depend only on the rules, the team's floor and whether the seat may bid blind."""
 _PLACED_KEPT = 4096
 """More lists than this (only from very many rule sets) and the ones kept are forgotten."""
 _DRAWS = [(Draw(seat, True), Draw(seat, False)) for seat in range(SEATS)]
 _PLAYS = [[PlayCard(seat, card) for card in CARDS] for seat in range(SEATS)]
-_SUIT_PLAYS: list[dict[CardSet, tuple[PlayCard, ...]]] = [{} for _ in range(SEATS)]
-"""Per seat, the plays of each set of cards within one suit (13 bits of a hand) met so far."""
 
 
-def _placed(seat: Seat, bids: list[Bid]) -> tuple[PlaceBid, ...]:
-    """The PlaceBid commands of a list of bids, looked up whole."""
-    key = (seat, tuple(bids))
+_SUIT_PLAYS: list[dict[CardSet, tuple[PlayCard, ...]]] = [{0: ()} for _ in range(SEATS)]
+"""Per seat, the plays of each set within one suit's bits (:data:`SUIT_CHUNKS`) met so far:
+at most 8,192 a suit."""
+_C0, _C1, _C2, _C3, _C4 = SUIT_CHUNKS
+
+
+def _placed(
+    seat: Seat, rules: Rules, limits: BidLimits
+) -> tuple[tuple[Bid, ...], tuple[PlaceBid, ...]]:
+    """The bids within these limits (:func:`domain.bidding.bids_within`), and their PlaceBid
+    commands."""
+    key = (seat, rules, limits)
     placed = _PLACED.get(key)
     if placed is None:
         if len(_PLACED) >= _PLACED_KEPT:
             _PLACED.clear()
-        placed = _PLACED[key] = tuple([PlaceBid(seat, bid) for bid in bids])
+        bids = bids_within(rules, limits)
+        placed = _PLACED[key] = (bids, tuple([PlaceBid(seat, bid) for bid in bids]))
     return placed
 
 
-def _plays_in(seat: Seat, shift: int, chunk: int) -> tuple[PlayCard, ...]:
-    plays = _PLAYS[seat]
-    return tuple([plays[shift + offset] for offset in SUIT_BITS[chunk]])
-
-
-def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[PlayCard]:
+def _plays(seat: Seat, cards: CardSet) -> tuple[PlayCard, ...] | list[Action]:
     """The PlayCard commands of a card set: one look-up for a set within one suit's 13 bits
     (as when following), else a look-up per suit."""
+    plays = _SUIT_PLAYS[seat].get(cards)
+    return plays if plays is not None else _plays_by_suit(seat, cards)
+
+
+def _plays_by_suit(seat: Seat, cards: CardSet) -> list[Action]:
+    """The PlayCard commands of a card set, a look-up per suit."""
     known = _SUIT_PLAYS[seat]
-    plays = known.get(cards)
-    if plays is not None:
-        return plays
-    out: list[PlayCard] = []
-    shift = 0
-    while cards:
-        chunk = cards & 0x1FFF
-        if chunk:
-            suit = chunk << shift
+    try:
+        return [
+            *known[cards & _C0],
+            *known[cards & _C1],
+            *known[cards & _C2],
+            *known[cards & _C3],
+            *known[cards & _C4],
+        ]
+    except KeyError:  # a suit's plays not met before: made from its bits, and kept
+        every = _PLAYS[seat]
+        out: list[Action] = []
+        for shift in range(0, 53, 13):
+            suit = cards & 0x1FFF << shift
             plays = known.get(suit)
             if plays is None:
-                plays = known[suit] = _plays_in(seat, shift, chunk)
-            out.extend(plays)
-        cards >>= 13
-        shift += 13
-    return out
+                bits = SUIT_BITS[suit >> shift]
+                plays = known[suit] = tuple([every[shift + bit] for bit in bits])
+            out += plays
+        return out

@@ -41,6 +41,7 @@ class Table:
 
     __slots__ = (
         "copies",
+        "follow_rank",
         "hand_size",
         "pack",
         "pack_mask",
@@ -96,6 +97,20 @@ class Table:
         for card in self.pack:
             masks[suit_of[card.ordinal]] |= card.bit
         self.suit_mask: tuple[CardSet, ...] = tuple(masks)
+        # follow_rank[led][card]: how high a card ranks in a trick led in suit ``led``: its power
+        # in the suit led, a trump above every card of another suit (powers of 84 and up, the
+        # others' 16 at most), and any other card below the card led.
+        self.follow_rank: tuple[tuple[int, ...], ...] = tuple(
+            tuple(
+                power[card]
+                if suit_of[card] == led
+                else 1000 + power[card]
+                if suit_of[card] == TRUMP
+                else -1
+                for card in range(len(CARDS))
+            )
+            for led in range(4)
+        )
 
     def partner_of(self, seat: Seat) -> Seat | None:
         """The partner's seat, facing this one (seat + 2 of four, seat + 3 of six) in a
@@ -116,18 +131,16 @@ class Table:
 
     def winning_position(self, trick: tuple[int, ...]) -> int:
         """The position, in play order, of the card winning a trick of card indexes so far:
-        each card that :meth:`beats` the one winning before it takes the lead (the comparison
-        written out here, as this runs for every trick)."""
-        suit_of, power = self.suit_of, self.power
+        each card that :meth:`beats` the one winning before it takes the lead, which is the card
+        ranking highest by :attr:`follow_rank` for the suit led (of equal ranks, two copies of
+        one card, the later; written out here, as this runs for every trick)."""
+        rank = self.follow_rank[self.suit_of[trick[0]]]
         win = 0
-        winning = trick[0]
+        top = rank[trick[0]]
         for position in range(1, len(trick)):
-            card = trick[position]
-            if suit_of[card] == suit_of[winning]:
-                if power[card] >= power[winning]:
-                    win, winning = position, card
-            elif suit_of[card] == TRUMP:
-                win, winning = position, card
+            card_rank = rank[trick[position]]
+            if card_rank >= top:
+                win, top = position, card_rank
         return win
 
     def trick_winner(self, leader: Seat, trick: tuple[int, ...]) -> Seat:

@@ -120,35 +120,36 @@ _WHY = {
 def decide_play(state: Game, command: PlayCard) -> list[AnyEvent]:
     seat = command.seat
     rules = state.rules
-    if not 0 <= seat < rules.players:
-        raise RuleViolation("malformed", f"seat {seat} is not a seat at this table")
     hand = state.hand
-    if hand is None or hand.phase != "play":
-        raise RuleViolation("wrong_phase", "cards are not being played now")
-    if seat != hand.turn:
+    if hand is None or seat != hand.turn or hand.phase != "play":  # else the seat on turn
+        if not 0 <= seat < rules.players:
+            raise RuleViolation("malformed", f"seat {seat} is not a seat at this table")
+        if hand is None or hand.phase != "play":
+            raise RuleViolation("wrong_phase", "cards are not being played now")
         raise RuleViolation("not_your_turn", f"seat {hand.turn} plays now")
     card = command.card
+    ordinal = card.ordinal
     renege = False
     last_rules, last_hand, allowed = last_asked[0]
     if not (
         last_hand is hand
         and last_rules is rules
-        and card.bit & allowed
+        and allowed >> ordinal & 1
         and rules.renege == "reject"
     ):  # unless the seat's legal list was just worked out, and holds the card:
-        refused, _ = play_limit(rules, hand, seat, card.bit)
+        refused, _ = play_limit(rules, hand, seat, 1 << ordinal)
         if refused is not None:
             if refused not in RENEGES or rules.renege == "reject":
                 opening = CARDS[hand.opening_card] if hand.opening_card >= 0 else None
                 why = _WHY[refused].format(card=card, seat=seat, opening=opening)
                 raise RuleViolation(refused, why)
             renege = True
-    played = CardPlayed(seat, card, True) if renege else _PLAYED[seat][card.ordinal]
+    played = CardPlayed(seat, card, True) if renege else _PLAYED[seat][ordinal]
     trick = hand.trick
     if len(trick) + 1 < rules.players:
         return [played]
     table = rules.table
-    winner = table.trick_winner(hand.leader, (*trick, card.ordinal))
+    winner = table.trick_winner(hand.leader, (*trick, ordinal))
     events: list[AnyEvent] = [played, _WON[hand.tricks_played + 1][winner]]
     if hand.tricks_played + 1 == table.hand_size:
         won = list(hand.won)
@@ -185,20 +186,34 @@ def start_play(rules: Rules, hand: Hand) -> Hand:
     return replace(hand, phase="play", turn=leader, leader=leader, opening_card=opening)
 
 
+_PLAYED_OUT = [
+    [~(1 << ordinal << LANE * seat) for ordinal in range(len(CARDS))] for seat in range(SEATS)
+]
+"""Every card but one in one seat's lane of :attr:`Hand.holdings`, by seat and card:
+``holdings & _PLAYED_OUT[seat][ordinal]`` is the seat's hand once that card is played."""
+
+
 def card_played(state: Game, hand: Hand, event: CardPlayed) -> Hand:
     """The card leaves the seat's hand for the trick. Spades breaking and reneges, the rare
     changes, are made apart, so that the usual play replaces three fields."""
     seat = event.seat
-    card = event.card
-    ordinal = card.ordinal
+    ordinal = event.card.ordinal
     trick = hand.trick
-    turn = (seat + 1) % state.rules.players
-    bit = card.bit << LANE * seat
     twice = hand.twice
-    if twice and twice & bit:  # two decks: the seat keeps its other copy
-        hand = replace(hand, twice=twice & ~bit, trick=(*trick, ordinal), turn=turn)
+    if twice and twice >> LANE * seat + ordinal & 1:  # two decks: the seat keeps its other copy
+        hand = replace(
+            hand,
+            twice=twice & _PLAYED_OUT[seat][ordinal],
+            trick=(*trick, ordinal),
+            turn=(seat + 1) % state.rules.players,
+        )
     else:
-        hand = replace(hand, holdings=hand.holdings & ~bit, trick=(*trick, ordinal), turn=turn)
+        hand = replace(
+            hand,
+            holdings=hand.holdings & _PLAYED_OUT[seat][ordinal],
+            trick=(*trick, ordinal),
+            turn=(seat + 1) % state.rules.players,
+        )
     if trick and not hand.spades_broken:
         suit_of = state.rules.table.suit_of
         if suit_of[ordinal] == TRUMP and suit_of[trick[0]] != TRUMP:
