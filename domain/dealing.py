@@ -125,18 +125,19 @@ def _swaps_from(
     deck: list[Card], top: int, used: int, words: tuple[int, ...], stream: _Stream, blocks: int
 ) -> None:
     """Step 3 from the swap of position ``top``, the stream's first ``used`` words spent:
-    each word rejected draws the next, taking more blocks as needed."""
+    each word rejected draws the next, taking more blocks whenever the words run out (also
+    for a swap's first word, once rejections have spent the words to spare)."""
     limits = _LIMITS
     for i in range(top, 0, -1):
         bound = i + 1
-        word = words[used]
-        used += 1
-        while word >= limits[bound]:  # rejected: it would favour the low indexes
+        while True:
             if used == len(words):
                 words += stream.words(blocks, 1)
                 blocks += 1
             word = words[used]
             used += 1
+            if word < limits[bound]:  # a rejected word would favour the low indexes
+                break
         j = word % bound
         deck[i], deck[j] = deck[j], deck[i]
 

@@ -17,10 +17,13 @@ from domain.commands import CreateGame, TakeSeat
 from domain.deal import entropies_of
 from domain.dealing import (
     SeededDeal,
+    _Stream,
+    _swaps_from,
     commitment,
     cut_for_dealer,
     deal_out,
     entropy_bytes,
+    entropy_mix,
     shuffle,
     table_entropies,
 )
@@ -91,6 +94,16 @@ def test_shuffle_matches_an_independent_implementation(
     assert list(shuffle(seed, entropies, hand, pack)) == reference_shuffle(
         seed, entropies, hand, pack
     )
+
+
+def test_the_swaps_draw_more_of_the_stream_wherever_its_words_run_out() -> None:
+    # a shuffle takes a deck's words at once, with a few to spare for rejected ones; had
+    # rejections spent those, a swap's first word would have been read past the end
+    seed, entropies = b"seed", [b"table"]
+    deck = list(PACK)
+    stream = _Stream(seed, entropy_mix(1, entropies))
+    _swaps_from(deck, len(deck) - 1, 0, stream.words(0, 1), stream, 1)  # 8 words for 51 swaps
+    assert deck == reference_shuffle(seed, entropies, 1, PACK)
 
 
 def test_shuffle_is_deterministic_and_a_permutation() -> None:
