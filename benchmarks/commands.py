@@ -31,14 +31,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import nats
 from nats.aio.client import Client
-from nats.js import api
+from nats.js import JetStreamContext, api
 
 from benchmarks import relay
 from benchmarks.nats_table import RandomTable
@@ -146,13 +147,18 @@ def engine_processes(broker: Broker, count: int) -> Iterator[None]:
     try:
         yield
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        _stop(processes)
+
+
+def _stop(processes: list[subprocess.Popen[Any]]) -> None:
+    """Terminate the processes, and kill those still running 10 s later."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 async def wait_for_engine(client: EngineClient, timeout_s: float = 30.0) -> None:
@@ -207,20 +213,39 @@ async def _play(
     return seconds, latencies, mean_size, cpu
 
 
+async def _fresh_stream(js: JetStreamContext, config: api.StreamConfig) -> None:
+    """The stream of ``config``, empty: one left by an earlier run is deleted first."""
+    assert config.name is not None
+    with contextlib.suppress(Exception):
+        await js.delete_stream(config.name)
+    await js.add_stream(config)
+
+
+async def _timed(
+    concurrency: int, per_task: int, task: Callable[[int], Awaitable[None]]
+) -> tuple[float, dict[str, float]]:
+    """``concurrency`` tasks at once, each sending ``per_task`` messages: messages/s, and the
+    CPU per message of each process (:class:`CpuMeter`)."""
+    meter = CpuMeter()
+    start = time.perf_counter()
+    await asyncio.gather(*(task(number) for number in range(concurrency)))
+    seconds = time.perf_counter() - start
+    return per_task * concurrency / seconds, meter.per(per_task * concurrency)
+
+
 async def _baseline(
     broker: Broker, concurrency: int, publishes: int, size: int
 ) -> tuple[float, dict[str, float]]:
     connection = await broker.connect()
     js = connection.jetstream()
-    with contextlib.suppress(Exception):
-        await js.delete_stream(BASELINE_STREAM)
-    await js.add_stream(
+    await _fresh_stream(
+        js,
         api.StreamConfig(
             name=BASELINE_STREAM,
             subjects=["spades.bench.>"],
             storage=api.StorageType.FILE,
             duplicate_window=120,
-        )
+        ),
     )
     payload = os.urandom(size)
     per_task = max(1, publishes // concurrency)
@@ -230,14 +255,10 @@ async def _baseline(
         for n in range(per_task):
             await js.publish(subject, payload, headers={"Nats-Msg-Id": f"{task}-{n}"})
 
-    meter = CpuMeter()
-    start = time.perf_counter()
-    await asyncio.gather(*(publish(task) for task in range(concurrency)))
-    seconds = time.perf_counter() - start
-    cpu = meter.per(per_task * concurrency)
+    figures = await _timed(concurrency, per_task, publish)
     await js.delete_stream(BASELINE_STREAM)
     await connection.close()
-    return per_task * concurrency / seconds, cpu
+    return figures
 
 
 @contextlib.contextmanager
@@ -254,11 +275,7 @@ def relay_process(broker: Broker, commit_bytes: int) -> Iterator[None]:
             raise RuntimeError("the relay did not start")
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop([process])
 
 
 async def _relay(
@@ -267,29 +284,22 @@ async def _relay(
     """Requests/s through the bare relay, each of ``concurrency`` tasks waiting for its reply."""
     connection = await broker.connect()
     js = connection.jetstream()
-    with contextlib.suppress(Exception):
-        await js.delete_stream(relay.STREAM)
-    await js.add_stream(relay.stream_config())
+    await _fresh_stream(js, relay.stream_config())
     replies = Replies(connection)
     body = os.urandom(REQUEST_BYTES)
     per_task = max(1, requests // concurrency)
+
+    async def ask(table: int) -> None:
+        subject = relay.request_subject(table)
+        for _ in range(per_task):
+            await replies.request(subject, body, timeout_s=30.0)
+
     try:
         with relay_process(broker, commit_bytes):
-
-            async def ask(table: int) -> None:
-                subject = relay.request_subject(table)
-                for _ in range(per_task):
-                    await replies.request(subject, body, timeout_s=30.0)
-
-            meter = CpuMeter()
-            start = time.perf_counter()
-            await asyncio.gather(*(ask(table) for table in range(concurrency)))
-            seconds = time.perf_counter() - start
-            cpu = meter.per(per_task * concurrency)
+            return await _timed(concurrency, per_task, ask)
     finally:
         await js.delete_stream(relay.STREAM)
         await connection.close()
-    return per_task * concurrency / seconds, cpu
 
 
 def run(
