@@ -10,7 +10,7 @@ What each process really does on NATS, and so what it is given:
 - every process talks to JetStream through its own inbox, ``_INBOX.<user>.>`` (the clients
   connect with that inbox prefix), so no user can read the answers meant for another;
 - reading a stream (``_reads``): stream info, message gets (``STREAM.MSG.GET``, and direct
-  gets should ``allow_direct`` ever be turned on), ephemeral and ordered consumers filtered as
+  gets, which a stream of one replica allows), ephemeral and ordered consumers filtered as
   the reader likes, pulling from them, their flow control (``$JS.FC``);
 - consuming a stream durably (``_consumes``): the same, plus durable consumers made and made
   again from a position (``CONSUMER.DELETE``) and acknowledgements (``$JS.ACK``);
