@@ -122,6 +122,13 @@ async def test_a_stream_that_does_not_allow_direct_gets_is_read_through_its_lead
     assert await store.read("g1", after=first) == []
     await _seen(setup.gets, direct=0, leader=3)
 
+    # Brought to this version's definition (as the engine does at its start), the stream
+    # allows them: a store that looks at it from then on reads directly.
+    await ensure_stream(setup.js, history_stream_config(setup.stream, setup.subjects, 1))
+    history = History(setup.stream, lambda key: setup.subjects[:-1] + key, bytes.decode)
+    assert await JetStreamEventStore(setup.js, history).read("g1", after=first) == []
+    await _seen(setup.gets, direct=1, leader=3)
+
 
 async def test_direct_gets_turned_off_while_reading_fall_back_to_the_leader(
     setup: Setup,
