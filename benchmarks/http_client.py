@@ -4,9 +4,11 @@ cost is small and the same for the service and its bare peer.
 
 Each game is played one action at a time by random players: the seat's view
 (``GET /v1/games/{id}/view``), then one of the legal actions it lists
-(``POST /v1/games/{id}/actions``). After an action, the next seat round the table is asked
-first; when its view has no legal action (a trick's winner leads, a new hand), the view's
-``turn`` names the seat to ask instead (that extra view is counted, in ``requests``). A game
+(``POST /v1/games/{id}/actions``). After an action, the seat its answer names is asked next,
+as a client following the game would: a trick's winner leads, a new hand is bid from the
+dealer's left, else the next seat round the table. When that seat's view has no legal action
+(the bare peer answers with no events, say), the view's ``turn`` names the seat to ask instead
+(that extra view is counted, in ``requests``). A game
 that ends is replaced by a new one (its creation and seating are not timed).
 
 With ``--lag``, a sampler reads the read models' own copy of a game just acted in
@@ -222,10 +224,27 @@ async def _play(
                     continue
                 tally.timed(started, ended, action=True)
                 tally.last_action = (game_id, data, ended)
-                seat = (seat + 1) % SEATS
+                seat = _next_seat(seat, _json.decode(data))
             except (HttpError, OSError) as error:
                 tally.error(str(error))
                 break
+
+
+def _next_seat(seat: int, answer: Any) -> int:
+    """The seat that acts next, as the action's answer tells it: a trick's winner leads, a new
+    hand is bid from the dealer's left; else the next seat round the table (an answer that
+    says neither, the bare peer's, means the next seat too)."""
+    events = answer.get("events") if isinstance(answer, dict) else None
+    for record in reversed(events or []):
+        event = record.get("event") if isinstance(record, dict) else None
+        if not isinstance(event, dict):
+            continue
+        kind, dealer, winner = event.get("type"), event.get("dealer"), event.get("seat")
+        if kind == "hand_dealt" and isinstance(dealer, int):
+            return (dealer + 1) % SEATS
+        if kind == "trick_won" and isinstance(winner, int):
+            return winner
+    return (seat + 1) % SEATS
 
 
 def _chosen(legal: dict[str, Any], view: dict[str, Any], rng: random.Random) -> dict[str, Any]:
