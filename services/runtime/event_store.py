@@ -288,9 +288,10 @@ class JetStreamEventStore(Generic[C]):
             except nats.errors.NoRespondersError:  # direct gets were turned off since
                 self._direct = False
             else:
-                status = reply.headers.get(api.Header.STATUS) if reply.headers else None
-                if status is None and reply.headers:
-                    return _Message(int(reply.headers[SEQUENCE_HEADER]), reply.data)
+                headers = reply.headers or {}
+                status, sequence = headers.get(api.Header.STATUS), headers.get(SEQUENCE_HEADER)
+                if status is None and sequence is not None and sequence.isdigit():
+                    return _Message(int(sequence), reply.data)
                 if status == NOT_FOUND:
                     return None
         try:
