@@ -88,6 +88,38 @@ def commands(
 app.command("projections")(bench_projections)
 
 
+@app.command("gets")
+def gets(
+    subjects: Annotated[int, typer.Option(min=1, help="Histories in each stream.")] = 500,
+    count: Annotated[int, typer.Option("--gets", min=1, help="Gets a round, per side.")] = 20_000,
+    concurrency: Annotated[int, typer.Option(min=1, help="Gets asked at once.")] = 16,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds; the best of each side.")] = 3,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """A view's question to the stream ("anything after?"): the server's CPU per direct get,
+    against the leader's STREAM.MSG.GET of the same question."""
+    from benchmarks.gets import run
+
+    figures = run(subjects=subjects, gets=count, concurrency=concurrency, rounds=rounds)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"gets: {figures.gets} a round, {concurrency} at once, best of {rounds}")
+    table.add_column("measure")
+    table.add_column("direct get (the service)", justify="right")
+    table.add_column("STREAM.MSG.GET (peer)", justify="right")
+    direct, leader = figures.direct, figures.leader
+    table.add_row("gets/s", f"{direct.gets_per_s:,.0f}", f"{leader.gets_per_s:,.0f}")
+    for name in sorted(direct.cpu_us.keys() | leader.cpu_us.keys()):
+        table.add_row(
+            f"CPU us per get: {name}",
+            f"{direct.cpu_us.get(name, 0.0):.1f}",
+            f"{leader.cpu_us.get(name, 0.0):.1f}",
+        )
+    Console().print(table)
+    typer.echo(f"ratio (the server's CPU per get, peer / service): {figures.ratio:.2f}")
+
+
 @app.command("round-watch")
 def round_watch(
     games: Annotated[int, typer.Option(min=2, help="Games whose commits are triaged.")] = 200,
