@@ -22,8 +22,9 @@ async def test_both_sides_ask_every_history_past_its_end_and_are_measured(
     assert (figures.subjects, figures.gets, figures.concurrency, figures.rounds) == (12, 100, 4, 2)
     for side in (figures.direct, figures.leader):
         assert side.gets_per_s > 0
+        # A hundred gets may take less CPU than /proc counts (10 ms ticks): only the figures'
+        # presence is required, not their size.
         assert {"client", "nats-server"} <= side.cpu_us.keys()
-    assert figures.ratio > 0
     # The streams are the benchmark's own and are gone once it is done.
     connection = await broker.connect()
     try:
