@@ -78,7 +78,7 @@ async def _close(*clients: Client) -> None:
 async def _seen(gets: Gets, direct: int, leader: int) -> None:
     """Wait until the watcher has seen that many gets of each kind (the requests reach it about
     when they reach the server)."""
-    for _ in range(200):
+    for _ in range(500):  # up to 5 s, for a loaded machine
         if (len(gets.direct), len(gets.leader)) == (direct, leader):
             return
         await asyncio.sleep(0.01)
