@@ -244,6 +244,31 @@ async def test_the_projections_cannot_send_a_command(
     assert await GameStream(admin.jetstream()).read(table.game_id) == before
 
 
+async def test_direct_gets_read_only_the_streams_a_user_may_read(
+    engine: EngineProcess, admin: Client, gateway: Attempt, server: EmbeddedNats
+) -> None:
+    """The streams allow direct gets (one replica): the gateway's reads of a game take them,
+    and a user who may not read a stream is refused its direct gets as its leader's gets."""
+    table = await played_game(gateway.client, "attacked-4")
+    assert (await admin.jetstream().stream_info(LEAGUES_STREAM)).config.allow_direct
+    history = await GameStream(admin.jetstream()).read(table.game_id)
+    assert await GameStream(gateway.client.jetstream()).read(table.game_id) == history
+
+    timers = await attempt_as(server, "timers")  # it reads the game stream, not the leagues'
+    try:
+        question = b'{"last_by_subj":"%b"}' % league_subject("league-1").encode()
+        for subject in (
+            f"$JS.API.DIRECT.GET.{LEAGUES_STREAM}",
+            f"$JS.API.DIRECT.GET.{LEAGUES_STREAM}.{league_subject('league-1')}",
+            f"$JS.API.STREAM.MSG.GET.{LEAGUES_STREAM}",
+        ):
+            with pytest.raises(nats.errors.TimeoutError):
+                await timers.client.request(subject, question, timeout=1.0)
+            await timers.refusal(subject)
+    finally:
+        await timers.client.close()
+
+
 async def test_no_service_can_listen_to_another_services_answers_or_to_the_commands(
     server: EmbeddedNats, projections: Attempt
 ) -> None:
