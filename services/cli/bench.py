@@ -41,9 +41,17 @@ def engine(
     table.add_row("spades (domain/)", f"{figures.hands_per_s:,.0f}")
     if figures.peer_hands_per_s is not None:
         table.add_row("OpenSpiel C++ spades", f"{figures.peer_hands_per_s:,.0f}")
+    table.add_row(
+        "the harness alone (rules that cost nothing)", f"{figures.floor_hands_per_s:,.0f}"
+    )
     Console().print(table)
+    typer.echo(f"our rules: {figures.rules_us_per_action:.2f} us an action")
     if figures.ratio is not None:
         typer.echo(f"ratio (ours / OpenSpiel): {figures.ratio:.2f}")
+        typer.echo(
+            f"to match OpenSpiel, the rules may take {figures.budget_us_per_action:.2f} us an"
+            f" action (the harness alone reaches {figures.floor_ratio:.2f} of OpenSpiel)"
+        )
     else:
         typer.echo("OpenSpiel is not installed (pip install -e '.[bench]'): no ratio")
 
