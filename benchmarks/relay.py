@@ -9,10 +9,10 @@ deduplication, the expected stream), through the engine's own request path
 (:class:`services.runtime.replies.Replies`), and replies with the acknowledged sequence. It reads
 nothing, decides nothing and watches nothing.
 
-``spades bench commands`` runs it in its own process, as it runs the engine, and drives it with
-the same concurrency: what the relay reaches is what any engine built this way could reach on
-this machine, before a single rule is checked. Run as ``python -m benchmarks.relay URL
-[CREDENTIALS]``; it prints ``ready`` once it listens.
+``spades bench commands`` runs it in its own process on the engine's event loop (uvloop), as it
+runs the engine, and drives it with the same concurrency: what the relay reaches is what any
+engine built this way could reach on this machine, before a single rule is checked. Run as
+``python -m benchmarks.relay URL [CREDENTIALS]``; it prints ``ready`` once it listens.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import nats
 from nats.aio.msg import Msg
 from nats.js import api
 
+from services.runtime import loop
 from services.runtime.credentials import connect_options
 from services.runtime.replies import Replies
 
@@ -97,4 +98,4 @@ async def serve(url: str, credentials: Path | None, commit_bytes: int) -> None:
 
 if __name__ == "__main__":
     path = Path(sys.argv[3]) if len(sys.argv) > 3 else None
-    asyncio.run(serve(sys.argv[1], path, int(sys.argv[2])))
+    loop.run(serve(sys.argv[1], path, int(sys.argv[2])))  # the engine's loop
