@@ -55,7 +55,7 @@ class RandomTable:
             raise RefusedError(reply)
         events: list[AnyEvent] = [record.event for record in reply.events]
         if any(isinstance(event, HandDealt) for event in events):
-            events = (await self.stream.read_one(reply.sequence)).commit.events
+            events = (await self.stream.read_one(self.game_id, reply.sequence)).commit.events
         for event in events:
             self.state = evolve(self.state, event)
 

@@ -9,6 +9,7 @@ import typer
 from services.cli.projections import serve as serve_projections
 from services.runtime.logging import configure_logging
 from services.runtime.loop import run as run_service
+from services.runtime.metrics import serve_metrics
 from services.runtime.settings import get_settings
 
 app = typer.Typer(no_args_is_help=True, help="Run one service as its own process.")
@@ -55,7 +56,9 @@ def engine(nats_url: NatsUrl = None) -> None:
         queue=settings.engine_queue,
         replicas=settings.stream_replicas,
         credentials=settings.nats_credentials("engine"),
+        partitions=settings.layout,
     )
+    serve_metrics(settings.metrics_port)
     run_service(application.run())
 
 
@@ -97,6 +100,7 @@ def webhooks(nats_url: NatsUrl = None) -> None:
 
     settings = get_settings()
     configure_logging(settings)
+    serve_metrics(settings.metrics_port)
     run_service(serve_webhooks(settings, nats_url=nats_url_or_exit(nats_url)))
 
 
@@ -108,4 +112,5 @@ def timers(nats_url: NatsUrl = None) -> None:
 
     settings = get_settings()
     configure_logging(settings)
+    serve_metrics(settings.metrics_port)
     run_service(serve_timers(settings, nats_url=nats_url_or_exit(nats_url)))

@@ -268,7 +268,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         if digest and answered.request and answered.request != digest:
             detail = "this command id was first used with another request"
             return self.refusal(command_id, "idempotency_key_reused", detail)
-        stored = await self._stream.read_one(answered.sequence)
+        stored = await self._stream.read_one(held.key, answered.sequence)
         return self.reply(request, stored.commit, answered.sequence)
 
     def barred(self, held: Held, request: Request) -> Refused | None:

@@ -1,13 +1,22 @@
-"""The engine process: a FastStream application whose queue-group subscriptions answer commands.
+"""The engine process: a FastStream application whose subscriptions answer commands.
 
-Every engine process joins the queue group ``engine`` on ``spades.commands.*`` (games) and on
-``spades.league-commands.*`` (leagues), so NATS gives each command to one of them; more
-processes, more throughput. A league's commands are decided by the same process as games'
-because scheduling a round reads the games of the round before, from the same game cache. The
-streams are created (or checked) at start-up from their one definition each
-(:mod:`services.runtime.game_stream`, :mod:`services.runtime.league_stream`). Each process also
-runs its share of the round watch (:mod:`services.engine.round_watch`): a league round is
-recorded over as soon as its last game ends.
+The engines share the game stream's partitions (:mod:`services.runtime.claims`): an engine
+answers the commands of the partitions it holds, on their subjects
+(``spades.commands.*`` with one partition, ``spades.part.<p>.commands.*`` with several), so a
+game's commands reach the one engine that holds its partition and finds the game current in
+memory, and no engine follows the commits of another. When an engine ends, its partitions'
+commands find no responder until another engine takes them over (a few seconds): meanwhile they
+go to ``spades.engines.*``, which every engine answers in one queue group, reading the game from the
+stream (:mod:`services.runtime.engine_client`). Every append is optimistic, so whichever engine
+answers, a game's history stays one line.
+
+League commands go to the queue group ``engine`` on ``spades.league-commands.*``: they are few. A
+league's commands are decided by the same process as games' because scheduling a round reads the
+games of the round before, from the same game cache. The streams are created (or checked) at
+start-up from their one definition each (:mod:`services.runtime.game_stream`,
+:mod:`services.runtime.league_stream`). Each engine also runs the round watch of the partitions
+it holds (:mod:`services.engine.round_watch`): a league round is recorded over as soon as its
+last game ends.
 """
 
 from __future__ import annotations
@@ -23,27 +32,35 @@ import nats.errors
 import structlog
 from faststream import FastStream
 from faststream.nats import NatsBroker
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
+from contracts.partitions import ANY_ENGINE_SUBJECTS, ONE, Partitions
 from contracts.wire import (
-    COMMAND_SUBJECTS,
     LEAGUE_COMMAND_SUBJECTS,
+    LEAGUE_SUBJECTS,
+    LEAGUES_STREAM,
     MAX_COMMAND_BYTES,
     MAX_LEAGUE_COMMAND_BYTES,
 )
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
+from services.engine.round_watch import KIND as ROUND_WATCH
+from services.engine.round_watch import PACE as ROUND_WATCH_PACE
 from services.engine.round_watch import RoundWatch
 from services.runtime.broker_users import inbox_prefix
+from services.runtime.checkpoints import Checkpoints
+from services.runtime.claims import Claims
 from services.runtime.credentials import faststream_security
-from services.runtime.follower import Follower
-from services.runtime.game_stream import GameStream, games_stream_config
+from services.runtime.follower import Following
+from services.runtime.game_stream import GameStream, ensure_partitions, game_partitions
 from services.runtime.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.loop import freeze_started_heap
 from services.runtime.nats import ensure_stream, servers_of
 from services.runtime.replies import publish
+from services.runtime.tail import Tail
 
 log = structlog.get_logger("spades.engine")
 
@@ -63,13 +80,17 @@ class Channel:
     description: str
 
 
+GAMES_PENDING_BYTES = MAX_COMMAND_BYTES * COMMAND_WORKERS * 4
+
 CHANNELS = (
     Channel(
         "games",
-        COMMAND_SUBJECTS,
-        MAX_COMMAND_BYTES * COMMAND_WORKERS * 4,
+        "spades.commands.*",
+        GAMES_PENDING_BYTES,
         "spades.commands.{game_id}",
-        "A command for one game (CommandRequest JSON); the reply is a CommandReply.",
+        "A command for one game (CommandRequest JSON); the reply is a CommandReply. With K > 1 "
+        "partitions, spades.part.{partition}.commands.{game_id}; when no engine serves the "
+        "partition, spades.engines.{game_id}.",
     ),
     Channel(
         "leagues",
@@ -81,25 +102,77 @@ CHANNELS = (
 )
 
 
-async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
-    """Create the game and league streams from their definitions, or bring them in line."""
-    await ensure_stream(js, games_stream_config(replicas))
+async def ensure_streams(
+    js: JetStreamContext, replicas: int = 1, partitions: Partitions = ONE
+) -> None:
+    """Create the game partitions' streams and the league stream from their definitions, or
+    bring them in line."""
+    await ensure_partitions(js, partitions, replicas)
     await ensure_stream(js, leagues_stream_config(replicas))
 
 
 async def follow_when_contested(
-    handler: Engine | LeagueEngine, follower: Follower, js: JetStreamContext
+    handler: Engine | LeagueEngine, follower: Tail, js: JetStreamContext
 ) -> None:
-    """Follow a stream from the first conflict on: another engine appends to it too. A lone
-    engine's copies are current without it (every commit is its own), and following every
+    """Follow the league stream from the first conflict on: another engine appends to it too. A
+    lone engine's copies are current without it (every commit is its own), and following every
     commit cost it a tenth to a fifth of its CPU a command (``spades bench commands``); with
     several, the first conflicts read the stream, and the follower spares the rest."""
     await handler.contested.wait()
     await follower.start(js)
 
 
+class Partitioned:
+    """The engine's side of its partitions: what it starts when it gains one and stops when it
+    loses one (a :class:`~services.runtime.claims.Claims`'s work)."""
+
+    def __init__(
+        self,
+        connection: Client,
+        partitions: Partitions,
+        engine: Engine,
+        watching: Following,
+        dispatch: Callable[[Msg], Awaitable[None]],
+        queue: str,
+    ) -> None:
+        self.connection = connection
+        self.partitions = partitions
+        self.engine = engine
+        self.watching = watching
+        self.dispatch = dispatch
+        self.queue = queue
+        self.subscriptions: dict[int, Subscription] = {}
+
+    async def gain(self, partition: int) -> None:
+        """Answer the partition's commands, from games read afresh (another engine served
+        them until now), and watch its rounds."""
+        layout = self.partitions
+        self.engine.games.forget_where(lambda game_id: layout.of(game_id) == partition)
+        self.subscriptions[partition] = await self.connection.subscribe(
+            layout.command_subjects(partition),
+            queue=self.queue,
+            cb=self.dispatch,
+            pending_bytes_limit=GAMES_PENDING_BYTES,
+        )
+        await self.watching.gain(partition)
+
+    async def lose(self, partition: int) -> None:
+        """Stop answering the partition's commands (those in hand are answered) and watching
+        its rounds."""
+        subscription = self.subscriptions.pop(partition, None)
+        if subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await subscription.unsubscribe()
+        await self.watching.lose(partition)
+
+
 def build_engine_app(
-    nats_url: str, *, queue: str = "engine", replicas: int = 1, credentials: Path | None = None
+    nats_url: str,
+    *,
+    queue: str = "engine",
+    replicas: int = 1,
+    credentials: Path | None = None,
+    partitions: Partitions = ONE,
 ) -> FastStream:
     """The engine as a FastStream application (``spades serve engine`` runs it).
 
@@ -138,9 +211,11 @@ def build_engine_app(
     slots = asyncio.Semaphore(COMMAND_WORKERS)
     running: set[asyncio.Task[None]] = set()
     subscriptions: list[Subscription] = []
-    followers: list[Follower] = []
-    contests: list[asyncio.Task[None]] = []
+    tails: list[Tail] = []
+    background: list[asyncio.Task[None]] = []
     watches: list[RoundWatch] = []
+    served: list[Partitioned] = []
+    claimed: list[Claims] = []
 
     async def answer(handler: Engine | LeagueEngine, body: bytes, reply_to: str) -> None:
         try:
@@ -165,48 +240,57 @@ def build_engine_app(
     async def connect_store() -> None:
         await broker.connect()
         js = broker.config.connection_state.stream
-        await ensure_streams(js, replicas)
-        games = GameStream(js)
-        engine = Engine(games)
+        await ensure_streams(js, replicas, partitions)
+        engine = Engine(GameStream(js, partitions))
         leagues = LeagueStream(js)
         league_engine = LeagueEngine(leagues, engine.games)
         handlers.update(games=engine, leagues=league_engine)
-        for handler, follower in (
-            (engine, Follower(games, engine.games)),
-            (league_engine, Follower(leagues, league_engine.leagues)),
-        ):
-            followers.append(follower)
-            contests.append(asyncio.create_task(follow_when_contested(handler, follower, js)))
-        watch = RoundWatch(broker.connection, league_engine)
+        tail = Tail([(LEAGUES_STREAM, LEAGUE_SUBJECTS)], league_engine.leagues)
+        tails.append(tail)
+        background.append(asyncio.create_task(follow_when_contested(league_engine, tail, js)))
+        watch = RoundWatch(league_engine, Checkpoints(js, ROUND_WATCH, replicas))
         engine.ended = watch.ended
-        await watch.start()
         watches.append(watch)
+        watching = Following(
+            broker.connection, watch, game_partitions(partitions), ROUND_WATCH_PACE
+        )
+        served.append(
+            Partitioned(broker.connection, partitions, engine, watching, dispatcher(engine), queue)
+        )
 
     @app.after_startup
     async def subscribe() -> None:
-        for channel in CHANNELS:
+        js = broker.config.connection_state.stream
+        league_channel = CHANNELS[1]
+        for subjects, handler, pending in (
+            (ANY_ENGINE_SUBJECTS, handlers["games"], GAMES_PENDING_BYTES),
+            (league_channel.subjects, handlers["leagues"], league_channel.pending_bytes),
+        ):
             subscription = await broker.connection.subscribe(
-                channel.subjects,
-                queue=queue,
-                cb=dispatcher(handlers[channel.handler]),
-                pending_bytes_limit=channel.pending_bytes,
+                subjects, queue=queue, cb=dispatcher(handler), pending_bytes_limit=pending
             )
             subscriptions.append(subscription)
+        side = served[0]
+        claims = Claims(js, "engine", partitions.count, side.gain, side.lose, replicas=replicas)
+        claimed.append(claims)
+        background.append(asyncio.create_task(claims.run(), name="engine claims"))
         freeze_started_heap()
-        log.info("engine ready", queue=queue)  # said once the subscriptions are in the group
+        log.info("engine ready", queue=queue, partitions=partitions.count, member=claims.member)
 
     @app.on_shutdown
     async def finish_commands() -> None:
         for subscription in subscriptions:  # no new command; those in hand are answered
             with contextlib.suppress(nats.errors.Error):
                 await subscription.unsubscribe()
+        for task in background:  # the claims give their partitions up as they stop
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         for watch in watches:
             await watch.stop()
         if running:
             await asyncio.wait(running, timeout=10)
-        for contest in contests:
-            contest.cancel()
-        for follower in followers:
-            await follower.stop()
+        for tail in tails:
+            await tail.stop()
 
     return app

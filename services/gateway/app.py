@@ -43,15 +43,15 @@ from services.gateway.routes import (
 from services.gateway.routes.pages import install_pages
 from services.gateway.telemetry import Metrics, RequestTelemetry
 from services.runtime.engine_client import EngineClient
-from services.runtime.follower import Follower
 from services.runtime.game_cache import GameCache
-from services.runtime.game_stream import GameStream
+from services.runtime.game_stream import GameStream, game_partitions
 from services.runtime.league_cache import LeagueCache
 from services.runtime.league_stream import LeagueStream
 from services.runtime.logging import get_logger
 from services.runtime.loop import freeze_started_heap
 from services.runtime.nats import connect
 from services.runtime.settings import Settings, get_settings
+from services.runtime.tail import Tail
 from services.runtime.webhook_addresses import AddressPolicy
 from services.store.database import open_store
 from services.store.migrations import migrate
@@ -97,11 +97,12 @@ def _lifespan(
             credentials=settings.nats_credentials("gateway"),
         )
         js = connection.jetstream(timeout=settings.command_timeout_s)
-        stream = GameStream(js)
+        layout = settings.layout
+        stream = GameStream(js, layout)
         games = GameCache(stream)
         # The games it holds take each commit as it is appended: a read then finds its game
         # current, and the stream answers its one question (anything after?) with "no".
-        follower = Follower(stream, games)
+        follower = Tail([(p.stream, p.subjects) for p in game_partitions(layout)], games)
         following = asyncio.create_task(_follow(follower, js))
         store = open_store(settings.read_model_database_url)
         await migrate(store)  # the projection workers may not have started yet
@@ -114,7 +115,8 @@ def _lifespan(
             games=games,
             leagues=LeagueCache(LeagueStream(js)),
             commands=Commands(
-                EngineClient(connection, settings.command_timeout_s), metrics.engine_timeouts
+                EngineClient(connection, settings.command_timeout_s, layout),
+                metrics.engine_timeouts,
             ),
             in_flight=in_flight,
             seat_tokens=seat_tokens,
@@ -151,7 +153,7 @@ FOLLOW_RETRY_S = 1.0
 """How soon the gateway tries again to follow the game stream (not there yet, NATS away)."""
 
 
-async def _follow(follower: Follower, js: JetStreamContext) -> None:
+async def _follow(follower: Tail, js: JetStreamContext) -> None:
     """Follow the game stream once it can be followed (the engine creates it). Following only
     spares reads a request: until it starts, and if it never does, they read the stream."""
     while True:

@@ -32,7 +32,7 @@ from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
 from services.runtime.aggregate_cache import AggregateCache, Loaded
 from services.runtime.game_cache import GameCache, LoadedGame
-from services.runtime.game_stream import GameStore
+from services.runtime.game_stream import GameStream
 from services.runtime.league_cache import LeagueCache
 from services.runtime.webhook_addresses import AddressPolicy
 from services.store.database import Store
@@ -46,7 +46,7 @@ class Gateway:
 
     connection: Client
     js: JetStreamContext
-    stream: GameStore
+    stream: GameStream
     games: GameCache
     leagues: LeagueCache
     commands: Commands

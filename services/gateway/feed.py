@@ -25,7 +25,7 @@ from fastapi.sse import format_sse_event
 from nats.js import JetStreamContext, api
 from starlette.responses import StreamingResponse
 
-from contracts.wire import GAMES_STREAM, commit_seconds, game_subject, read_commit
+from contracts.wire import commit_seconds, read_commit
 from domain.events import SeatTokenReissued
 from domain.game import evolve
 from domain.state import Game
@@ -33,6 +33,7 @@ from domain.timing import apply_commit
 from domain.views import clock_view
 from services.gateway.auth import SeatGrant
 from services.gateway.views import Reader, event_json, state_for, versioned
+from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
 
 KEEP_ALIVE = format_sse_event(comment="keep-alive")
@@ -91,16 +92,17 @@ FEED_HEARTBEAT_S = 1.0
 
 @contextlib.asynccontextmanager
 async def _following(
-    js: JetStreamContext, game_id: str, from_sequence: int
+    js: JetStreamContext, stream: GameStream, game_id: str, from_sequence: int
 ) -> AsyncIterator[JetStreamContext.PushSubscription]:
     config = api.ConsumerConfig(
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=from_sequence
     )
     # The heartbeat lets the client notice within seconds that the node holding this
     # (single-replica) consumer is gone, and make it again on another node.
+    part = stream.part(game_id)
     subscription = await js.subscribe(
-        game_subject(game_id),
-        stream=GAMES_STREAM,
+        part.subject(game_id),
+        stream=part.name,
         config=config,
         ordered_consumer=True,
         idle_heartbeat=FEED_HEARTBEAT_S,
@@ -125,7 +127,11 @@ def _clock_frame(game: Game) -> bytes:
 
 
 async def frames(
-    js: JetStreamContext, start: FeedStart, reader: Reader, keep_alive_s: float
+    js: JetStreamContext,
+    stream: GameStream,
+    start: FeedStart,
+    reader: Reader,
+    keep_alive_s: float,
 ) -> AsyncIterator[bytes]:
     """The stream's bytes, until the client goes or NATS does."""
     game = start.game
@@ -137,7 +143,7 @@ async def frames(
     elif seen < game.version:
         from_sequence = 1  # replay the game's subject from its start, skipping what was seen
     try:
-        async with _following(js, game.game_id, from_sequence) as subscription:
+        async with _following(js, stream, game.game_id, from_sequence) as subscription:
             while True:
                 if start.expired():
                     return

@@ -4,7 +4,7 @@ The engine decides against these states (optimistic concurrency catches a stale 
 gateway renders views from them. A cold one is rebuilt by replaying its subject; the least
 recently used go first when the cache is full. Games and leagues are both kept this way.
 
-A process that follows the stream (:mod:`services.runtime.follower`) hands each commit, as it
+A process that follows the stream (:mod:`services.runtime.tail`) hands each commit, as it
 is appended, to :meth:`AggregateCache.observe`: an aggregate held in memory takes the commit
 when it is the next one of its chain, so a command that another engine's commit preceded finds
 its state current instead of failing its append and reading the stream again.
@@ -149,6 +149,12 @@ class AggregateCache(Generic[L]):
 
     def forget(self, key: str) -> None:
         self._held.pop(key, None)
+
+    def forget_where(self, chosen: Callable[[str], bool]) -> None:
+        """Forget every aggregate whose key is ``chosen`` (another process may have appended to
+        them since: they are read again when next asked for)."""
+        for key in [key for key in self._held if chosen(key)]:
+            del self._held[key]
 
     async def latest(self, key: str) -> L:
         """The aggregate caught up with everything appended so far (for readers)."""

@@ -16,8 +16,10 @@ What each process really does on NATS, and so what it is given:
   again from a position (``CONSUMER.DELETE``) and acknowledgements (``$JS.ACK``);
 - the engine alone declares the streams and appends to them (its appends are JetStream
   publishes to the stream subjects) and answers the command subjects (``allow_responses``: it may
-  answer only the requests it was sent); its round watch pulls and acknowledges one durable
-  consumer of the game stream, its own (``_watches``), and may delete none;
+  answer only the requests it was sent); its round watch follows the partitions it serves
+  through durable consumers (``_consumes``), keeping its positions in a checkpoint bucket;
+- every worker kind renews its leases and membership under its own keys of the claims bucket
+  (``_claims``), and keeps positions outside a database under its own keys (``_checkpoints``);
 - nobody but ``admin`` may delete or purge a stream or a message, or touch another stream.
 
 ``admin`` is the operator's user, for the CLI tools that read the stream or manage it (audit,
@@ -30,15 +32,18 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from contracts.partitions import ANY_ENGINE_SUBJECTS, LEGACY_STREAM, ONE, Partitions
 from contracts.wire import (
-    COMMAND_SUBJECTS,
-    GAME_SUBJECTS,
-    GAMES_STREAM,
     LEAGUE_COMMAND_SUBJECTS,
     LEAGUE_SUBJECTS,
     LEAGUES_STREAM,
-    ROUND_WATCH_CONSUMER,
 )
+
+CLAIMS_BUCKET = "SPADES_CLAIMS"
+"""The key-value bucket of partition leases (:mod:`services.runtime.claims`)."""
+CHECKPOINTS_BUCKET = "SPADES_CHECKPOINTS"
+"""The key-value bucket of positions kept outside a database
+(:mod:`services.runtime.checkpoints`)."""
 
 ADMIN = "admin"
 INBOX_ROOT = "_INBOX"
@@ -94,62 +99,129 @@ def _consumes(stream: str) -> tuple[str, ...]:
     )
 
 
-def _watches(stream: str, consumer: str) -> tuple[str, ...]:
-    """One durable consumer of its own, made and acknowledged; never deleted, nor another's."""
-    return (
-        *_reads(stream),
-        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
-        f"$JS.ACK.{stream}.{consumer}.>",
-    )
-
-
 def _declares(stream: str, subjects: str) -> tuple[str, ...]:
     return (f"$JS.API.STREAM.CREATE.{stream}", f"$JS.API.STREAM.UPDATE.{stream}", subjects)
 
 
-BROKER_USERS: dict[str, BrokerUser] = {
-    "engine": BrokerUser(
-        role="answers the commands; declares the streams and alone appends to them; ends rounds",
-        publish=(
-            *_declares(GAMES_STREAM, GAME_SUBJECTS),
-            *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
-            *_watches(GAMES_STREAM, ROUND_WATCH_CONSUMER),
-            *_reads(LEAGUES_STREAM),
+def _claims(kind: str) -> tuple[str, ...]:
+    """Leases and membership of one kind of work in the claims bucket (:mod:`.claims`), and
+    making the bucket if no one has yet."""
+    bucket = f"KV_{CLAIMS_BUCKET}"
+    return (
+        f"$KV.{CLAIMS_BUCKET}.{kind}.>",
+        f"$JS.API.STREAM.CREATE.{bucket}",
+        f"$JS.API.STREAM.INFO.{bucket}",
+        f"$JS.API.STREAM.MSG.GET.{bucket}",
+        f"$JS.API.DIRECT.GET.{bucket}.>",
+    )
+
+
+def _checkpoints(kind: str) -> tuple[str, ...]:
+    """Positions one kind of work keeps in the checkpoint bucket (:mod:`.checkpoints`)."""
+    bucket = f"KV_{CHECKPOINTS_BUCKET}"
+    return (
+        f"$KV.{CHECKPOINTS_BUCKET}.{kind}.>",
+        f"$JS.API.STREAM.CREATE.{bucket}",
+        f"$JS.API.STREAM.INFO.{bucket}",
+        f"$JS.API.STREAM.MSG.GET.{bucket}",
+        f"$JS.API.DIRECT.GET.{bucket}.>",
+    )
+
+
+def _layout_checks(partitions: Partitions) -> tuple[str, ...]:
+    """Looking at the streams another layout would have (:func:`~services.runtime.game_stream.
+    check_partitions`): a process started with the wrong K must find out, not look for games
+    in the wrong stream. Stream info only: counts, never a message."""
+    beyond = Partitions(partitions.count + 1).stream(partitions.count)
+    others = {LEGACY_STREAM, Partitions(2).stream(0), beyond} - set(partitions.streams)
+    return tuple(f"$JS.API.STREAM.INFO.{stream}" for stream in sorted(others))
+
+
+def _each(streams: Iterable[str], grant: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(subject for stream in streams for subject in grant(stream))
+
+
+def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
+    """Every user of a deployment of ``partitions``: the game streams are named one by one (a
+    permission cannot match part of a stream's name)."""
+    games = partitions.streams
+    game_subjects = tuple(partitions.subjects(p) for p in partitions.indexes)
+    commands = tuple(partitions.command_subjects(p) for p in partitions.indexes)
+    sends = (*commands, ANY_ENGINE_SUBJECTS)
+    checks = _layout_checks(partitions)
+    return {
+        "engine": BrokerUser(
+            role="answers the commands; declares the streams and alone appends to them; "
+            "ends rounds",
+            publish=(
+                *(
+                    subject
+                    for p in partitions.indexes
+                    for subject in _declares(games[p], game_subjects[p])
+                ),
+                *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
+                *_each(games, _consumes),
+                *_reads(LEAGUES_STREAM),
+                *_claims("engine"),
+                *_checkpoints("round-watch"),
+                *checks,
+            ),
+            subscribe=(*sends, LEAGUE_COMMAND_SUBJECTS, _inbox("engine")),
+            responds=True,
         ),
-        subscribe=(COMMAND_SUBJECTS, LEAGUE_COMMAND_SUBJECTS, _inbox("engine")),
-        responds=True,
-    ),
-    "gateway": BrokerUser(
-        role="sends commands, reads and follows the streams; writes, deletes, purges nothing",
-        publish=(
-            COMMAND_SUBJECTS,
-            LEAGUE_COMMAND_SUBJECTS,
-            *_reads(GAMES_STREAM),
-            *_reads(LEAGUES_STREAM),
+        "gateway": BrokerUser(
+            role="sends commands, reads and follows the streams; writes, deletes, purges nothing",
+            publish=(
+                *sends,
+                LEAGUE_COMMAND_SUBJECTS,
+                *_each(games, _reads),
+                *_reads(LEAGUES_STREAM),
+                *checks,
+            ),
+            subscribe=(_inbox("gateway"),),
         ),
-        subscribe=(_inbox("gateway"),),
-    ),
-    "projections": BrokerUser(
-        role="reads the streams through durable consumers it acknowledges; sends no command",
-        publish=(*_consumes(GAMES_STREAM), *_consumes(LEAGUES_STREAM)),
-        subscribe=(_inbox("projections"),),
-    ),
-    "timers": BrokerUser(
-        role="fires a turn's timeout as a command, from the turns in the game stream",
-        publish=(COMMAND_SUBJECTS, *_consumes(GAMES_STREAM)),
-        subscribe=(_inbox("timers"),),
-    ),
-    "webhooks": BrokerUser(
-        role="delivers what happens in games and leagues, from durable consumers; no command",
-        publish=(*_consumes(GAMES_STREAM), *_consumes(LEAGUES_STREAM)),
-        subscribe=(_inbox("webhooks"),),
-    ),
-    ADMIN: BrokerUser(
-        role="the operator's tools (audit, projections lag, backups): everything",
-        publish=(">",),
-        subscribe=(">",),
-    ),
-}
+        "projections": BrokerUser(
+            role="reads the streams through durable consumers it acknowledges; sends no command",
+            publish=(
+                *_each(games, _consumes),
+                *_consumes(LEAGUES_STREAM),
+                *_claims("projections"),
+                *checks,
+            ),
+            subscribe=(_inbox("projections"),),
+        ),
+        "timers": BrokerUser(
+            role="fires a turn's timeout as a command, from the turns in the game stream",
+            publish=(
+                *sends,
+                *_each(games, _consumes),
+                *_claims("timers"),
+                *_checkpoints("timers"),
+                *checks,
+            ),
+            subscribe=(_inbox("timers"),),
+        ),
+        "webhooks": BrokerUser(
+            role="delivers what happens in games and leagues, from durable consumers; no command",
+            publish=(
+                *_each(games, _consumes),
+                *_consumes(LEAGUES_STREAM),
+                *_claims("webhooks"),
+                *_claims("webhooks-leagues"),
+                *checks,
+            ),
+            subscribe=(_inbox("webhooks"),),
+        ),
+        ADMIN: BrokerUser(
+            role="the operator's tools (audit, projections lag, backups): everything",
+            publish=(">",),
+            subscribe=(">",),
+        ),
+    }
+
+
+BROKER_USERS: dict[str, BrokerUser] = broker_users()
+"""The users of a one-partition deployment (their names are every deployment's)."""
 
 
 def subject_matches(pattern: str, subject: str) -> bool:
@@ -176,14 +248,16 @@ def permissions(user: BrokerUser) -> dict[str, object]:
 
 
 def authorization_config(
-    nkey_of: Callable[[str], str], users: Iterable[str] = BROKER_USERS
+    nkey_of: Callable[[str], str],
+    users: Iterable[str] = BROKER_USERS,
+    partitions: Partitions = ONE,
 ) -> dict[str, object]:
     """The ``authorization`` block: every user by its public nkey, with its permissions. With
     no ``no_auth_user``, a client that does not sign the server's nonce is refused."""
+    every = broker_users(partitions)
     return {
         "users": [
-            {"nkey": nkey_of(name), "permissions": permissions(BROKER_USERS[name])}
-            for name in users
+            {"nkey": nkey_of(name), "permissions": permissions(every[name])} for name in users
         ]
     }
 
@@ -193,18 +267,20 @@ def nkey_variable(user: str) -> str:
     return f"SPADES_NATS_NKEY_{user.upper()}"
 
 
-def deployed_authorization() -> str:
-    """``deploy/nats/authorization.conf``: the same users for a deployed server, whose public
-    nkeys come from the environment (``$SPADES_NATS_NKEY_<USER>``)."""
+def deployed_authorization(partitions: Partitions = ONE) -> str:
+    """``deploy/nats/authorization.conf``: the same users for a deployed server of
+    ``partitions``, whose public nkeys come from the environment
+    (``$SPADES_NATS_NKEY_<USER>``)."""
     lines = [
         "# The broker's users: one per kind of Spades process, with only the subjects it uses.",
         "# Written by `spades broker authorization` from services/runtime/broker_users.py (a",
         "# test keeps them equal). Each user is its public nkey, read from the nats-server's",
         "# environment; `spades broker keys DIR` makes the key pairs (README.md in this folder).",
+        f"# For a deployment of {partitions.count} partition(s) of the game stream.",
         "authorization {",
         "  users: [",
     ]
-    for name, user in BROKER_USERS.items():
+    for name, user in broker_users(partitions).items():
         lines += [f"    # {name}: {user.role}", "    {", f"      nkey: ${nkey_variable(name)}"]
         lines.append("      permissions: {")
         lines += _allow_list("publish", user.publish)

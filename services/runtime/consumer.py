@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import nats.js.errors
 from nats.aio.client import Client
@@ -38,44 +39,86 @@ def consumer_name(model: str) -> str:
     return f"spades-projections-{model}"
 
 
-def consumer_config(model: str, after: int, max_ack_pending: int) -> api.ConsumerConfig:
-    """Pull, from sequence ``after + 1``, acknowledged per batch (``AckAll`` on its last message).
+@dataclass(frozen=True, slots=True)
+class Durable:
+    """A durable pull consumer a worker follows a stream through, at a position it stores."""
 
-    ``max_deliver=-1``: the server never gives up on a message. A message it gave up on would be
-    skipped without a trace; retrying and parking are the worker's, where the reason is known.
-    """
+    stream: str
+    name: str
+    subjects: str
+    description: str = ""
+    ack_wait_s: float = ACK_WAIT_S
+
+    def config(self, after: int, max_ack_pending: int) -> api.ConsumerConfig:
+        """Pull, from sequence ``after + 1``, acknowledged per batch (``AckAll`` on its last
+        message).
+
+        ``max_deliver=-1``: the server never gives up on a message. A message it gave up on
+        would be skipped without a trace; retrying and parking are the worker's, where the
+        reason is known.
+        """
+        return api.ConsumerConfig(
+            name=self.name,
+            durable_name=self.name,
+            description=self.description or None,
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=after + 1,
+            ack_policy=api.AckPolicy.ALL,
+            ack_wait=self.ack_wait_s,
+            max_deliver=-1,
+            max_ack_pending=max_ack_pending,
+            filter_subject=self.subjects,
+        )
+
+    def stands_at(self, info: api.ConsumerInfo, after: int, max_ack_pending: int) -> bool:
+        """Whether the consumer found delivers next exactly ``after + 1``, as configured now."""
+        config = info.config
+        delivered = info.delivered.stream_seq if info.delivered else None
+        acknowledged = info.ack_floor.stream_seq if info.ack_floor else None
+        return (
+            delivered == after
+            and acknowledged == after
+            and not info.num_ack_pending
+            and config.ack_policy == api.AckPolicy.ALL
+            and config.filter_subject == self.subjects
+            and config.max_deliver in (None, -1)
+            and config.max_ack_pending == max_ack_pending
+        )
+
+    async def open(self, client: Client, after: int, *, max_ack_pending: int) -> PullFeed:
+        """The consumer, made again to start right after ``after`` unless it stands exactly
+        there; a feed of it, open."""
+        js = client.jetstream()
+        try:
+            info: api.ConsumerInfo | None = await js.consumer_info(self.stream, self.name)
+        except nats.js.errors.NotFoundError:
+            info = None
+        if info is None or not self.stands_at(info, after, max_ack_pending):
+            if info is not None:
+                await js.delete_consumer(self.stream, self.name)
+            await js.add_consumer(self.stream, config=self.config(after, max_ack_pending))
+        feed = PullFeed(client, self.stream, self.name)
+        await feed.open()
+        return feed
+
+
+def projections_durable(model: str) -> Durable:
     name = consumer_name(model)
-    return api.ConsumerConfig(
-        name=name,
-        durable_name=name,
-        description=f"projection worker of the read models {model}",
-        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=after + 1,
-        ack_policy=api.AckPolicy.ALL,
-        ack_wait=ACK_WAIT_S,
-        max_deliver=-1,
-        max_ack_pending=max_ack_pending,
-        filter_subject=GAME_SUBJECTS,
+    return Durable(
+        GAMES_STREAM, name, GAME_SUBJECTS, f"projection worker of the read models {model}"
     )
+
+
+def consumer_config(model: str, after: int, max_ack_pending: int) -> api.ConsumerConfig:
+    """The projection consumer of ``model`` on a one-partition deployment."""
+    return projections_durable(model).config(after, max_ack_pending)
 
 
 async def open_consumer(
     client: Client, model: str, after: int, *, max_ack_pending: int
 ) -> PullFeed:
     """The model's consumer, delivering from stream sequence ``after + 1``."""
-    js = client.jetstream()
-    name = consumer_name(model)
-    try:
-        info: api.ConsumerInfo | None = await js.consumer_info(GAMES_STREAM, name)
-    except nats.js.errors.NotFoundError:
-        info = None
-    if info is None or not _stands_at(info, after, max_ack_pending):
-        if info is not None:
-            await js.delete_consumer(GAMES_STREAM, name)
-        await js.add_consumer(GAMES_STREAM, config=consumer_config(model, after, max_ack_pending))
-    feed = PullFeed(client, GAMES_STREAM, name)
-    await feed.open()
-    return feed
+    return await projections_durable(model).open(client, after, max_ack_pending=max_ack_pending)
 
 
 class ConsumerGone(Exception):
@@ -211,18 +254,3 @@ class PullFeed:
         else:
             return
         self._changed.set()
-
-
-def _stands_at(info: api.ConsumerInfo, after: int, max_ack_pending: int) -> bool:
-    config = info.config
-    delivered = info.delivered.stream_seq if info.delivered else None
-    acknowledged = info.ack_floor.stream_seq if info.ack_floor else None
-    return (
-        delivered == after
-        and acknowledged == after
-        and not info.num_ack_pending
-        and config.ack_policy == api.AckPolicy.ALL
-        and config.filter_subject == GAME_SUBJECTS
-        and config.max_deliver in (None, -1)
-        and config.max_ack_pending == max_ack_pending
-    )

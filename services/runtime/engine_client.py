@@ -1,6 +1,11 @@
 """Sending commands to the engines: one NATS request per command, answered by one engine.
 Games' commands and leagues' go the same way, on their own subjects, their replies to one inbox
-subscription of the connection (:mod:`services.runtime.replies`)."""
+subscription of the connection (:mod:`services.runtime.replies`).
+
+A game's command goes to the engine that serves the game's partition (:mod:`.claims`); when none
+does this instant (it has just ended, its lease has not run out), to any engine
+(:data:`~contracts.partitions.ANY_ENGINE_SUBJECTS`), whose append is as safe: every append is
+optimistic."""
 
 from __future__ import annotations
 
@@ -12,7 +17,9 @@ from typing import TypeVar
 import msgspec
 import nats.errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
+from contracts.partitions import ONE, Partitions
 from contracts.wire import (
     CommandReply,
     CommandRequest,
@@ -20,7 +27,6 @@ from contracts.wire import (
     LeagueCommandRequest,
     LeagueRequestBody,
     RequestBody,
-    command_subject,
     league_command_subject,
     league_reply_decoder,
     reply_decoder,
@@ -60,9 +66,12 @@ new_command_id = _CommandIds().next
 class EngineClient:
     """Sends command requests over a NATS connection."""
 
-    def __init__(self, connection: Client, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, connection: Client, timeout_s: float = 5.0, partitions: Partitions = ONE
+    ) -> None:
         self._replies = Replies(connection)
         self._timeout_s = timeout_s
+        self._partitions = partitions
 
     async def send(
         self, game_id: str, body: RequestBody, command_id: str | None = None
@@ -71,7 +80,13 @@ class EngineClient:
         request = CommandRequest(
             command_id=command_id or new_command_id(), game_id=game_id, body=body
         )
-        return await self._ask(command_subject(game_id), request, reply_decoder)
+        subject = self._partitions.command_subject(game_id)
+        try:
+            return await self._ask(subject, request, reply_decoder)
+        except EngineUnavailable as error:
+            if not isinstance(error.__cause__, nats.errors.NoRespondersError):
+                raise
+        return await self._ask(Partitions.any_engine_subject(game_id), request, reply_decoder)
 
     async def send_league(
         self, league_id: str, body: LeagueRequestBody, command_id: str | None = None
@@ -85,9 +100,15 @@ class EngineClient:
     async def _ask(self, subject: str, request: object, decoder: msgspec.json.Decoder[R]) -> R:
         """One request to whichever engine of the queue group answers it."""
         try:
-            message = await self._replies.request(
-                subject, _encoder.encode(request), timeout_s=self._timeout_s
-            )
-        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as error:
-            raise EngineUnavailable(str(error) or type(error).__name__) from None
+            message = await self._request(subject, _encoder.encode(request))
+        except nats.errors.NoRespondersError as error:
+            raise EngineUnavailable(str(error) or type(error).__name__) from error
         return decoder.decode(message.data)
+
+    async def _request(self, subject: str, data: bytes) -> Msg:
+        """A request's answer; a timeout is :class:`EngineUnavailable`, no responders raised
+        as it is (the caller may ask elsewhere)."""
+        try:
+            return await self._replies.request(subject, data, timeout_s=self._timeout_s)
+        except nats.errors.TimeoutError as error:
+            raise EngineUnavailable(str(error) or type(error).__name__) from None

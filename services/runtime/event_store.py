@@ -109,7 +109,7 @@ class EventStore(Protocol[C]):
       stored anywhere in the stream raises :class:`DuplicateCommand` with the first one's
       sequence (so a retry from a stale position is a conflict: reload, and find the answer).
     - :meth:`read` returns a subject's commits above ``after`` in order (at most ``limit``, none
-      past ``until``); :meth:`read_one` the commit at one sequence.
+      past ``until``); :meth:`read_one` one of its commits, by its sequence.
     """
 
     @property
@@ -117,9 +117,8 @@ class EventStore(Protocol[C]):
         """The stream's name."""
         ...
 
-    @property
-    def subjects(self) -> str:
-        """Every aggregate's subject, as one wildcard."""
+    def subject(self, key: str) -> str:
+        """The subject of an aggregate's commits."""
         ...
 
     def key_of(self, subject: str) -> str | None:
@@ -138,7 +137,7 @@ class EventStore(Protocol[C]):
         self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
     ) -> list[Stored[C]]: ...
 
-    async def read_one(self, sequence: int) -> Stored[C]: ...
+    async def read_one(self, key: str, sequence: int) -> Stored[C]: ...
 
     async def append(self, key: str, data: bytes, *, expected: int, command_id: str) -> int:
         """Store one commit; its sequence."""
@@ -243,6 +242,10 @@ class JetStreamEventStore(Generic[C]):
     def subjects(self) -> str:
         """Every aggregate's subject, as one wildcard."""
         return f"{self._prefix}>"
+
+    def subject(self, key: str) -> str:
+        """The subject of ``key``'s commits in this stream."""
+        return self._subject_of(key)
 
     def key_of(self, subject: str) -> str | None:
         """The aggregate a subject of this stream belongs to."""
@@ -394,8 +397,9 @@ class JetStreamEventStore(Generic[C]):
             await subscription.unsubscribe()
         return commits[:wanted]
 
-    async def read_one(self, sequence: int) -> Stored[C]:
-        """The commit at one stream sequence."""
+    async def read_one(self, key: str, sequence: int) -> Stored[C]:
+        """The commit of ``key`` at one stream sequence (the key names no stream here: each
+        aggregate kind has one)."""
         message = await self._get(b'{"seq":%d}' % sequence)
         return self.stored(sequence, message.data)
 

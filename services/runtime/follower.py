@@ -1,82 +1,295 @@
-"""Follow an event stream as it is appended, keeping a process's aggregates current.
+"""One stream follower for every worker: open a partition at the stored position, batch, check
+the stream's identity, retry store trouble, acknowledge after the commit.
 
-Engines share one queue group, so consecutive commands of one game often reach different
-engines. Without following, each such command finds its cached game one commit behind: its
-append fails the expected-sequence check, the engine reads the stream and decides again (three
-round trips instead of one). A follower is an ordered push consumer from the stream's end that
-hands every commit to :meth:`~services.runtime.aggregate_cache.AggregateCache.observe`.
+Projections, webhooks, the round watch and the timers all follow a stream the same way, and
+differ only in what they do with a batch and where they keep their position. Each is a
+:class:`Handler`; a :class:`Follower` runs one handler on one partition's stream, and the
+process runs one follower per partition it holds (:class:`Following`, driven by
+:mod:`.claims`).
 
-It is an optimisation only: a commit it misses (the consumer is re-created after a gap, a
-node is down) is found by the optimistic check as before, so nothing here can make a decision
-wrong.
+The loop:
+
+1. **Open.** Ask the stream for its identity and last sequence, and the handler where it stands
+   (:meth:`Handler.open`): the handler checks the identity against its stored position and
+   refuses a stream its position does not belong to (None: the follower waits and asks again).
+   The handler's durable consumer on that stream is made to deliver from the position on,
+   unless it stands exactly there.
+2. **Batch.** Fetch what the stream has (up to ``batch_size``); while the stream is busy, wait
+   ``gather_s`` for more, so that one commit of the handler's store covers what a busy stream
+   appends meanwhile.
+3. **Apply.** :meth:`Handler.apply` commits the batch and its position together (or skips what
+   is at or below it). Store trouble (:meth:`Handler.transient`) is retried with backoff and no
+   limit: the messages are fine. Anything else restarts the follower from the stored position.
+4. **Acknowledge** the batch's last message (``AckAll``), only after the commit: a crash before
+   it delivers the batch again, and the handler skips what it has.
+
+After a reconnection to NATS, nothing the new connection delivered is applied before the stream
+is opened again (it may be another stream now: a reset, a restore).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import nats.errors
+import nats.js.errors
 import structlog
+from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from nats.js import JetStreamContext, api
 
-from services.runtime.aggregate_cache import AggregateCache
-from services.runtime.event_store import EventStore, stream_sequence
+from services.runtime.consumer import Durable
+from services.runtime.event_store import stream_sequence
+from services.runtime.metrics import BATCHES, FOLLOWED, PENDING, RESTARTS
+from services.runtime.stream_identity import StreamIdentity
 
 log = structlog.get_logger("spades.follower")
 
-HEARTBEAT_S = 5.0
-"""How soon the ordered consumer notices a lost node and is made again elsewhere."""
+T = TypeVar("T")
+
+RESTART_DELAYS_S = (0.2, 1.0, 2.0, 5.0)
+STREAM_WAIT_S = 0.5
 
 
-async def follow(
-    js: JetStreamContext,
-    subjects: str,
-    stream: str,
-    receive: Callable[[Msg], Awaitable[None]],
-    deliver_policy: api.DeliverPolicy,
-) -> Subscription:
-    """An ordered push consumer on ``stream`` handing each message to ``receive``, made again
-    after a gap or a lost node, with no limit on what waits for ``receive``."""
-    return await js.subscribe(
-        subjects,
-        stream=stream,
-        cb=receive,
-        ordered_consumer=True,
-        idle_heartbeat=HEARTBEAT_S,
-        deliver_policy=deliver_policy,
-        pending_msgs_limit=-1,
-        pending_bytes_limit=-1,
-    )
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """How a follower takes its stream."""
+
+    batch_size: int = 1000
+    idle_s: float = 1.0
+    """How long a fetch waits for a message before the handler is told the stream is idle."""
+    gather_s: float = 0.005
+    """While the stream is busy (the last batch, or this fetch, held more than one message),
+    how long a follower lets more arrive before it applies a batch: one commit of the
+    handler's store for what a busy stream appends meanwhile. A message that comes alone is
+    applied at once."""
+    ack_wait_s: float = 30.0
+    """A batch not acknowledged by then is delivered again (and skipped by the handler)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A stream a follower follows: one partition of the games, or the leagues' stream."""
+
+    index: int
+    stream: str
+    subjects: str
+
+
+class Message:
+    """A stream message as a handler gets it."""
+
+    __slots__ = ("data", "msg", "sequence", "subject")
+
+    def __init__(self, msg: Msg) -> None:
+        self.msg = msg
+        self.sequence = stream_sequence(msg.reply)
+        self.subject: str = msg.subject
+        self.data: bytes = msg.data
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The stream as the follower found it when it opened a partition."""
+
+    partition: Partition
+    identity: StreamIdentity
+    last: int
+    """Its last sequence then."""
+
+
+class Handler(Protocol):
+    """What a worker does with a stream (see the module's docstring)."""
+
+    @property
+    def kind(self) -> str:
+        """The kind of work (metrics, logs) and its consumers' name, ``spades-<kind>``."""
+        ...
+
+    async def open(self, opened: Opened) -> int | None:
+        """Where the handler stands in the stream found (it follows from the next sequence),
+        or None when it must not follow it now (the reason is the handler's to record)."""
+        ...
+
+    async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
+        """Apply a batch and commit its position with it; False to open the stream again."""
+        ...
+
+    async def idle(self, opened: Opened) -> bool:
+        """Nothing came for a while; False to open the stream again."""
+        ...
+
+    def transient(self, error: BaseException) -> bool:
+        """Whether ``error`` is the handler's store failing for now (retried, never given up)."""
+        ...
 
 
 class Follower:
-    """Applies a stream's new commits to a cache, from the moment it starts."""
+    """One handler on one partition's stream, until cancelled."""
 
-    def __init__(self, stream: EventStore[Any], cache: AggregateCache[Any]) -> None:
-        self._stream = stream
-        self._cache = cache
-        self._subscription: Subscription | None = None
-        self.applied = 0
-        """Commits taken from the stream (not read after a failed append)."""
+    def __init__(
+        self,
+        client: Client,
+        handler: Handler,
+        partition: Partition,
+        pace: Pace = Pace(),
+    ) -> None:
+        self.client = client
+        self.handler = handler
+        self.partition = partition
+        self.pace = pace
+        self.durable = Durable(
+            partition.stream,
+            f"spades-{handler.kind}",
+            partition.subjects,
+            f"spades {handler.kind}: follows {partition.stream} at a position it stores",
+            pace.ack_wait_s,
+        )
+        self.position = 0
+        """The last sequence committed, as far as this follower knows."""
+        self.pending = 0
+        self.log = log.bind(kind=handler.kind, partition=partition.index)
+        self._position_gauge = FOLLOWED.labels(handler.kind, str(partition.index))
+        self._pending_gauge = PENDING.labels(handler.kind, str(partition.index))
+        self._batches = BATCHES.labels(handler.kind)
 
-    async def start(self, js: JetStreamContext) -> None:
-        self._subscription = await follow(
-            js, self._stream.subjects, self._stream.name, self._receive, api.DeliverPolicy.NEW
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self._follow()
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                delay = RESTART_DELAYS_S[min(failures, len(RESTART_DELAYS_S) - 1)]
+                failures += 1
+                RESTARTS.labels(self.handler.kind).inc()
+                self.log.warning("follower restarting", error=repr(error), in_s=delay)
+                await asyncio.sleep(delay)
+
+    async def _open(self) -> Opened | None:
+        js = self.client.jetstream()
+        try:
+            info = await js.stream_info(self.partition.stream)
+        except nats.js.errors.NotFoundError:
+            self.log.info("waiting for the stream (an engine makes it)")
+            await asyncio.sleep(STREAM_WAIT_S)
+            return None
+        return Opened(self.partition, StreamIdentity.of(info), int(info.state.last_seq or 0))
+
+    async def _follow(self) -> None:
+        """Open the stream at the handler's position and follow it, until the handler or a
+        reconnection asks for it to be opened again."""
+        opened = await self._open()
+        if opened is None:
+            return
+        reconnects = self.client.stats["reconnects"]
+        after = await self.handler.open(opened)
+        pace = self.pace
+        if after is None:
+            await asyncio.sleep(pace.idle_s)
+            return
+        self._moved(after)
+        feed = await self.durable.open(self.client, after, max_ack_pending=4 * pace.batch_size)
+        self.log.info("following", stream=opened.partition.stream, after=after)
+        busy = False
+        try:
+            while True:
+                try:
+                    messages = await feed.fetch(pace.batch_size, pace.idle_s)
+                except TimeoutError:
+                    self._pending(0)
+                    if self.client.stats["reconnects"] != reconnects:
+                        return
+                    if not await self.handler.idle(opened):
+                        return
+                    continue
+                gather = busy or len(messages) > 1
+                if gather and len(messages) < pace.batch_size and pace.gather_s > 0:
+                    await asyncio.sleep(pace.gather_s)  # a batching window, not a wait for one
+                    messages += await feed.fetch_now(pace.batch_size - len(messages))
+                busy = len(messages) > 1
+                if self.client.stats["reconnects"] != reconnects:
+                    return  # open the stream again before applying what the new link brought
+                batch = [Message(msg) for msg in messages]
+                keep_on = await self._despite_store_trouble(
+                    functools.partial(self.handler.apply, opened, batch)
+                )
+                await messages[-1].ack()
+                self._batches.inc()
+                self._moved(batch[-1].sequence)
+                self._pending(messages[-1].metadata.num_pending)
+                if not keep_on:
+                    return
+        finally:
+            with contextlib.suppress(Exception):
+                await feed.close()
+
+    def _moved(self, position: int) -> None:
+        self.position = position
+        self._position_gauge.set(position)
+
+    def _pending(self, pending: int) -> None:
+        self.pending = pending
+        self._pending_gauge.set(pending)
+
+    async def _despite_store_trouble(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        troubles = 0
+        while True:
+            try:
+                return await attempt()
+            except Exception as error:
+                if not self.handler.transient(error):
+                    raise
+                delay = RESTART_DELAYS_S[min(troubles, len(RESTART_DELAYS_S) - 1)]
+                troubles += 1
+                self.log.warning("store unavailable", error=repr(error), in_s=delay)
+                await asyncio.sleep(delay)
+
+
+class Following:
+    """The followers of one process: one per partition it holds, started by
+    :meth:`gain` and stopped by :meth:`lose` (a :class:`~services.runtime.claims.Claims`'s
+    ``on_gain`` and ``on_lose``)."""
+
+    def __init__(
+        self,
+        client: Client,
+        handler: Handler,
+        partitions: Sequence[Partition],
+        pace: Pace = Pace(),
+    ) -> None:
+        self.client = client
+        self.handler = handler
+        self.partitions = list(partitions)
+        self.pace = pace
+        self.followers: dict[int, Follower] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+
+    async def gain(self, index: int) -> None:
+        follower = Follower(self.client, self.handler, self.partitions[index], self.pace)
+        self.followers[index] = follower
+        self._tasks[index] = asyncio.create_task(
+            follower.run(), name=f"{self.handler.kind} partition {index}"
         )
 
-    async def stop(self) -> None:
-        if self._subscription is not None:
-            with contextlib.suppress(nats.errors.Error):
-                await self._subscription.unsubscribe()
-            self._subscription = None
+    async def lose(self, index: int) -> None:
+        task = self._tasks.pop(index, None)
+        self.followers.pop(index, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, nats.errors.Error):
+                await task
 
-    async def _receive(self, msg: Msg) -> None:
-        try:
-            if self._cache.observe(stream_sequence(msg.reply), msg.subject, msg.data):
-                self.applied += 1
-        except Exception as error:  # a commit it cannot read is the next command's to read
-            log.warning("commit not followed", subject=msg.subject, error=repr(error))
+    async def stop(self) -> None:
+        for index in list(self._tasks):
+            await self.lose(index)
+
+    def lag(self) -> int:
+        """Messages not reached yet, over the partitions held."""
+        return sum(follower.pending for follower in self.followers.values())

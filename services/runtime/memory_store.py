@@ -39,6 +39,9 @@ class MemoryEventStore(Generic[C]):
     def subjects(self) -> str:
         return f"{self._prefix}>"
 
+    def subject(self, key: str) -> str:
+        return self._history.subject_of(key)
+
     def key_of(self, subject: str) -> str | None:
         return subject[len(self._prefix) :] if subject.startswith(self._prefix) else None
 
@@ -58,7 +61,7 @@ class MemoryEventStore(Generic[C]):
             chosen = chosen[:limit]
         return [self.stored(s, self._messages[s - 1][1]) for s in chosen]
 
-    async def read_one(self, sequence: int) -> Stored[C]:
+    async def read_one(self, key: str, sequence: int) -> Stored[C]:
         if not 1 <= sequence <= len(self._messages):
             raise LookupError(f"no message at sequence {sequence} of {self.name}")
         return self.stored(sequence, self._messages[sequence - 1][1])

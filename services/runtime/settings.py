@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from contracts.partitions import MAX_PARTITIONS, Partitions
+
 SIGNING_KEY_BYTES = 32
 SIGNING_KEY_FILENAME = "secret.key"
 CREDENTIALS_DIRNAME = "credentials"
@@ -62,6 +64,12 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     command_timeout_s: float = 5.0
     stream_replicas: int = 1
+    partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
+    """K, the partitions of the game stream (``contracts.partitions``): chosen when a deployment
+    is made, the same for every process of it (one that finds other streams will not start)."""
+    metrics_port: int = Field(default=0, ge=0, le=65535)
+    """Where a worker process (engine, projections, webhooks, timers) serves ``/metrics``;
+    0 serves none. The gateway serves its own on its HTTP port."""
     projections_auto_rebuild: bool = False
     """Let a projection worker that refuses the stream it finds (its positions belong to
     another stream, or the stream was rewound) rebuild its read model, rather than wait for
@@ -82,6 +90,11 @@ class Settings(BaseSettings):
     """The longest one delivery may take, from connecting to the end of the answer read."""
     webhook_retention_s: int = Field(default=7 * 86_400, ge=60)
     """How long finished deliveries stay in the log (and may be replayed)."""
+
+    @property
+    def layout(self) -> Partitions:
+        """The game stream's partitions."""
+        return Partitions(self.partitions)
 
     @property
     def platform_keys(self) -> dict[str, str]:

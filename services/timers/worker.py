@@ -44,7 +44,7 @@ from domain.game import evolve
 from domain.state import Game
 from domain.timing import apply_commit, deadlines
 from services.runtime.engine_client import EngineClient, EngineUnavailable
-from services.runtime.follower import follow
+from services.runtime.tail import follow
 
 log = structlog.get_logger("spades.timers")
 

@@ -8,6 +8,7 @@ own connections (which write test commits, subscribe to anything) connect as ``a
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import functools
 import os
@@ -20,13 +21,14 @@ import time
 from pathlib import Path
 
 import nats
+import nats.js.errors
 from nats.aio.client import Client
 
 from benchmarks.commands import wait_for_engine
 from contracts.wire import Commit, encode_commit
 from domain.events import GameEnded
 from domain.game import fold as fold_game
-from services.runtime.broker_users import ADMIN
+from services.runtime.broker_users import ADMIN, CLAIMS_BUCKET
 from services.runtime.credentials import BrokerCredentials, connect_options
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream, StoredCommit
@@ -106,6 +108,11 @@ class ServiceProcess:
                 self.process.wait(timeout=10)
 
     @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
@@ -136,6 +143,22 @@ async def ready_client(connection: Client, timeout_s: float = 5.0) -> EngineClie
     client = EngineClient(connection, timeout_s=timeout_s)
     await wait_for_engine(client)
     return client
+
+
+async def holder_pid(connection: Client, kind: str, partition: int, timeout_s: float = 15.0) -> int:
+    """The process id of the member that holds ``partition`` of ``kind``'s work now (a member
+    is named ``<host>-<pid>-<random>``), once one does."""
+    js = connection.jetstream()
+    async with asyncio.timeout(timeout_s):
+        while True:
+            try:
+                kv = await js.key_value(CLAIMS_BUCKET)
+                entry = await kv.get(f"{kind}.partitions.{partition}")
+            except nats.js.errors.NotFoundError:
+                entry = None
+            if entry is not None and entry.value:
+                return int(entry.value.decode().rsplit("-", 2)[1])
+            await asyncio.sleep(0.1)  # nothing to await but the claims' next renewal
 
 
 async def history(connection: Client, game_id: str) -> list[StoredCommit]:

@@ -26,7 +26,7 @@ from services.audit.history import chain_problems, deal_checks
 from services.runtime.engine_client import EngineUnavailable, new_command_id
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
-from tests.integration.support import EngineProcess, history, ready_client
+from tests.integration.support import EngineProcess, history, holder_pid, ready_client
 
 pytestmark = pytest.mark.integration
 
@@ -145,11 +145,14 @@ async def test_killing_an_engine_mid_game_loses_and_repeats_nothing(
             assert again == first, "a retry with the same id got another answer"
             await table.apply(first)
 
-    for process in (engine, second_engine):  # both in the queue group before the play
+    for process in (engine, second_engine):
         process.wait_ready()
+    holding = await holder_pid(connection, "engine", 0)
+    engine = engine if engine.pid == holding else second_engine
     playing = asyncio.gather(*(play_with_retries(table, 40) for table in tables))
-    # Freeze the engine, so that the commands NATS hands it stay in flight, until one of them
-    # has gone unanswered; then kill it with them in hand.
+    # Freeze the engine that serves the game stream's partition, so that the commands NATS
+    # hands it stay in flight, until one of them has gone unanswered; then kill it with them in
+    # hand. The other takes the partition over once the frozen one's lease runs out.
     engine.pause()
     waiting = asyncio.ensure_future(went_unanswered.wait())
     pending: set[asyncio.Future[Any]] = {waiting, playing}

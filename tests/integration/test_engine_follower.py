@@ -1,6 +1,8 @@
-"""Two engines of one queue group, against a real nats-server: following the game stream keeps
+"""Two engines on one game, against a real nats-server: following the game stream's tail keeps
 each engine's games current, so a command that reaches the other engine than the one before
-does not fail its append and read the stream again."""
+does not fail its append and read the stream again. Engines route a game's commands to the one
+that holds its partition now, so the tail serves the gateway's reads and the league engine; the
+two engines here are what a hand-over between holders does to a game, at worst."""
 
 from __future__ import annotations
 
@@ -14,18 +16,26 @@ import pytest
 from nats.aio.client import Client
 
 from benchmarks.nats_table import RandomTable
-from contracts.wire import CommandReply, CommandRequest, CreateGameRequest, RequestBody
+from contracts.wire import (
+    GAME_SUBJECTS,
+    GAMES_STREAM,
+    CommandReply,
+    CommandRequest,
+    CreateGameRequest,
+    RequestBody,
+)
 from services.engine.engine import Engine
 from services.engine.service import ensure_streams, follow_when_contested
 from services.runtime.engine_client import EngineClient, new_command_id
-from services.runtime.follower import Follower
 from services.runtime.game_stream import GameStream
+from services.runtime.tail import Tail
 from tests.integration.support import connected, history
 from tests.integration.test_engine import assert_record_sound
 
 pytestmark = pytest.mark.integration
 
 COMMANDS = 160
+GAME_TAILS = [(GAMES_STREAM, GAME_SUBJECTS)]
 _encoder = msgspec.json.Encoder()
 
 
@@ -82,7 +92,7 @@ async def test_followed_engines_take_turns_at_a_game_without_conflicts(
     async with AsyncExitStack() as stack:
         followers = []
         for engine, connection in zip(engines, connections, strict=False):
-            follower = Follower(GameStream(connection.jetstream()), engine.games)
+            follower = Tail(GAME_TAILS, engine.games)
             await follower.start(connection.jetstream())
             stack.push_async_callback(follower.stop)
             followers.append(follower)
@@ -112,7 +122,7 @@ async def test_an_engine_follows_the_stream_from_its_first_conflict_on(
     another engine appends too, and from then on its commits reach this engine's games."""
     one, other = engines = [Engine(GameStream(c.jetstream())) for c in connections[:2]]
     js = connections[0].jetstream()
-    follower = Follower(GameStream(js), one.games)
+    follower = Tail(GAME_TAILS, one.games)
     following = asyncio.create_task(follow_when_contested(one, follower, js))
     try:
         await play([one], connections[2], "alone", settle=False)

@@ -99,11 +99,11 @@ async def test_a_stream_of_one_replica_is_read_with_direct_gets(setup: Setup) ->
 
     assert [(s.sequence, s.commit) for s in await store.read("g1")] == [(first, "a"), (second, "b")]
     assert await store.read("g1", after=second) == []  # a view's question: anything after?
-    assert (await store.read_one(first)).commit == "a"
+    assert (await store.read_one("g1", first)).commit == "a"
     assert await store.last_sequence("g1") == second
     assert await store.last_sequence("g2") == 0
     with pytest.raises(nats.js.errors.NotFoundError):
-        await store.read_one(second + 100)
+        await store.read_one("g1", second + 100)
     # Three gets for the first read (two commits, then "no more"), one for each of the rest.
     await _seen(setup.gets, direct=8, leader=0)
 

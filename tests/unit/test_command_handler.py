@@ -36,6 +36,7 @@ from services.engine.engine import Engine
 from services.engine.handler import MAX_ATTEMPTS, commit_time, commit_time_at
 from services.engine.league_engine import LeagueEngine
 from services.engine.round_watch import RoundWatch
+from services.runtime.checkpoints import Checkpoints
 from services.runtime.event_store import AppendConflict, Stored
 from services.runtime.game_cache import GameCache
 from services.runtime.game_stream import GAMES
@@ -194,11 +195,11 @@ async def test_an_engine_tells_of_each_game_it_ends_once_and_of_nothing_else(
 async def test_the_engine_that_ends_a_rounds_last_table_finishes_the_round_itself(
     store: MemoryEventStore[Any],
 ) -> None:
-    """The round watch's consumer never runs here: the round is finished in process."""
+    """The round watch's follower never runs here: the round is finished in process."""
     leagues = MemoryEventStore(LEAGUES)
     engine = make_engine(store)
     league_engine = LeagueEngine(leagues, engine.games, seed=lambda: bytes(32))
-    watch = RoundWatch(Client(), league_engine)
+    watch = RoundWatch(league_engine, Checkpoints(Client().jetstream(), "round-watch"))
     engine.ended = watch.ended
     create = CreateLeagueRequest(name="North", rules=QUICK, players=["ann", "bob", "cat", "dan"])
     for command_id, body in (("c1", create), ("c2", ScheduleRoundRequest())):

@@ -75,7 +75,9 @@ async def event_stream(
     async def body() -> AsyncIterator[bytes]:
         services.metrics.streams.inc()
         try:
-            async for frame in frames(services.js, start, reader, services.keep_alive_s):
+            async for frame in frames(
+                services.js, services.stream, start, reader, services.keep_alive_s
+            ):
                 yield frame
         finally:
             services.metrics.streams.dec()
