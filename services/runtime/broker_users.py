@@ -99,6 +99,19 @@ def _consumes(stream: str) -> tuple[str, ...]:
     )
 
 
+def _follows(stream: str, kind: str) -> tuple[str, ...]:
+    """One durable consumer of its own on ``stream``, the follower's of ``kind``
+    (``spades-<kind>``, :mod:`services.runtime.follower`): made, made again from a position,
+    pulled and acknowledged; no other consumer touched."""
+    api, consumer = "$JS.API", f"spades-{kind}"
+    return (
+        *_reads(stream),
+        f"{api}.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
+        f"{api}.CONSUMER.DELETE.{stream}.{consumer}",
+        f"$JS.ACK.{stream}.{consumer}.>",
+    )
+
+
 def _declares(stream: str, subjects: str) -> tuple[str, ...]:
     return (f"$JS.API.STREAM.CREATE.{stream}", f"$JS.API.STREAM.UPDATE.{stream}", subjects)
 
@@ -160,7 +173,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                     for subject in _declares(games[p], game_subjects[p])
                 ),
                 *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
-                *_each(games, _consumes),
+                *(subject for stream in games for subject in _follows(stream, "round-watch")),
                 *_reads(LEAGUES_STREAM),
                 *_claims("engine"),
                 *_checkpoints("round-watch"),

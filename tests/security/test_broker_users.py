@@ -88,13 +88,15 @@ def test_only_durable_readers_acknowledge_and_delete_their_consumers() -> None:
         assert allowed == {"projections", "timers", "webhooks"}, subject
 
 
-def test_the_engine_acknowledges_only_its_round_watch_and_deletes_no_consumer() -> None:
+def test_the_engine_acknowledges_and_deletes_only_its_round_watchs_consumer() -> None:
     engine = BROKER_USERS["engine"]
-    assert engine.may_publish("$JS.ACK.SPADES_GAMES.spades-league-rounds.1.2.3.4.5")
-    assert engine.may_publish("$JS.API.CONSUMER.DURABLE.CREATE.SPADES_GAMES.spades-league-rounds")
+    watch = "spades-round-watch"
+    assert engine.may_publish(f"$JS.ACK.SPADES_GAMES.{watch}.1.2.3.4.5")
+    assert engine.may_publish(f"$JS.API.CONSUMER.DURABLE.CREATE.SPADES_GAMES.{watch}")
+    assert engine.may_publish(f"$JS.API.CONSUMER.DELETE.SPADES_GAMES.{watch}")
     assert not engine.may_publish("$JS.API.CONSUMER.DURABLE.CREATE.SPADES_GAMES.other")
-    assert not engine.may_publish("$JS.ACK.SPADES_LEAGUES.spades-league-rounds.1.2.3.4.5")
-    for consumer in ("spades-league-rounds", "spades-webhooks-games"):
+    assert not engine.may_publish(f"$JS.ACK.SPADES_LEAGUES.{watch}.1.2.3.4.5")
+    for consumer in ("spades-projections", "spades-webhooks-games"):
         assert not engine.may_publish(f"$JS.API.CONSUMER.DELETE.SPADES_GAMES.{consumer}")
 
 
