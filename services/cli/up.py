@@ -163,7 +163,10 @@ def run_stack(settings: Settings) -> int:
     credentials = settings.nats_creds
     if nats_url is None:
         server = EmbeddedNats(
-            Path(settings.nats_store_dir), port=settings.nats_port, exit_with_parent=True
+            Path(settings.nats_store_dir),
+            port=settings.nats_port,
+            exit_with_parent=True,
+            partitions=settings.layout,
         )
         try:
             server.start()
