@@ -177,6 +177,12 @@ async def check_partitions(js: JetStreamContext, partitions: Partitions) -> str 
             if partitions.legacy:
                 return await _partitioned_elsewhere(js)
             continue
+        moved = (info.config.metadata or {}).get(MOVED_KEY)
+        if moved:
+            return (
+                f"the games were moved into {moved} partitions: "
+                f"start with SPADES_PARTITIONS={moved}"
+            )
         reason = partitions.mismatch(partition, info.config.metadata)
         if reason is not None:
             return f"{reason}: start every process with the deployment's SPADES_PARTITIONS"
