@@ -42,7 +42,7 @@ async def _admin(server: EmbeddedNats) -> Client:
 
 async def _stored(js: JetStreamContext, stream: str) -> list[tuple[object, ...]]:
     last = int((await js.stream_info(stream)).state.last_seq or 0)
-    found = []
+    found: list[tuple[object, ...]] = []
     for sequence in range(1, last + 1):
         message = await js.get_msg(stream, sequence)
         found.append((message.seq, message.subject, message.headers, message.data))
