@@ -39,7 +39,7 @@ from services.backup.manifest import (
 )
 from services.backup.outside import NOT_KEPT, OUTSIDE_THE_STREAM
 from services.backup.stream_copy import Progress, export_stream, import_stream
-from services.runtime.game_stream import games_stream_config
+from services.runtime.game_stream import deployed_partitions, games_stream_config
 from services.runtime.league_stream import leagues_stream_config
 from services.runtime.nats import ensure_stream
 from services.runtime.settings import Settings
@@ -77,8 +77,9 @@ async def take_backup(
     not exist or be empty."""
     await asyncio.to_thread(_empty_folder, folder)
     js = client.jetstream()
+    layout = await deployed_partitions(js, settings.layout)
     streams: list[StreamCopy] = []
-    for name in streams_of(settings.layout):
+    for name in streams_of(layout):
         try:
             info = await js.stream_info(name)
         except nats.js.errors.NotFoundError:
@@ -92,7 +93,7 @@ async def take_backup(
     manifest = Manifest(
         format=FORMAT,
         made_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        partitions=settings.partitions,
+        partitions=layout.count,
         streams=streams,
         outside=outside,
         not_kept=NOT_KEPT,

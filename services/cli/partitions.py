@@ -143,8 +143,9 @@ async def _report(js: JetStreamContext, settings: Settings) -> list[str]:
     import nats.js.errors
 
     from services.runtime.claims import BUCKET
+    from services.runtime.game_stream import deployed_partitions
 
-    layout = settings.layout
+    layout = await deployed_partitions(js, settings.layout)
     kv: KeyValue | None
     try:
         kv = await js.key_value(BUCKET)
