@@ -131,9 +131,10 @@ class ProjectionsProcess(ServiceProcess):
 
 
 async def connected(url: str, user: str = ADMIN) -> Client:
-    """A connection as ``user`` (the admin by default) that rides out server restarts."""
+    """A connection as ``user`` (the admin by default) that rides out server restarts; ``url``
+    may list a cluster's nodes, comma-separated."""
     return await nats.connect(
-        url,
+        url.split(","),
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.2,
         **connect_options(credentials_of(user)),
