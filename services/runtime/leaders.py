@@ -62,14 +62,14 @@ async def spread(js: JetStreamContext, partitions: Partitions) -> dict[int, str]
         target = order[partition % len(order)]
         if leader == target or target not in healthy:
             continue
-        if await _step_down(js, partitions.stream(partition), target):
+        if await step_down(js, partitions.stream(partition), target):
             moves[partition] = target
     if moves:
         log.info("partition leaders moved", moves=moves)
     return moves
 
 
-async def _step_down(js: JetStreamContext, stream: str, preferred: str) -> bool:
+async def step_down(js: JetStreamContext, stream: str, preferred: str) -> bool:
     subject = f"{js._prefix}.STREAM.LEADER.STEPDOWN.{stream}"  # nats-py has no stepdown call
     body = json.dumps({"placement": {"preferred": preferred}}).encode()
     try:
