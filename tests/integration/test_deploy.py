@@ -126,7 +126,9 @@ def test_spades_broker_authorization_renders_the_deployed_file() -> None:
     )
     assert rendered.exit_code == 0, rendered.output
     assert rendered.output == AUTHORIZATION.read_text()
-    legacy = CliRunner().invoke(spades, ["broker", "authorization"], env={})
+    legacy = CliRunner().invoke(
+        spades, ["broker", "authorization"], env={"SPADES_PARTITIONS": None}
+    )
     assert legacy.output == deployed_authorization(Partitions(1))
     refused = CliRunner().invoke(spades, ["broker", "authorization", "--partitions", "0"])
     assert refused.exit_code != 0
