@@ -127,11 +127,18 @@ def _claims(kind: str) -> tuple[str, ...]:
     bucket = f"KV_{CLAIMS_BUCKET}"
     return (
         f"$KV.{CLAIMS_BUCKET}.{kind}.>",
+        _members(kind),
         f"$JS.API.STREAM.CREATE.{bucket}",
         f"$JS.API.STREAM.INFO.{bucket}",
         f"$JS.API.STREAM.MSG.GET.{bucket}",
         f"$JS.API.DIRECT.GET.{bucket}.>",
     )
+
+
+def _members(kind: str) -> str:
+    """The pings of one kind's members, which each answers on its own subject (a member whose
+    subject finds no responders is gone, :mod:`.claims`)."""
+    return f"spades.members.{kind}.>"
 
 
 def _checkpoints(kind: str) -> tuple[str, ...]:
@@ -185,7 +192,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 *_checkpoints("round-watch"),
                 *checks,
             ),
-            subscribe=(*sends, LEAGUE_COMMAND_SUBJECTS, _inbox("engine")),
+            subscribe=(*sends, LEAGUE_COMMAND_SUBJECTS, _members("engine"), _inbox("engine")),
             responds=True,
         ),
         "gateway": BrokerUser(
@@ -207,7 +214,8 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 *_claims("projections"),
                 *checks,
             ),
-            subscribe=(_inbox("projections"),),
+            subscribe=(_members("projections"), _inbox("projections")),
+            responds=True,
         ),
         "timers": BrokerUser(
             role="fires a turn's timeout as a command, from the turns in the game stream",
@@ -218,7 +226,8 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 *_checkpoints("timers"),
                 *checks,
             ),
-            subscribe=(_inbox("timers"),),
+            subscribe=(_members("timers"), _inbox("timers")),
+            responds=True,
         ),
         "webhooks": BrokerUser(
             role="delivers what happens in games and leagues, from durable consumers; no command",
@@ -229,7 +238,8 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 *_claims("webhooks-leagues"),
                 *checks,
             ),
-            subscribe=(_inbox("webhooks"),),
+            subscribe=(_members("webhooks"), _members("webhooks-leagues"), _inbox("webhooks")),
+            responds=True,
         ),
         ADMIN: BrokerUser(
             role="the operator's tools (audit, projections lag, backups): everything",

@@ -22,6 +22,13 @@ a log of its own.
   assigned to another live member once that member has been seen for two renewals; and claims
   any partition no one has held for :data:`UNHELD_TICKS` renewals (its member is slow, or just
   left).
+- **Liveness.** A member killed outright (``kill -9``, a lost machine) renews nothing, and its
+  keys would keep it a member for a whole lease. So each member also answers pings on
+  ``spades.members.<kind>.<member>``, a plain NATS subscription that the server drops the moment
+  the member's connection is gone: a ping that finds *no responders* there is a member that is
+  no more, whatever the bucket says. Members left out of the assignment, their leases taken
+  over at once (deleted at the revision seen, then claimed): a kill is taken over within a
+  renewal or two, not a lease. A member that is slow to answer still counts as alive.
 - **Fencing.** A member that cannot renew within its lease (NATS unreachable, a paused process)
   treats every lease as lost and stops working its partitions at once, before another can hold
   them. What the work writes is fenced again where it lands (positions advance only in order,
@@ -48,6 +55,8 @@ from dataclasses import dataclass, field
 import nats.errors
 import nats.js.errors
 import structlog
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext, api
 from nats.js.kv import KeyValue
 
@@ -63,6 +72,9 @@ LEASE_S = 5.0
 partitions are taken over, at most, plus a renewal."""
 RENEW_S = 1.0
 UNHELD_TICKS = 3
+PING_S = 0.5
+"""How long a ping waits for an answer: a member that does not answer in time is busy, not
+dead (only *no responders* says dead)."""
 """Renewals a partition may go unheld before any member takes it, assigned to it or not."""
 
 Work = Callable[[int], Awaitable[None]]
@@ -161,6 +173,9 @@ class Claims:
         """Partitions by the renewals in a row they were found unheld and not claimed here."""
         self._renewed_at = time.monotonic()
         self._kv: KeyValue | None = None
+        self._pings: Subscription | None = None
+        self.gone: set[str] = set()
+        """Members whose ping found no responders at the last renewal."""
         self.changed = asyncio.Event()
         """Set whenever a partition is gained or lost (for whoever waits on it)."""
         self.log = log.bind(kind=kind, member=self.member)
@@ -171,6 +186,9 @@ class Claims:
     @property
     def _member_key(self) -> str:
         return f"{self.kind}.members.{self.member}"
+
+    def _ping_subject(self, member: str) -> str:
+        return f"spades.members.{self.kind}.{member}"
 
     async def run(self) -> None:
         """Renew, balance and take over, every :attr:`renew_s`, until cancelled; then give
@@ -191,9 +209,14 @@ class Claims:
     async def tick(self) -> None:
         """One round: say this member lives, renew its leases, give up and take partitions."""
         kv = self._kv or await self._bucket()
+        if self._pings is None:  # answering before the first membership is written
+            self._pings = await self.js._nc.subscribe(
+                self._ping_subject(self.member), cb=self._answer
+            )
         await kv.put(self._member_key, b"")
         members, present = await self._look()
-        self.members = members | {self.member}
+        self.gone = await self._gone(members - {self.member})
+        self.members = (members - self.gone) | {self.member}
         self._seen = {m: self._seen.get(m, 0) + 1 for m in self.members}
         for partition in list(self.held):
             await self._renew(kv, partition)
@@ -212,6 +235,26 @@ class Claims:
                 self._unheld.pop(partition, None)
             else:
                 self._unheld[partition] = self._unheld.get(partition, 0) + 1
+
+    async def _answer(self, msg: Msg) -> None:
+        with contextlib.suppress(nats.errors.Error):
+            await msg.respond(b"")
+
+    async def _gone(self, members: set[str]) -> set[str]:
+        """The members among ``members`` whose ping finds no responders: their connection is
+        gone."""
+
+        async def gone(member: str) -> bool:
+            try:
+                await self.js._nc.request(self._ping_subject(member), b"", timeout=PING_S)
+            except nats.errors.NoRespondersError:
+                return True
+            except nats.errors.TimeoutError:
+                return False
+            return False
+
+        found = await asyncio.gather(*(gone(member) for member in members))
+        return {member for member, dead in zip(members, found, strict=True) if dead}
 
     async def _bucket(self) -> KeyValue:
         self._kv = await claims_bucket(self.js, self.replicas)
@@ -246,8 +289,16 @@ class Claims:
     async def _claim(self, kv: KeyValue, partition: int, *, taken_over: bool) -> None:
         try:
             revision = await kv.create(self._key(partition), self.member.encode())
+        except nats.js.errors.KeyWrongLastSequenceError:
+            if not await self._free_from_the_gone(kv, partition):
+                self._unheld.pop(partition, None)  # held by a live member
+                return
+            taken_over = True
+            try:
+                revision = await kv.create(self._key(partition), self.member.encode())
+            except nats.js.errors.KeyValueError:
+                return  # another member was quicker: next renewal
         except (
-            nats.js.errors.KeyWrongLastSequenceError,  # held by another member
             nats.js.errors.KeyNotFoundError,  # gone between create's two looks: next time
             nats.js.errors.KeyDeletedError,
         ):
@@ -267,6 +318,25 @@ class Claims:
             FAILOVERS.labels(self.kind).inc()
         self.log.info("partition claimed", partition=partition, taken_over=taken_over)
         self.changed.set()
+
+    async def _free_from_the_gone(self, kv: KeyValue, partition: int) -> bool:
+        """Delete the partition's lease if its holder is a member found gone (at the revision
+        read, so that a renewal in between keeps it); whether it is free now."""
+        try:
+            entry = await kv.get(self._key(partition))
+        except nats.js.errors.NotFoundError:
+            return True
+        holder = (entry.value or b"").decode()
+        if holder not in self.gone:
+            return False
+        try:
+            await kv.delete(self._key(partition), last=entry.revision)
+        except nats.js.errors.KeyValueError:
+            return False
+        self.log.info(
+            "lease of a member that is gone taken over", partition=partition, holder=holder
+        )
+        return True
 
     async def _give_up(self, kv: KeyValue, partition: int, why: str) -> None:
         lease = self.held.get(partition)
@@ -292,6 +362,10 @@ class Claims:
         at their next renewal rather than when the leases run out)."""
         leases = dict(self.held)
         await self._lose_all()
+        if self._pings is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self._pings.unsubscribe()
+            self._pings = None
         if self._kv is None:
             return
         for partition, lease in leases.items():

@@ -62,11 +62,19 @@ def test_commands_come_only_from_the_gateway_and_the_timers() -> None:
     assert league_senders == {"gateway"}
 
 
-def test_only_the_engine_receives_commands_and_answers_requests() -> None:
+def test_only_the_engine_receives_commands_and_the_gateway_answers_nothing() -> None:
     for subject in (command_subject("g1"), league_command_subject("l1")):
         receivers = {name for name in SERVICES if BROKER_USERS[name].may_subscribe(subject)}
         assert receivers == {"engine"}
-    assert [name for name in SERVICES if BROKER_USERS[name].responds] == ["engine"]
+    # the workers answer only the pings of their own kind's members (services.runtime.claims)
+    responders = {name for name in SERVICES if BROKER_USERS[name].responds}
+    assert responders == {"engine", "projections", "timers", "webhooks"}
+    for name in responders - {"engine"}:
+        user = BROKER_USERS[name]
+        assert user.may_subscribe(f"spades.members.{name}.host-1-ab")
+        assert not user.may_subscribe(command_subject("g1"))
+        other = "engine" if name != "engine" else "timers"
+        assert not user.may_subscribe(f"spades.members.{other}.host-1-ab")
 
 
 def test_each_service_reads_only_its_own_inbox() -> None:
