@@ -19,6 +19,7 @@ import pytest
 from nats.aio.client import Client
 from nats.js import api
 
+from contracts.partitions import ONE
 from contracts.wire import (
     ActRequest,
     CommandRequest,
@@ -308,8 +309,11 @@ async def test_a_worker_sleeps_until_the_earliest_deadline_of_all_it_holds(
 ) -> None:
     """Many far clocks and one near: the worker holds them all, fires only the near one when
     it is due, and sends nothing for the others (it looks at no game to find what is due)."""
+    from services.runtime.checkpoints import Checkpoints
+    from services.runtime.follower import Following
+    from services.runtime.game_stream import game_partitions
     from services.runtime.nats import connect as connect_as
-    from services.timers.worker import Timers, stats
+    from services.timers.worker import KIND, PACE, Timers
     from tests.integration.support import credentials_of
 
     client = await ready_client(connection)
@@ -319,27 +323,29 @@ async def test_a_worker_sleeps_until_the_earliest_deadline_of_all_it_holds(
     timers_connection = await connect_as(
         nats_url, "pytest-timers", user="timers", credentials=credentials_of("timers")
     )
-    timers = Timers(timers_connection)
+    js = timers_connection.jetstream()
+    timers = Timers(timers_connection, GameStream(js), Checkpoints(js, KIND))
+    following = Following(timers_connection, timers, game_partitions(ONE), PACE)
     try:
-        await timers.start()
-        firing = asyncio.create_task(timers.fire_due())
-        await asyncio.wait_for(timers.caught_up.wait(), 30)
+        await following.gain(0)
+        await asyncio.wait_for(timers.opened.wait(), 30)
+        await asyncio.wait_for(timers.keepers[0].ready.wait(), 30)  # read to the stream's end
         assert timers.clocks == len(far)
         async with Watch(connection, "near") as watch:
             await open_table(client, "near", Clock(turn_s=0.2, on_timeout="forfeit"))
             await watch.until(lambda w: w.ended)
         async with asyncio.timeout(10):
-            await timers.until(lambda t: t.observed >= 1 and t.fired + t.lost >= 1)
-        figures = stats(timers)
+            await timers.until(
+                lambda t: t.timeouts.observed >= 1 and t.timeouts.fired + t.timeouts.lost >= 1
+            )
+        figures = timers.timeouts.stats()
         assert figures["fired"] == 1
         assert figures["lost"] == 0
         assert timers.clocks == len(far)  # the finished game is forgotten
         assert figures["sent_late_p50_ms"] is not None
         assert figures["sent_late_p50_ms"] < 1000
-        firing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await firing
     finally:
+        await following.stop()
         await timers.stop()
         await timers_connection.close()
     for game in far:  # nothing was sent for them
