@@ -124,7 +124,8 @@ class Clocks:
 
     def resume(self, game_id: str, history: Iterable[tuple[int, Commit]]) -> None:
         """Hold a game again from its history (sequences and commits, in order, from its
-        first), as a checkpoint named it; its timeouts were seen before."""
+        first), as a checkpoint named it; its timeouts were seen before. Its commits learnt
+        later again are passed over."""
         self.games.pop(game_id, None)
         for sequence, commit in history:
             self.take(game_id, sequence, commit, seen=False)

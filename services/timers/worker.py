@@ -9,13 +9,13 @@ each partition's clocks are its own (:class:`~services.timers.clocks.Clocks`), k
 
 Start-up never replays history. Each partition's checkpoint (:mod:`services.runtime.checkpoints`,
 one per partition stream, fenced) holds a position and the running clocked games at it, each by
-the sequence of its last commit; a new holder reads those games' histories, folds them, fires
-what is due at once, and follows the stream from the position: the cost is the clocks running,
-not the games ever played. The checkpoint is written at most every :data:`CHECKPOINT_EVERY_S`
-while the stream moves, and when it goes quiet, so a new holder re-reads about a second of it.
-A stream the checkpoint does not belong to (a reset, a restore) is read from its start, and
-nothing is fired until the follower reaches where the stream ended when it was opened: a
-timeout of a game that has long moved on would only be refused.
+the sequence of its last commit; a new holder reads those games' histories (to their end),
+folds them, fires what is due at once, and follows the stream from the position: the cost is
+the clocks running, not the games ever played. The checkpoint is written at most every
+:data:`CHECKPOINT_EVERY_S` while the stream moves, and when it goes quiet, so a new holder
+re-reads about a second of the stream. A stream the checkpoint does not belong to (the first
+start, a reset, a restore) is surveyed instead (:mod:`services.timers.survey`: the last commit
+of each game tells which have not ended) and followed from its end.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from services.runtime.follower import Message, Opened, Pace
 from services.runtime.game_stream import GameStream
 from services.timers.clocks import Clocks, Entry, RunningClocks
 from services.timers.metrics import CLOCKS, OVERDUE
+from services.timers.survey import clocked, unended_games
 from services.timers.timeouts import Timeouts
 
 log = structlog.get_logger("spades.timers")
@@ -69,9 +70,6 @@ class Timekeeper:
     ) -> None:
         self.partition = partition
         self.clocks = clocks
-        self.ready = asyncio.Event()
-        """Set once the clocks are whole (resumed, or the stream read to where it ended when
-        opened): nothing is fired before."""
         self.applied = 0
         """The last sequence learnt."""
         self.seen_after = 0
@@ -117,7 +115,6 @@ class Timekeeper:
 
     async def _fire_due(self) -> None:
         """Sleep until the earliest deadline, fire what is due, forever."""
-        await self.ready.wait()
         clocks = self.clocks
         while True:
             self._wake.clear()
@@ -195,9 +192,9 @@ class Timers:
     # ----------------------------------------------------------------------- a Handler
 
     async def open(self, opened: Opened) -> int | None:
-        """Resume the partition's clocks from its checkpoint and follow on from its position,
-        firing what is due at once; or, for a stream the checkpoint does not belong to, follow
-        from the start and fire once caught up."""
+        """Hold the partition's running clocks again and follow on, firing what is due at
+        once: the games its checkpoint names, from its position; for a stream the checkpoint
+        does not belong to, the games a survey finds, from the stream's end."""
         index, stream = opened.partition.index, opened.partition.stream
         await self.forget(index)  # opened again: what was held may be behind the checkpoint
         checkpoint = await self._checkpoints.read(stream)
@@ -207,16 +204,15 @@ class Timers:
         running = self._resumable(checkpoint, opened)
         began = self._clock()
         if running is None:
-            position = 0
-            keeper.seen_after = opened.last
-            if opened.last == 0:
-                keeper.ready.set()
+            position = opened.last
+            games = await unended_games(self._client.jetstream(), opened.partition)
+            await self._hold(keeper.clocks, games, index, only_clocked=True)
         else:
             position = checkpoint.position
-            await self._resume(keeper.clocks, running, index)
-            keeper.seen_after = position
-            keeper.ready.set()
-        keeper.applied = keeper.written = position
+            games = list(running.games)
+            await self._hold(keeper.clocks, games, index, only_clocked=False)
+        keeper.applied = keeper.seen_after = position
+        keeper.written = position if running is not None else 0
         keeper.written_at = self._clock()
         self.keepers[index] = keeper
         keeper.start()
@@ -227,8 +223,9 @@ class Timers:
             partition=index,
             position=position,
             last=opened.last,
-            clocks=len(keeper.clocks),
             resumed=running is not None,
+            read=len(games),
+            clocks=len(keeper.clocks),
             took_ms=round((self._clock() - began) * 1000, 1),
         )
         return position
@@ -236,16 +233,13 @@ class Timers:
     async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
         keeper = self.keepers[opened.partition.index]
         keeper.learn(batch)
-        if keeper.applied >= opened.last:
-            keeper.ready.set()
         if self._clock() - keeper.written_at >= CHECKPOINT_EVERY_S:
             await self._checkpoint(opened, keeper)
         return True
 
     async def idle(self, opened: Opened) -> bool:
-        """The stream is quiet: the clocks are whole, and checkpointed."""
+        """The stream is quiet: checkpoint what was learnt."""
         keeper = self.keepers[opened.partition.index]
-        keeper.ready.set()
         if keeper.applied > keeper.written:
             await self._checkpoint(opened, keeper)
         return True
@@ -278,12 +272,12 @@ class Timers:
     # ----------------------------------------------------------------------- checkpoints
 
     def _resumable(self, checkpoint: Checkpoint, opened: Opened) -> RunningClocks | None:
-        """The running clocks of the checkpoint, if it is this stream's (None: start over)."""
+        """The running clocks of the checkpoint, if it is this stream's (None: survey it)."""
         stream = opened.partition.stream
         if not checkpoint.belongs_to(opened.identity):
             if checkpoint.stream:
                 log.warning(
-                    "the timers' checkpoint is of another stream: reading this one from its start",
+                    "the timers' checkpoint is of another stream: surveying this one",
                     stream=stream,
                     checkpoint=f"{checkpoint.stream} made {checkpoint.stream_created}",
                     found=str(opened.identity),
@@ -291,7 +285,7 @@ class Timers:
             return None
         if checkpoint.position > opened.last:
             log.warning(
-                "the timers' checkpoint is past the stream's end: reading it from its start",
+                "the timers' checkpoint is past the stream's end: surveying it",
                 stream=stream,
                 position=checkpoint.position,
                 last=opened.last,
@@ -303,24 +297,33 @@ class Timers:
             log.warning("the timers' checkpoint cannot be read", stream=stream, error=str(error))
             return None
 
-    async def _resume(self, clocks: Clocks, running: RunningClocks, partition: int) -> None:
-        """Hold again the games a checkpoint names, each read up to its last commit then."""
+    async def _hold(
+        self, clocks: Clocks, games: Sequence[str], partition: int, *, only_clocked: bool
+    ) -> None:
+        """Hold the running clocked games among ``games``, each read to its last commit now
+        (not only to a checkpoint's: what is due is fired at once, and a turn that has moved on
+        since would only be refused); ``only_clocked``: a game's first commit is read first,
+        and its history only if it has a clock. The follower then passes over the commits of
+        these games already read."""
         layout = self._stream.partitions
         gate = asyncio.Semaphore(RESUMING_AT_ONCE)
 
-        async def one(game_id: str, sequence: int) -> None:
+        async def one(game_id: str) -> None:
             if layout.of(game_id) != partition:
-                log.warning("checkpointed game of another partition", game_id=game_id)
+                log.warning("game of another partition", game_id=game_id, partition=partition)
                 return
             async with gate:
-                try:
-                    history = await self._stream.read(game_id, until=sequence)
-                except nats.js.errors.NotFoundError:
-                    log.warning("checkpointed game not in the stream", game_id=game_id)
-                    return
+                if only_clocked:
+                    first = await self._stream.read(game_id, limit=1)
+                    if not first or not clocked(first[0]):
+                        return
+                history = await self._stream.read(game_id)
+            if not history:
+                log.warning("game to hold not in the stream", game_id=game_id)
+                return
             clocks.resume(game_id, ((stored.sequence, stored.commit) for stored in history))
 
-        reads = [asyncio.create_task(one(*game)) for game in running.games.items()]
+        reads = [asyncio.create_task(one(game_id)) for game_id in games]
         try:
             await asyncio.gather(*reads)
         finally:
