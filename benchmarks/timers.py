@@ -25,10 +25,10 @@ Once every clock has run a whole turn the measurement window starts. Over it:
 The restart (:func:`run_restart`): the game stream is filled with N finished one-hand games on a
 clock, appended directly (:func:`finished_histories`, :func:`fill`), and one table plays on a
 short clock with nobody acting. A timer worker starts on that stream with no checkpoint (it
-reads the whole history once), then is killed with SIGKILL and another started at once: how
-soon after the kill the new one holds the partitions (the killed one's leases run out first),
-and how soon the table moves again. A restart reads the games on the clock named by the
-checkpoint, never the history, so the second figure should not grow with N.
+surveys the games by their last commits), then is killed with SIGKILL and another started at
+once: how soon after the kill the new one holds the partitions (the killed one's leases run
+out first), and how soon the table moves again. A restart reads the games on the clock named
+by the checkpoint, never the history, so the last figure should not grow with N.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -80,6 +82,7 @@ from services.bots.stand_in import stand_in_actions
 from services.runtime.broker_users import CHECKPOINTS_BUCKET, CLAIMS_BUCKET
 from services.runtime.checkpoints import Checkpoint
 from services.runtime.engine_client import EngineClient, EngineUnavailable
+from services.runtime.nats_server import EmbeddedNats
 from services.timers.worker import KIND as TIMERS
 
 OPENING_AT_ONCE = 64
@@ -380,7 +383,7 @@ class RestartFigures(msgspec.Struct):
     """Appending the history (made and published by the bench)."""
     first_start_s: float
     """A timer worker started on the history with no checkpoint, until every partition's
-    checkpoint reaches the history's end (it read the whole stream once)."""
+    checkpoint reaches the history's end (it surveys the games by their last commits)."""
     claimed_s: float
     """From the SIGKILL of that worker to another, started at once, holding the table's
     partition (the killed one's lease runs out first)."""
@@ -570,6 +573,20 @@ class TableWatch:
                 await self.changed.wait()
 
 
+@contextlib.contextmanager
+def _server(url: str | None, partitions: Partitions) -> Iterator[Broker]:
+    """The server given, or one of the bench's own whose users are those of ``partitions``."""
+    if url or partitions.legacy:
+        with _nats(url) as broker:
+            yield broker
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="spades-bench-") as store,
+        EmbeddedNats(Path(store), partitions=partitions) as server,
+    ):
+        yield Broker(server.url, server.credentials_for)
+
+
 async def measure_restart(
     broker: Broker, partitions: Partitions, history: int, turn_s: float
 ) -> RestartFigures:
@@ -648,7 +665,7 @@ def run_restart(
     """Start the server and an engine; fill the history; measure a timer worker's restart."""
     layout = Partitions(partitions)
     env = {"SPADES_PARTITIONS": str(partitions)}
-    with _nats(nats_url) as broker, service(broker, "engine", env):
+    with _server(nats_url, layout) as broker, service(broker, "engine", env):
         figures: Any = asyncio.run(measure_restart(broker, layout, history, turn_s))
         result: RestartFigures = figures
         return result

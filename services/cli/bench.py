@@ -375,9 +375,7 @@ def timers_restart(history: int, partitions: int, turn_s: float, json: bool) -> 
     table.add_column("value", justify="right")
     table.add_row("messages in the history", f"{figures.history_messages:,}")
     table.add_row("filling the stream", f"{figures.fill_s:.1f} s")
-    table.add_row(
-        "first start, no checkpoint (reads the history)", f"{figures.first_start_s:.2f} s"
-    )
+    table.add_row("first start, no checkpoint (a survey)", f"{figures.first_start_s:.2f} s")
     table.add_row("kill -9 -> the new worker holds the partition", f"{figures.claimed_s:.2f} s")
     table.add_row("kill -9 -> the table moves again", f"{figures.moved_s:.2f} s")
     table.add_row("the new holder's own part (resume, fire)", f"{figures.restart_s:.2f} s")

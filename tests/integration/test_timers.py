@@ -679,7 +679,8 @@ async def test_a_killed_timer_worker_is_replaced_without_reading_the_games_histo
         f"\n{HISTORY_GAMES:,} finished games ({end:,} commits, appended in {filled_s:.1f} s); "
         f"a first start, surveying them: checkpointed past them in {first_start_s:.2f} s; "
         f"after the kill: the partition held again at {claimed - killed:.2f} s, the table "
-        f"moved at {moved - killed:.2f} s (the new holder's own part {moved - claimed:.3f} s)"
+        f"moved at {moved - killed:.2f} s (the new holder's own part {moved - claimed:.3f} s, "
+        f"its partition opened in {opened_clocks(second)['took_ms']} ms)"
     )
     assert fired.events
     assert isinstance(fired.events[0], TimedOut)
