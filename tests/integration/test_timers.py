@@ -459,7 +459,7 @@ ON_TIME_S = 2.0
 TAKEOVER_S = LEASE_S + RENEW_S + 4.0
 """How late past its deadline a timeout may be decided when its partition's holder was killed
 (its lease runs out, another takes the partition, resumes its clocks and fires)."""
-HISTORY_GAMES = 2_000
+HISTORY_GAMES = 1_000
 """Finished games in the stream of the restart test (``spades bench timers --history 10000``
 measures ten thousand)."""
 
