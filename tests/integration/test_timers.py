@@ -13,14 +13,16 @@ import itertools
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 from nats.aio.client import Client
 from nats.js import api
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.commands import wait_for_engine
 from benchmarks.timers import (
@@ -66,7 +68,7 @@ from services.runtime.broker_users import CLAIMS_BUCKET
 from services.runtime.claims import LEASE_S, RENEW_S, assignment
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream, StoredCommit
-from services.runtime.nats_server import EmbeddedNats
+from services.runtime.nats_server import EmbeddedNats, free_port
 from tests.integration.support import (
     EngineProcess,
     ServiceProcess,
@@ -623,6 +625,27 @@ async def test_one_of_two_timer_workers_killed_on_three_partitions_misses_nor_do
     )
 
 
+async def scraped(port: int, ready: Callable[[dict[str, float]], bool]) -> dict[str, float]:
+    """A process's ``/metrics`` by sample (``name{label="value",...}``), once ``ready`` holds
+    of it (polled: another process's state)."""
+    async with httpx.AsyncClient() as http, asyncio.timeout(10):
+        while True:
+            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+            samples = {
+                sample.name
+                + (
+                    "{" + ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items())) + "}"
+                    if sample.labels
+                    else ""
+                ): sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+            }
+            if ready(samples):
+                return samples
+            await asyncio.sleep(0.1)
+
+
 def opened_clocks(worker: TimersProcess) -> dict[str, Any]:
     """What a worker's log says of the first partition it opened (games read, clocks held)."""
     for line in worker.log_path.read_text().splitlines():
@@ -644,7 +667,10 @@ async def test_a_killed_timer_worker_is_replaced_without_reading_the_games_histo
     js = connection.jetstream()
     client = await ready_client(connection)
     first = TimersProcess(nats_url, tmp_path, "timers-first")
-    second = TimersProcess(nats_url, tmp_path, "timers-second")
+    metrics_port = free_port()
+    second = TimersProcess(
+        nats_url, tmp_path, "timers-second", env={"SPADES_METRICS_PORT": str(metrics_port)}
+    )
     table = "after-history"
     began = time.monotonic()
     await fill(connection, ONE, finished_histories(HISTORY_GAMES))
@@ -672,6 +698,9 @@ async def test_a_killed_timer_worker_is_replaced_without_reading_the_games_histo
             await watch.until(lambda w: len(w.commits) > moves, timeout_s=30)
             moved = time.time()
             fired = watch.commits[moves]
+            metrics = await scraped(
+                metrics_port, lambda m: m.get("spades_timer_lateness_seconds_count", 0) >= 1
+            )
     finally:
         second.stop()
         first.stop()
@@ -686,6 +715,10 @@ async def test_a_killed_timer_worker_is_replaced_without_reading_the_games_histo
     assert isinstance(fired.events[0], TimedOut)
     assert moved - claimed < 1.0
     assert moved - killed < LEASE_S + RENEW_S + 2.0
+    assert metrics["spades_timeouts_fired_total"] >= 1
+    assert metrics["spades_timers_clocks"] == 1
+    assert "spades_timers_overdue" in metrics
+    assert metrics['spades_partitions_held{kind="timers"}'] == 1
     surveyed, resumed = (opened_clocks(worker) for worker in (first, second))
     assert surveyed["resumed"] is False
     assert surveyed["read"] == 0  # every game of the history ended: none read
