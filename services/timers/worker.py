@@ -44,6 +44,10 @@ log = structlog.get_logger("spades.timers")
 
 KIND = "timers"
 PACE = Pace()
+"""The default batching window (5 ms, only while the stream is busy): a seat away from the table
+is due at once when its turn comes, so a commit learnt late is a timeout sent late (a 50 ms
+window cut a third of the worker's CPU per timeout in ``spades bench timers`` and put its p99
+lateness from about 10 to about 100 ms)."""
 CHECKPOINT_EVERY_S = 1.0
 IN_FLIGHT = 256
 """Timeouts sent at once by a process (an overdue backlog after a fail-over goes out this many
