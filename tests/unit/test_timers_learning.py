@@ -5,15 +5,17 @@ bytes, not decoded); and what its checkpoint needs to hold them again."""
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 from structlog.testing import capture_logs
 
-from benchmarks.projections import GameWriter, play_game
+from benchmarks.projections import EPOCH, GameWriter, play_game
 from contracts.wire import read_commit
 from domain.clock import Clock
 from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import decide
+from domain.timing import deadlines
 from services.timers.clocks import Clocks
 
 
@@ -103,3 +105,22 @@ def test_a_commit_learnt_again_changes_nothing() -> None:
     held = clocks.games["twice"].state
     learnt(clocks, "twice", payloads[2:], first=3)
     assert clocks.games["twice"].state == held
+
+
+def test_overdue_counts_the_turns_due_by_a_time_without_looking_past_them() -> None:
+    """The heap is walked only below entries due; the count is every standing turn due."""
+    clocks = Clocks()
+    for number in (3, 0, 6, 1, 5, 2, 4):  # not in deadline order: the heap is no sorted list
+        writer = GameWriter(f"spread-{number}", EPOCH + timedelta(seconds=10 * number))
+        rules = {"preset": "partnership"}
+        game = writer.commit(
+            decide(None, CreateGame(writer.log.game_id, rules, clock=Clock(turn_s=30)))
+        )
+        for seat in range(4):
+            deal = SeededDeal(random.Random(number * 4 + seat).randbytes(32))
+            game = writer.commit(decide(game, TakeSeat(f"player-{seat}"), deal=deal))
+        learnt(clocks, writer.log.game_id, writer.log.payloads)
+    due = sorted(d for held in clocks.games.values() for d in deadlines(held.state).values())
+    assert len(due) == 7
+    for now in (due[0] - 1, due[0], due[3], due[3] + 5, due[-1], due[-1] + 60):
+        assert clocks.overdue(now) == sum(deadline <= now for deadline in due)
