@@ -63,7 +63,7 @@ async def run_timers(settings: Settings, *, nats_url: str | None = None) -> None
         log.info("timers ready", partitions=layout.count, member=claims.member)
         try:
             while not any(task.done() for task in work):
-                await asyncio.wait(work, timeout=STATS_EVERY_S, return_when="FIRST_COMPLETED")
+                await asyncio.wait(work, timeout=STATS_EVERY_S, return_when=asyncio.FIRST_COMPLETED)
                 log.info(
                     "timers",
                     partitions=sorted(timers.keepers),

@@ -127,7 +127,7 @@ class Timekeeper:
                 await self._slots.acquire()
                 task = asyncio.create_task(self._fire(entry))
                 self._sends.add(task)
-                task.add_done_callback(self._sends.discard)
+                task.add_done_callback(self._sent)
             earliest = clocks.earliest()
             if earliest is None:
                 await self._wake.wait()
@@ -146,7 +146,11 @@ class Timekeeper:
             log.warning("timeout not sent", game_id=game_id, seat=seat, error=repr(error))
         finally:
             self.clocks.answered(turn)
-            self._slots.release()
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        """A send is over, however (a task cancelled before it ran has run no ``finally``)."""
+        self._sends.discard(task)
+        self._slots.release()
 
 
 class Timers:
