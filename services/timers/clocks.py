@@ -40,6 +40,9 @@ Entry = tuple[float, str, int, int]
 """A deadline in the heap: when, the game, the seat, the game's version it was learnt at."""
 Turn = tuple[str, int, int]
 """A seat's turn that may time out: the game, the seat, the game's version."""
+UNANSWERED_S = 1.0
+"""A timeout sent this long ago and not answered yet counts as overdue again (the engine is
+slow, unavailable, or finds it early): one just sent does not, however many are in flight."""
 
 
 class RunningClocks(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,8 +70,8 @@ class Clocks:
     def __init__(self, timed_out: Callable[[float | None], None] = _no_timeout) -> None:
         self.games: dict[str, Held] = {}
         self._heap: list[Entry] = []
-        self.firing: set[Turn] = set()
-        """Turns whose timeout has been taken from the heap and not answered yet."""
+        self.firing: dict[Turn, float] = {}
+        """Turns whose timeout has been taken from the heap and not answered yet, and when."""
         self._timed_out = timed_out
         """Told of each timeout learnt from the stream: seconds past its deadline it was
         decided at (None when the deadline is not known)."""
@@ -163,7 +166,7 @@ class Clocks:
             if entry[0] > now:
                 return None
             heapq.heappop(heap)
-            self.firing.add(entry[1:])
+            self.firing[entry[1:]] = now
             return entry
         return None
 
@@ -176,11 +179,12 @@ class Clocks:
 
     def answered(self, turn: Turn) -> None:
         """The turn's timeout is no longer being fired (answered, or given up)."""
-        self.firing.discard(turn)
+        self.firing.pop(turn, None)
 
     def overdue(self, now: float) -> int:
-        """Timeouts due by ``now`` and not answered: those firing, and those still waiting in
-        the heap (found without looking past the entries due: the heap's order)."""
+        """Timeouts due by ``now`` and not taken by the engine: those still waiting in the heap
+        (found without looking past the entries due: the heap's order), and those sent
+        :data:`UNANSWERED_S` or longer ago and not answered."""
         heap = self._heap
         waiting: set[Turn] = set()
         below = [0] if heap else []
@@ -192,4 +196,5 @@ class Clocks:
             if self._stands(entry):
                 waiting.add(entry[1:])
             below.extend(child for child in (2 * index + 1, 2 * index + 2) if child < len(heap))
-        return len(self.firing) + len(waiting)
+        unanswered = sum(sent <= now - UNANSWERED_S for sent in self.firing.values())
+        return unanswered + len(waiting)

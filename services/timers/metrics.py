@@ -10,7 +10,8 @@ CLOCKS = Gauge(
 )
 OVERDUE = Gauge(
     "spades_timers_overdue",
-    "Timeouts past their deadline in the partitions this process works, not answered yet.",
+    "Timeouts past their deadline in the partitions this process works that the engine has "
+    "not taken: not sent yet, or sent a second or more ago and not answered.",
 )
 LATENESS = Histogram(
     "spades_timer_lateness_seconds",

@@ -16,7 +16,7 @@ from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import decide
 from domain.timing import deadlines
-from services.timers.clocks import Clocks
+from services.timers.clocks import UNANSWERED_S, Clocks
 
 
 def clocked(game_id: str, seats: int) -> list[bytes]:
@@ -79,7 +79,7 @@ def test_a_game_resumed_from_its_history_is_held_as_one_learnt_commit_by_commit(
     assert resumed.earliest() == followed.earliest() is not None
 
 
-def test_a_due_timeout_is_taken_once_and_counts_as_overdue_until_answered() -> None:
+def test_a_due_timeout_is_taken_once_and_is_overdue_until_sent_and_while_unanswered() -> None:
     clocks = Clocks()
     learnt(clocks, "due", clocked("due", seats=4))
     deadline = clocks.earliest()
@@ -91,7 +91,8 @@ def test_a_due_timeout_is_taken_once_and_counts_as_overdue_until_answered() -> N
     assert entry is not None
     assert entry[0] == deadline
     assert clocks.next_due(deadline + 60) is None  # firing: not taken twice
-    assert clocks.overdue(deadline + 60) == 1
+    assert clocks.overdue(deadline) == 0  # just sent
+    assert clocks.overdue(deadline + UNANSWERED_S) == 1  # sent, and no answer since
     clocks.answered(entry[1:])
     assert clocks.overdue(deadline + 60) == 0
 
