@@ -1,4 +1,5 @@
-"""``spades bench timers``: thousands of clocks running at once, and what firing them costs.
+"""``spades bench timers``: thousands of clocks running at once, and what firing them costs;
+with ``--history N``, what a restart costs after N finished games.
 
 An embedded nats-server, one engine and one timer worker (``spades serve timers``), each its own
 process. N games are opened with ``clock: {turn_s: T, on_timeout: auto}`` and three of their
@@ -20,46 +21,69 @@ Once every clock has run a whole turn the measurement window starts. Over it:
 - the peer: the engine's CPU per timeout over the same window (deciding the timeout, choosing
   the bot's move, appending it), the work each timeout exists to trigger. The ratio is the
   worker's CPU per timeout over the engine's.
+
+The restart (:func:`run_restart`): the game stream is filled with N finished one-hand games on a
+clock, appended directly (:func:`finished_histories`, :func:`fill`), and one table plays on a
+short clock with nobody acting. A timer worker starts on that stream with no checkpoint (it
+surveys the games by their last commits), then is killed with SIGKILL and another started at
+once: how soon after the kill the new one holds the partitions (the killed one's leases run
+out first), and how soon the table moves again. A restart reads the games on the clock named
+by the checkpoint, never the history, so the last figure should not grow with N.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
+import nats.js.errors
+from msgspec.structs import replace
+from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js import api
+from nats.js import JetStreamContext, api
 
 from benchmarks.commands import Broker, _nats, wait_for_engine
 from benchmarks.e2e import stop
+from contracts.partitions import Partitions
 from contracts.wire import (
     COMMAND_SUBJECTS,
     GAME_SUBJECTS,
     GAMES_STREAM,
+    GENESIS,
     ActRequest,
+    Commit,
     CreateGameRequest,
     TakeSeatRequest,
     TimeOutRequest,
     commit_seconds,
+    encode_commit,
     read_commit,
     request_decoder,
 )
-from domain.clock import Clock
-from domain.commands import to_api
-from domain.events import TimedOut
-from domain.game import evolve
-from domain.state import Game
+from domain.clock import Clock, rfc3339
+from domain.commands import CreateGame, TakeSeat, to_api
+from domain.dealing import SeededDeal
+from domain.events import AnyEvent, GameCreated, TimedOut
+from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
+from domain.state import Game, cards_held
 from domain.timing import apply_commit, deadlines
 from services.bots.stand_in import stand_in_actions
+from services.runtime.broker_users import CHECKPOINTS_BUCKET, CLAIMS_BUCKET
+from services.runtime.checkpoints import Checkpoint
 from services.runtime.engine_client import EngineClient, EngineUnavailable
+from services.runtime.nats_server import EmbeddedNats
+from services.timers.worker import KIND as TIMERS
 
 OPENING_AT_ONCE = 64
 SUBJECT_PREFIX = GAME_SUBJECTS[:-1]
@@ -108,9 +132,17 @@ def rss_mb(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def service(broker: Broker, name: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``spades serve <name>`` as its own process, stopped on exit."""
-    env = {**os.environ, "SPADES_NATS_URL": broker.url, "SPADES_LOG_LEVEL": "WARNING"}
+def service(
+    broker: Broker, name: str, settings: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``spades serve <name>`` as its own process (with ``settings`` in its environment),
+    stopped on exit."""
+    env = {
+        **os.environ,
+        "SPADES_NATS_URL": broker.url,
+        "SPADES_LOG_LEVEL": "WARNING",
+        **(settings or {}),
+    }
     credentials = broker.credentials(name)
     if credentials is not None:
         env["SPADES_NATS_CREDS"] = str(credentials)
@@ -330,4 +362,310 @@ def run(
             measure(broker, engine.pid, timers.pid, games, acting_share, turn_s, window_s, seed)
         )
         result: TimerFigures = figures
+        return result
+
+
+# --------------------------------------------------------------------------- the restart
+
+HISTORY_CLOCK = Clock(turn_s=60.0, on_timeout="auto")
+FILL_WINDOW = 4096
+"""Publishes awaiting their acknowledgement at once while the stream is filled."""
+POLL_S = 0.02
+"""How often the restart's figures look at the claims and checkpoint buckets (another
+process's state: nothing to await)."""
+
+
+class RestartFigures(msgspec.Struct):
+    history_games: int
+    partitions: int
+    history_messages: int
+    fill_s: float
+    """Appending the history (made and published by the bench)."""
+    first_start_s: float
+    """A timer worker started on the history with no checkpoint, until every partition's
+    checkpoint reaches the history's end (it surveys the games by their last commits)."""
+    claimed_s: float
+    """From the SIGKILL of that worker to another, started at once, holding the table's
+    partition (the killed one's lease runs out first)."""
+    moved_s: float
+    """From the SIGKILL to the table's next commit (a timeout the new worker fired)."""
+    restart_s: float
+    """``moved_s - claimed_s``: the new holder's own part (resume the clocks from the
+    checkpoint, fire what is due)."""
+
+
+def played_template(seed: int = 1) -> list[Commit]:
+    """One partnership game of one hand on :data:`HISTORY_CLOCK`, played out with random legal
+    moves, as the engine would commit it (times 1.5 s apart, from 2026-01-01)."""
+    rng = random.Random(seed)
+    game_id = "template"
+    commits: list[Commit] = []
+    state: Game | None = None
+    previous = GENESIS
+    at = commit_seconds("2026-01-01T00:00:00.000Z")
+
+    def commit(events: list[AnyEvent]) -> Game:
+        nonlocal state, previous, at
+        at += 1.5
+        version = (state.version if state else 0) + len(events)
+        made = Commit(
+            game_id=game_id,
+            version=version,
+            command_id=f"{game_id}-{len(commits) + 1}",
+            time=rfc3339(at),
+            previous=previous,
+            events=events,
+        )
+        previous = hashlib.sha256(encode_commit(made)).hexdigest()
+        commits.append(made)
+        state = apply_commit(state, events, at, evolve)
+        assert state is not None
+        return state
+
+    rules = {"preset": "partnership", "max_hands": 1}
+    game = commit(decide(None, CreateGame(game_id, rules, dealer=3, clock=HISTORY_CLOCK)))
+    for seat in range(game.rules.players):
+        game = commit(decide(game, TakeSeat(f"p{seat}", seat), deal=SeededDeal(rng.randbytes(32))))
+    deal = SeededDeal(rng.randbytes(32))
+    while game.status != "finished":
+        turn = seat_to_act(game)
+        assert turn is not None
+        action: Any = rng.choice(legal_actions(game, turn))
+        if isinstance(action, PassDue | DiscardDue):
+            hand = game.hand
+            assert hand is not None
+            action = action.choose(tuple(rng.sample(cards_held(hand, turn), action.count)))
+        game = commit(decide(game, action, deal=deal))
+    return commits
+
+
+def finished_histories(
+    count: int, *, prefix: str = "finished", seed: int = 1
+) -> Iterator[tuple[str, list[bytes]]]:
+    """``count`` finished one-hand games on a clock: :func:`played_template` written again
+    under each id (its own ids, command ids and hash chain: a valid history of its own)."""
+    template = played_template(seed)
+    for number in range(count):
+        game_id = f"{prefix}-{number:06d}"
+        previous = GENESIS
+        payloads: list[bytes] = []
+        for index, commit in enumerate(template, start=1):
+            events = commit.events
+            first = events[0] if events else None
+            if isinstance(first, GameCreated):
+                events = [replace(first, game_id=game_id), *events[1:]]
+            data = encode_commit(
+                replace(
+                    commit,
+                    game_id=game_id,
+                    command_id=f"{game_id}-{index}",
+                    previous=previous,
+                    events=events,
+                )
+            )
+            previous = hashlib.sha256(data).hexdigest()
+            payloads.append(data)
+        yield game_id, payloads
+
+
+async def fill(
+    connection: Client, partitions: Partitions, histories: Iterable[tuple[str, list[bytes]]]
+) -> int:
+    """Append the histories to their partitions' streams: JetStream publishes, up to
+    :data:`FILL_WINDOW` awaiting their acknowledgement, every one acknowledged (a refusal
+    raises). The messages appended."""
+    window = asyncio.Semaphore(FILL_WINDOW)
+    refusals: list[bytes] = []
+
+    async def acknowledged(msg: Msg) -> None:
+        if b'"error"' in msg.data or not msg.data:
+            refusals.append(msg.data or b"no answer")
+        window.release()
+
+    inbox = connection.new_inbox()
+    subscription = await connection.subscribe(inbox, cb=acknowledged)
+    sent = 0
+    try:
+        for game_id, payloads in histories:
+            subject = partitions.game_subject(game_id)
+            for data in payloads:
+                await window.acquire()
+                await connection.publish(subject, data, reply=inbox)
+                sent += 1
+        for _ in range(FILL_WINDOW):  # every publish answered
+            await asyncio.wait_for(window.acquire(), 30)
+    finally:
+        await subscription.unsubscribe()
+    if refusals:
+        raise RuntimeError(f"{len(refusals)} appends refused: {refusals[0]!r}")
+    return sent
+
+
+async def lease_holder(js: JetStreamContext, kind: str, partition: int) -> str | None:
+    """The member holding a partition of ``kind``'s work now (None: nobody)."""
+    try:
+        kv = await js.key_value(CLAIMS_BUCKET)
+        entry = await kv.get(f"{kind}.partitions.{partition}")
+    except nats.js.errors.NotFoundError:
+        return None
+    return entry.value.decode() if entry.value else None
+
+
+def member_pid(member: str) -> int:
+    """The process id in a member's name (``<host>-<pid>-<random>``)."""
+    return int(member.rsplit("-", 2)[1])
+
+
+async def checkpointed_at(js: JetStreamContext, stream: str) -> int:
+    """The position of the timers' checkpoint of ``stream`` (0: none yet)."""
+    try:
+        kv = await js.key_value(CHECKPOINTS_BUCKET)
+        entry = await kv.get(f"{TIMERS}.{stream}")
+    except nats.js.errors.NotFoundError:
+        return 0
+    return msgspec.json.decode(entry.value or b"{}", type=Checkpoint).position
+
+
+async def until_checkpointed(
+    js: JetStreamContext, partitions: Partitions, positions: dict[int, int], timeout_s: float
+) -> None:
+    """Until each partition's timers checkpoint is at or past its position in ``positions``."""
+    async with asyncio.timeout(timeout_s):
+        for partition, position in positions.items():
+            stream = partitions.stream(partition)
+            while await checkpointed_at(js, stream) < position:  # noqa: ASYNC110
+                await asyncio.sleep(POLL_S)
+
+
+async def until_held_by(
+    js: JetStreamContext, kind: str, partition: int, pid: int, timeout_s: float
+) -> None:
+    async with asyncio.timeout(timeout_s):
+        while True:
+            holder = await lease_holder(js, kind, partition)
+            if holder is not None and member_pid(holder) == pid:
+                return
+            await asyncio.sleep(POLL_S)
+
+
+class TableWatch:
+    """One table's commits as they arrive (when, and what)."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[tuple[float, Commit]] = []
+        self.sequence = 0
+        """The stream sequence of the last commit arrived."""
+        self.changed = asyncio.Event()
+
+    async def receive(self, msg: Msg) -> None:
+        self.arrivals.append((time.time(), read_commit(msg.data)))
+        self.sequence = msg.metadata.sequence.stream
+        self.changed.set()
+
+    @property
+    def timeouts(self) -> int:
+        return sum(bool(c.events) and isinstance(c.events[0], TimedOut) for _, c in self.arrivals)
+
+    async def until(self, done: Callable[[TableWatch], bool], timeout_s: float) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not done(self):
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@contextlib.contextmanager
+def _server(url: str | None, partitions: Partitions) -> Iterator[Broker]:
+    """The server given, or one of the bench's own whose users are those of ``partitions``."""
+    if url or partitions.legacy:
+        with _nats(url) as broker:
+            yield broker
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="spades-bench-") as store,
+        EmbeddedNats(Path(store), partitions=partitions) as server,
+    ):
+        yield Broker(server.url, server.credentials_for)
+
+
+async def measure_restart(
+    broker: Broker, partitions: Partitions, history: int, turn_s: float
+) -> RestartFigures:
+    env = {"SPADES_PARTITIONS": str(partitions.count)}
+    connection = await broker.connect()
+    try:
+        js = connection.jetstream()
+        client = EngineClient(connection, timeout_s=30, partitions=partitions)
+        await wait_for_engine(client)
+        began = time.monotonic()
+        messages = await fill(connection, partitions, finished_histories(history))
+        fill_s = time.monotonic() - began
+        ends = {
+            p: int((await js.stream_info(partitions.stream(p))).state.last_seq or 0)
+            for p in partitions.indexes
+        }
+        table_id = "restart-table"
+        part = partitions.of(table_id)
+        watch = TableWatch()
+        subscription = await js.subscribe(
+            partitions.game_subject(table_id),
+            stream=partitions.stream(part),
+            cb=watch.receive,
+            ordered_consumer=True,
+        )
+        with service(broker, "timers", env) as first:
+            started = time.monotonic()
+            await until_checkpointed(js, partitions, ends, timeout_s=600)
+            first_start_s = time.monotonic() - started
+            created = await client.send(
+                table_id,
+                CreateGameRequest(
+                    rules={"preset": "partnership"},
+                    dealer=3,
+                    clock=Clock(turn_s=turn_s, on_timeout="auto"),
+                ),
+            )
+            assert created.ok, created
+            for seat in range(4):
+                await _seat(client, table_id, seat)
+            await watch.until(lambda w: w.timeouts >= 2, timeout_s=30 + 4 * turn_s)
+            table_end = max(ends[part], watch.sequence)
+            await until_checkpointed(js, partitions, {part: table_end}, timeout_s=30)
+            seen = watch.timeouts
+            await watch.until(lambda w: w.timeouts > seen, timeout_s=30 + 4 * turn_s)
+            first.kill()  # just after a timeout: the next deadline is a whole turn away
+            killed = time.time()
+            first.wait()
+            moves = len(watch.arrivals)
+            with service(broker, "timers", env) as second:
+                await until_held_by(js, TIMERS, part, second.pid, timeout_s=60)
+                claimed_s = time.time() - killed
+                await watch.until(lambda w: len(w.arrivals) > moves, timeout_s=60)
+                moved_s = watch.arrivals[moves][0] - killed
+        await subscription.unsubscribe()
+        return RestartFigures(
+            history_games=history,
+            partitions=partitions.count,
+            history_messages=messages,
+            fill_s=round(fill_s, 2),
+            first_start_s=round(first_start_s, 2),
+            claimed_s=round(claimed_s, 2),
+            moved_s=round(moved_s, 2),
+            restart_s=round(moved_s - claimed_s, 2),
+        )
+    finally:
+        await connection.close()
+
+
+def run_restart(
+    history: int = 10_000,
+    partitions: int = 1,
+    turn_s: float = 1.0,
+    nats_url: str | None = None,
+) -> RestartFigures:
+    """Start the server and an engine; fill the history; measure a timer worker's restart."""
+    layout = Partitions(partitions)
+    env = {"SPADES_PARTITIONS": str(partitions)}
+    with _server(nats_url, layout) as broker, service(broker, "engine", env):
+        figures: Any = asyncio.run(measure_restart(broker, layout, history, turn_s))
+        result: RestartFigures = figures
         return result

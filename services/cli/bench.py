@@ -306,12 +306,28 @@ def timers(
     turn_s: Annotated[float, typer.Option(min=0.05, help="Each turn's clock.")] = 60.0,
     window_s: Annotated[float, typer.Option(min=1, help="Seconds measured.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of the game ids and the slow seats.")] = 1,
+    history: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Measure a restart instead: N finished games in the stream, one table on the "
+            "clock (--turn-s), the timer worker killed and started again.",
+        ),
+    ] = 0,
+    partitions: Annotated[
+        int, typer.Option(min=1, help="Partitions of the game stream (with --history).")
+    ] = 1,
     json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
 ) -> None:
     """Thousands of clocks at once: the timer worker's CPU per timeout and how late timeouts
-    come past their deadlines (p50, p99), against the engine's CPU per timeout."""
+    come past their deadlines (p50, p99), against the engine's CPU per timeout. With
+    ``--history N``: how soon a killed timer worker's table moves again after N finished
+    games."""
     from benchmarks.timers import run
 
+    if history:
+        timers_restart(history, partitions, turn_s, json)
+        return
     if not json:
         console.print(f"opening {games} clocked games (turn_s {turn_s}) ...")
     figures = run(games, acting, turn_s, window_s, seed)
@@ -342,6 +358,28 @@ def timers(
     table.add_row("peer: engine CPU per timeout", f"{figures.engine_cpu_per_timeout_us:,.0f} us")
     Console().print(table)
     typer.echo(f"ratio (timer CPU / engine CPU, per timeout): {figures.ratio:.3f}")
+
+
+def timers_restart(history: int, partitions: int, turn_s: float, json: bool) -> None:
+    """``spades bench timers --history N``."""
+    from benchmarks.timers import run_restart
+
+    if not json:
+        console.print(f"filling the stream with {history:,} finished games ...")
+    figures = run_restart(history, partitions, turn_s)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"timers restart: {history:,} finished games, {partitions} partition(s)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("messages in the history", f"{figures.history_messages:,}")
+    table.add_row("filling the stream", f"{figures.fill_s:.1f} s")
+    table.add_row("first start, no checkpoint (a survey)", f"{figures.first_start_s:.2f} s")
+    table.add_row("kill -9 -> the new worker holds the partition", f"{figures.claimed_s:.2f} s")
+    table.add_row("kill -9 -> the table moves again", f"{figures.moved_s:.2f} s")
+    table.add_row("the new holder's own part (resume, fire)", f"{figures.restart_s:.2f} s")
+    Console().print(table)
 
 
 @app.command("http")

@@ -106,8 +106,8 @@ def webhooks(nats_url: NatsUrl = None) -> None:
 
 @app.command("timers")
 def timers(nats_url: NatsUrl = None) -> None:
-    """The timer worker: learns the clocks from the game stream and fires each timeout once
-    through the engine (several may run)."""
+    """The timer worker: fires each timeout once through the engine, for the partitions of the
+    game stream it holds (several share them; one takes over a stopped one's)."""
     from services.timers.service import serve_timers
 
     settings = get_settings()

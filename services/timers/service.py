@@ -1,8 +1,10 @@
 """``spades serve timers``: the timer worker as its own process.
 
-Several may run at once (each fires every timeout; the engine accepts it once), so a timer
-worker is made highly available by running two. It holds nothing of its own: on a start it
-reads the game stream again and fires what is overdue at once.
+Several may run at once: they share the game stream's partitions (:class:`Claims` of kind
+``timers``), each partition fired by one of them at a time, and another takes a partition over
+within seconds of its holder's end, resuming its clocks from the partition's checkpoint
+(:mod:`services.timers.worker`). A timeout the old holder had in flight is sent again by the
+new one under the same command id, and the engine takes it once.
 """
 
 from __future__ import annotations
@@ -12,10 +14,19 @@ import contextlib
 
 import structlog
 
+from services.runtime.checkpoints import Checkpoints
+from services.runtime.claims import Claims
+from services.runtime.follower import Following
+from services.runtime.game_stream import (
+    GameStream,
+    LayoutError,
+    check_partitions,
+    game_partitions,
+)
 from services.runtime.loop import freeze_started_heap, until_stopped
 from services.runtime.nats import connect
 from services.runtime.settings import Settings
-from services.timers.worker import Timers, stats
+from services.timers.worker import KIND, PACE, Timers
 
 log = structlog.get_logger("spades.timers")
 
@@ -23,34 +34,56 @@ STATS_EVERY_S = 60.0
 
 
 async def run_timers(settings: Settings, *, nats_url: str | None = None) -> None:
-    """Run until cancelled."""
+    """Run until cancelled; then give the partitions up, so that others take them at once."""
     url = nats_url or settings.nats_url
     if url is None:
         raise ValueError("the timer worker needs a NATS server: set SPADES_NATS_URL")
     client = await connect(
         url, "spades-timers", user="timers", credentials=settings.nats_credentials("timers")
     )
-    timers = Timers(client)
+    js = client.jetstream()
+    layout, replicas = settings.layout, settings.stream_replicas
     try:
-        await timers.start()
+        reason = await check_partitions(js, layout)
+        if reason is not None:
+            raise LayoutError(reason)
+        timers = Timers(client, GameStream(js, layout), Checkpoints(js, KIND, replicas))
+        following = Following(client, timers, game_partitions(layout), PACE)
+
+        async def lose(partition: int) -> None:
+            await following.lose(partition)
+            await timers.forget(partition)
+
+        claims = Claims(js, KIND, layout.count, following.gain, lose, replicas=replicas)
+        work = [
+            asyncio.create_task(claims.run(), name="timers claims"),
+            asyncio.create_task(timers.gauge(), name="timers gauges"),
+        ]
         freeze_started_heap()
-        log.info("timers ready")
-        firing = asyncio.create_task(timers.fire_due(), name="timers")
+        log.info("timers ready", partitions=layout.count, member=claims.member)
         try:
-            while not firing.done():
-                await asyncio.wait({firing}, timeout=STATS_EVERY_S)
-                log.info("timers", **stats(timers))
-            firing.result()
+            while not any(task.done() for task in work):
+                await asyncio.wait(work, timeout=STATS_EVERY_S, return_when=asyncio.FIRST_COMPLETED)
+                log.info(
+                    "timers",
+                    partitions=sorted(timers.keepers),
+                    clocks=timers.clocks,
+                    **timers.timeouts.stats(),
+                )
+            for task in work:
+                if task.done():
+                    task.result()
         finally:
-            firing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await firing
+            for task in work:  # the claims stop every partition's work, then give it up
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await following.stop()
+            await timers.stop()
     finally:
-        await timers.stop()
         await client.close()
 
 
 async def serve_timers(settings: Settings, *, nats_url: str | None = None) -> None:
-    """:func:`run_timers` until SIGTERM or Ctrl-C. A timeout in flight then is fired again by
-    the next start (or by another worker), and the engine takes it once."""
+    """:func:`run_timers` until SIGTERM or Ctrl-C."""
     await until_stopped(run_timers(settings, nats_url=nats_url))

@@ -1,298 +1,366 @@
-"""Timers: learn every running clock from the game stream, fire each timeout once, when due.
+"""The timer worker: fires each turn's timeout through the engine when the seat's clock runs
+out, for the partitions of the game stream it holds.
 
-A :class:`Timers` follows ``SPADES_GAMES`` from its first message with an ordered consumer and
-folds each clocked game as the engine does (:func:`domain.timing.apply_commit`: the events, then
-the clocks run to the commit's time), so a deadline always derives from the commit that gave the
-turn, never from when this process heard of it. It holds running clocked games only: a commit
-of any other game is skipped by a look at its bytes, undecoded, unless it may start a game
-(only a game's first commit holds a ``game_created`` event), and a finished game is forgotten.
-So what it holds stays as small as the games on the clock, however many games come and go.
+:class:`Timers` is a :class:`~services.runtime.follower.Handler` (kind ``timers``): the process
+runs one follower per partition it holds (:mod:`services.runtime.claims` decides which), and
+each partition's clocks are its own (:class:`~services.timers.clocks.Clocks`), kept by a
+:class:`Timekeeper` that sleeps until their earliest deadline and sends what is due
+(:mod:`services.timers.timeouts`). Losing a partition forgets its clocks.
 
-The next deadlines wait in a heap (one entry per seat on the clock and game version), so the
-worker sleeps until the earliest one instead of looking at every game. When it is due the
-worker sends the engine a :class:`~contracts.wire.TimeOutRequest` carrying the version the
-deadline was learnt at, under a command id made of the seat and that version: a second timer
-(several may run) sending the same timeout gets the first answer, a stale one is refused
-``conflict`` (the game has moved on), and so one timeout makes one action. Entries whose game
-has since moved on are dropped as they reach the top.
-
-After a restart or a fail-over the worker reads the stream again and, once caught up (nothing
-pending), fires every overdue timeout at once.
+Start-up never replays history. Each partition's checkpoint (:mod:`services.runtime.checkpoints`,
+one per partition stream, fenced) holds a position and the running clocked games at it, each by
+the sequence of its last commit; a new holder reads those games' histories (to their end),
+folds them, fires what is due at once, and follows the stream from the position: the cost is
+the clocks running, not the games ever played. The checkpoint is written at most every
+:data:`CHECKPOINT_EVERY_S` while the stream moves, and when it goes quiet, so a new holder
+re-reads about a second of the stream. A stream the checkpoint does not belong to (the first
+start, a reset, a restore) is surveyed instead (:mod:`services.timers.survey`: the last commit
+of each game tells which have not ended) and followed from its end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import time
-from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
+import msgspec
 import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.client import Client
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from nats.js import JetStreamContext, api
 
-from contracts.wire import GAME_SUBJECTS, GAMES_STREAM, TimeOutRequest, commit_seconds, read_commit
-from domain.events import TimedOut
-from domain.game import evolve
-from domain.state import Game
-from domain.timing import apply_commit, deadlines
-from services.runtime.engine_client import EngineClient, EngineUnavailable
-from services.runtime.tail import follow
+from services.runtime.checkpoints import Checkpoint, Checkpoints, Fenced
+from services.runtime.engine_client import EngineClient
+from services.runtime.follower import Message, Opened, Pace
+from services.runtime.game_stream import GameStream
+from services.timers.clocks import Clocks, Entry, RunningClocks
+from services.timers.metrics import CLOCKS, OVERDUE
+from services.timers.survey import clocked, unended_games
+from services.timers.timeouts import Timeouts
 
 log = structlog.get_logger("spades.timers")
 
-SUBJECT_PREFIX = GAME_SUBJECTS[:-1]
-"""``spades.games.``: what precedes a game's id in its subject."""
+KIND = "timers"
+PACE = Pace()
+"""The default batching window (5 ms, only while the stream is busy): a seat away from the table
+is due at once when its turn comes, so a commit learnt late is a timeout sent late (a 50 ms
+window cut a third of the worker's CPU per timeout in ``spades bench timers`` and put its p99
+lateness from about 10 to about 100 ms)."""
+CHECKPOINT_EVERY_S = 1.0
 IN_FLIGHT = 256
-"""Timeouts sent at once (an overdue backlog after a restart goes out this many at a time)."""
-RETRY_S = 0.05
-"""How soon a timeout the engine found early (its clock behind this one's) is sent again."""
-MAX_RETRY_S = 1.0
-UNAVAILABLE_RETRY_S = 1.0
-STREAM_RETRY_S = 0.5
-LATENESS_KEPT = 100_000
-_CREATED = b'"game_created"'
-"""In the bytes of every game's first commit (and of few others: those are decoded to tell)."""
+"""Timeouts sent at once by a process (an overdue backlog after a fail-over goes out this many
+at a time)."""
+RESUMING_AT_ONCE = 32
+"""Games read at once when a partition's clocks are resumed from its checkpoint."""
+CHECKPOINT_MARGIN_BYTES = 4096
+"""Room left in a NATS message for a checkpoint's envelope around its running clocks."""
 
-Entry = tuple[float, str, int, int]
-"""A deadline in the heap: when, the game, the seat, the game's version it was learnt at."""
+_encode = msgspec.json.Encoder().encode
+_running = msgspec.json.Decoder(RunningClocks).decode
 
 
-def timeout_command_id(seat: int, version: int) -> str:
-    """The same for every timer that fires this timeout: the engine answers it once."""
-    return f"timeout-{seat}-v{version}"
+class Timekeeper:
+    """One partition's clocks, and the task that fires their timeouts when due."""
+
+    def __init__(
+        self,
+        partition: int,
+        clocks: Clocks,
+        timeouts: Timeouts,
+        slots: asyncio.Semaphore,
+        now: Callable[[], float],
+    ) -> None:
+        self.partition = partition
+        self.clocks = clocks
+        self.applied = 0
+        """The last sequence learnt."""
+        self.seen_after = 0
+        """Timeouts in commits up to this sequence were counted before (by whoever held the
+        partition then)."""
+        self.written = 0
+        self.written_at = float("-inf")
+        self._timeouts = timeouts
+        self._slots = slots
+        self._now = now
+        self._wake = asyncio.Event()
+        self._firing: asyncio.Task[None] | None = None
+        self._sends: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._firing = asyncio.create_task(
+            self._fire_due(), name=f"timers partition {self.partition}"
+        )
+
+    async def stop(self) -> None:
+        """Stop firing (timeouts in flight are abandoned: their turn's next holder sends
+        them again, under the same command ids)."""
+        tasks = [*self._sends, *([self._firing] if self._firing is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def learn(self, batch: Sequence[Message]) -> None:
+        """Take a batch of the partition's commits (those learnt already are passed over)."""
+        clocks = self.clocks
+        earliest = clocks.earliest()
+        for message in batch:
+            sequence = message.sequence
+            if sequence <= self.applied:
+                continue
+            subject = message.subject
+            game_id = subject[subject.rfind(".") + 1 :]
+            clocks.learn(game_id, sequence, message.data, seen=sequence > self.seen_after)
+            self.applied = sequence
+        sooner = clocks.earliest()
+        if sooner is not None and (earliest is None or sooner < earliest):
+            self._wake.set()
+
+    async def _fire_due(self) -> None:
+        """Sleep until the earliest deadline, fire what is due, forever."""
+        clocks = self.clocks
+        while True:
+            self._wake.clear()
+            now = self._now()
+            while (entry := clocks.next_due(now)) is not None:
+                await self._slots.acquire()
+                task = asyncio.create_task(self._fire(entry))
+                self._sends.add(task)
+                task.add_done_callback(self._sent)
+            earliest = clocks.earliest()
+            if earliest is None:
+                await self._wake.wait()
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), max(0.0, earliest - self._now()))
+
+    async def _fire(self, entry: Entry) -> None:
+        deadline, game_id, seat, version = entry
+        turn = (game_id, seat, version)
+        try:
+            await self._timeouts.send(
+                game_id, seat, version, deadline, lambda: self.clocks.current(turn)
+            )
+        except Exception as error:
+            log.warning("timeout not sent", game_id=game_id, seat=seat, error=repr(error))
+        finally:
+            self.clocks.answered(turn)
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        """A send is over, however (a task cancelled before it ran has run no ``finally``)."""
+        self._sends.discard(task)
+        self._slots.release()
 
 
 class Timers:
-    """One timer worker's clocks and heap; :meth:`run` follows and fires until cancelled."""
+    """The timer worker's handler: a :class:`Timekeeper` per partition followed."""
+
+    kind = KIND
 
     def __init__(
         self,
         client: Client,
+        stream: GameStream,
+        checkpoints: Checkpoints,
         *,
         now: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
         engine_timeout_s: float = 5.0,
     ) -> None:
         self._client = client
-        self._js: JetStreamContext = client.jetstream()
-        self._engine = EngineClient(client, engine_timeout_s)
+        self._stream = stream
+        self._checkpoints = checkpoints
         self._now = now
-        self._games: dict[str, Game] = {}
-        """Running clocked games (not those whose history this worker cannot read)."""
-        self._heap: list[Entry] = []
-        self._wake = asyncio.Event()
-        self._sent: set[tuple[str, int, int]] = set()
+        self._clock = clock
+        self.timeouts = Timeouts(EngineClient(client, engine_timeout_s, stream.partitions), now)
         self._slots = asyncio.Semaphore(IN_FLIGHT)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._subscription: Subscription | None = None
-        self.caught_up = asyncio.Event()
-        self.activity = asyncio.Event()
-        """Set whenever a timeout is answered or seen in the stream (for whoever waits on it)."""
-        self.fired = 0
-        """Timeouts this worker sent that the engine accepted (or had accepted: a twin's)."""
-        self.lost = 0
-        """Timeouts refused because the game had moved on (another timer, or the player)."""
-        self.observed = 0
-        """Timeouts seen in the stream, whoever fired them."""
-        self.lateness: deque[float] = deque(maxlen=LATENESS_KEPT)
-        """Seconds past the deadline at which each timeout seen in the stream was decided."""
-        self.sent_late: deque[float] = deque(maxlen=LATENESS_KEPT)
-        """Seconds past the deadline at which this worker sent each timeout (its own part)."""
-
-    # ----------------------------------------------------------------------- lifecycle
-
-    async def run(self) -> None:
-        await self.start()
-        try:
-            await self.fire_due()
-        finally:
-            await self.stop()
-
-    async def start(self) -> None:
-        """Follow the game stream from its first message (once an engine has made it)."""
-        while True:
-            try:
-                info = await self._js.stream_info(GAMES_STREAM)
-                break
-            except nats.js.errors.NotFoundError:
-                log.info("waiting for the game stream (an engine makes it)")
-                await asyncio.sleep(STREAM_RETRY_S)
-        if info.state.messages == 0:
-            self.caught_up.set()
-        self._subscription = await follow(
-            self._js, GAME_SUBJECTS, GAMES_STREAM, self._receive, api.DeliverPolicy.ALL
-        )
-
-    async def stop(self) -> None:
-        if self._subscription is not None:
-            with contextlib.suppress(nats.errors.Error):
-                await self._subscription.unsubscribe()
-            self._subscription = None
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def until(self, done: Callable[[Timers], bool]) -> None:
-        """Return once ``done(self)`` holds, checked after each answer or timeout seen."""
-        while not done(self):
-            self.activity.clear()
-            await self.activity.wait()
+        self.keepers: dict[int, Timekeeper] = {}
+        """By partition: those followed now."""
+        self.opened = asyncio.Event()
+        """Set whenever a partition's clocks are opened (for whoever waits on it)."""
 
     @property
     def clocks(self) -> int:
-        """Running clocked games held."""
-        return len(self._games)
+        """Running clocked games held, over the partitions followed."""
+        return sum(len(keeper.clocks) for keeper in self.keepers.values())
 
-    # ----------------------------------------------------------------------- learning
+    def overdue(self) -> int:
+        """Timeouts due and not answered yet, over the partitions followed."""
+        now = self._now()
+        return sum(keeper.clocks.overdue(now) for keeper in self.keepers.values())
 
-    async def _receive(self, msg: Msg) -> None:
-        try:
-            self.learn(msg.subject[len(SUBJECT_PREFIX) :], msg.data)
-        finally:
-            if not self.caught_up.is_set() and msg.metadata.num_pending == 0:
-                self.caught_up.set()
-                log.info("timers caught up", clocks=len(self._games), due=len(self._heap))
+    async def until(self, done: Callable[[Timers], bool]) -> None:
+        """Return once ``done(self)`` holds, checked after each answer or timeout seen."""
+        activity = self.timeouts.activity
+        while not done(self):
+            activity.clear()
+            await activity.wait()
 
-    def learn(self, game_id: str, data: bytes) -> None:
-        """Take one commit of a game: fold it, and push the deadlines it gives."""
-        before = self._games.get(game_id)
-        if before is None and _CREATED not in data:
-            return  # neither a clocked game running nor the start of one
-        try:
-            commit = read_commit(data)
-            if not commit.events or (before is None and commit.first_version != 1):
-                return  # a refusal, or a game this worker does not hold
-            at = commit_seconds(commit.time)
-            first = commit.events[0]
-            if before is not None and isinstance(first, TimedOut):
-                self.observed += 1
-                self.activity.set()
-                due = before.timing.deadline(first.seat) if before.timing else None
-                if due is not None:
-                    self.lateness.append(at - due)
-            state = apply_commit(before, commit.events, at, evolve)
-        except Exception as error:  # a history it cannot fold is not this worker's to judge
-            log.warning("game not timed: unreadable history", game_id=game_id, error=repr(error))
-            self._games.pop(game_id, None)
-            return
-        if state is None or state.timing is None or state.status == "finished":
-            self._games.pop(game_id, None)
-            return
-        self._games[game_id] = state
-        for seat, deadline in deadlines(state).items():
-            self._push((deadline, game_id, seat, state.version))
+    # ----------------------------------------------------------------------- a Handler
 
-    def _push(self, entry: Entry) -> None:
-        if not self._heap or entry < self._heap[0]:
-            self._wake.set()
-        heapq.heappush(self._heap, entry)
+    async def open(self, opened: Opened) -> int | None:
+        """Hold the partition's running clocks again and follow on, firing what is due at
+        once: the games its checkpoint names, from its position; for a stream the checkpoint
+        does not belong to, the games a survey finds, from the stream's end."""
+        index, stream = opened.partition.index, opened.partition.stream
+        await self.forget(index)  # opened again: what was held may be behind the checkpoint
+        checkpoint = await self._checkpoints.read(stream)
+        keeper = Timekeeper(
+            index, Clocks(self.timeouts.seen), self.timeouts, self._slots, self._now
+        )
+        running = self._resumable(checkpoint, opened)
+        began = self._clock()
+        if running is None:
+            position = opened.last
+            games = await unended_games(self._client.jetstream(), opened.partition)
+            await self._hold(keeper.clocks, games, index, only_clocked=True)
+        else:
+            position = checkpoint.position
+            games = list(running.games)
+            await self._hold(keeper.clocks, games, index, only_clocked=False)
+        keeper.applied = keeper.seen_after = position
+        keeper.written = position if running is not None else 0
+        keeper.written_at = self._clock()
+        self.keepers[index] = keeper
+        keeper.start()
+        CLOCKS.set(self.clocks)
+        self.opened.set()
+        log.info(
+            "partition's clocks opened",
+            partition=index,
+            position=position,
+            last=opened.last,
+            resumed=running is not None,
+            read=len(games),
+            clocks=len(keeper.clocks),
+            took_ms=round((self._clock() - began) * 1000, 1),
+        )
+        return position
 
-    def _current(self, game_id: str, seat: int, version: int) -> bool:
-        game = self._games.get(game_id)
-        return game is not None and game.version == version and seat in deadlines(game)
+    async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
+        keeper = self.keepers[opened.partition.index]
+        keeper.learn(batch)
+        if self._clock() - keeper.written_at >= CHECKPOINT_EVERY_S:
+            await self._checkpoint(opened, keeper)
+        return True
 
-    # ----------------------------------------------------------------------- firing
+    async def idle(self, opened: Opened) -> bool:
+        """The stream is quiet: checkpoint what was learnt."""
+        keeper = self.keepers[opened.partition.index]
+        if keeper.applied > keeper.written:
+            await self._checkpoint(opened, keeper)
+        return True
 
-    async def fire_due(self) -> None:
-        """Sleep until the earliest deadline, fire what is due, forever."""
-        await self.caught_up.wait()
-        heap = self._heap
+    def transient(self, error: BaseException) -> bool:
+        return isinstance(error, nats.errors.Error | nats.js.errors.Error) and not isinstance(
+            error, Fenced
+        )
+
+    # ----------------------------------------------------------------------- partitions
+
+    async def forget(self, partition: int) -> None:
+        """Stop keeping a partition's clocks (it is lost, or opened again)."""
+        keeper = self.keepers.pop(partition, None)
+        if keeper is not None:
+            await keeper.stop()
+            CLOCKS.set(self.clocks)
+
+    async def stop(self) -> None:
+        for partition in list(self.keepers):
+            await self.forget(partition)
+
+    async def gauge(self, every_s: float = 1.0) -> None:
+        """Keep the clocks and overdue gauges current, until cancelled."""
         while True:
-            self._wake.clear()
-            now = self._now()
-            while heap:
-                deadline, game_id, seat, version = heap[0]
-                key = (game_id, seat, version)
-                if key in self._sent or not self._current(game_id, seat, version):
-                    heapq.heappop(heap)
-                    continue
-                if deadline > now:
-                    break
-                heapq.heappop(heap)
-                self._sent.add(key)
-                await self._slots.acquire()
-                task = asyncio.create_task(self._fire(game_id, seat, version, deadline))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            if not heap:
-                await self._wake.wait()
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(0.0, heap[0][0] - self._now()))
+            CLOCKS.set(self.clocks)
+            OVERDUE.set(self.overdue())
+            await asyncio.sleep(every_s)
 
-    async def _fire(self, game_id: str, seat: int, version: int, deadline: float) -> None:
+    # ----------------------------------------------------------------------- checkpoints
+
+    def _resumable(self, checkpoint: Checkpoint, opened: Opened) -> RunningClocks | None:
+        """The running clocks of the checkpoint, if it is this stream's (None: survey it)."""
+        stream = opened.partition.stream
+        if not checkpoint.belongs_to(opened.identity):
+            if checkpoint.stream:
+                log.warning(
+                    "the timers' checkpoint is of another stream: surveying this one",
+                    stream=stream,
+                    checkpoint=f"{checkpoint.stream} made {checkpoint.stream_created}",
+                    found=str(opened.identity),
+                )
+            return None
+        if checkpoint.position > opened.last:
+            log.warning(
+                "the timers' checkpoint is past the stream's end: surveying it",
+                stream=stream,
+                position=checkpoint.position,
+                last=opened.last,
+            )
+            return None
         try:
-            await self._send(game_id, seat, version, deadline)
-        except Exception as error:
-            log.warning("timeout not sent", game_id=game_id, seat=seat, error=repr(error))
+            return _running(checkpoint.state)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            log.warning("the timers' checkpoint cannot be read", stream=stream, error=str(error))
+            return None
+
+    async def _hold(
+        self, clocks: Clocks, games: Sequence[str], partition: int, *, only_clocked: bool
+    ) -> None:
+        """Hold the running clocked games among ``games``, each read to its last commit now
+        (not only to a checkpoint's: what is due is fired at once, and a turn that has moved on
+        since would only be refused); ``only_clocked``: a game's first commit is read first,
+        and its history only if it has a clock. The follower then passes over the commits of
+        these games already read."""
+        layout = self._stream.partitions
+        gate = asyncio.Semaphore(RESUMING_AT_ONCE)
+
+        async def one(game_id: str) -> None:
+            if layout.of(game_id) != partition:
+                log.warning("game of another partition", game_id=game_id, partition=partition)
+                return
+            async with gate:
+                if only_clocked:
+                    first = await self._stream.read(game_id, limit=1)
+                    if not first or not clocked(first[0]):
+                        return
+                history = await self._stream.read(game_id)
+            if not history:
+                log.warning("game to hold not in the stream", game_id=game_id)
+                return
+            clocks.resume(game_id, ((stored.sequence, stored.commit) for stored in history))
+
+        reads = [asyncio.create_task(one(game_id)) for game_id in games]
+        try:
+            await asyncio.gather(*reads)
         finally:
-            self._sent.discard((game_id, seat, version))
-            self._slots.release()
-            self.activity.set()
+            for read in reads:
+                read.cancel()
 
-    async def _send(self, game_id: str, seat: int, version: int, deadline: float) -> None:
-        """Send the timeout until the engine answers it, or the game moves on without it (a
-        timeout is never dropped while its turn stands: the table would wait for ever)."""
-        request = TimeOutRequest(seat=seat, expected_version=version)
-        command_id = timeout_command_id(seat, version)
-        self.sent_late.append(self._now() - deadline)
-        bound = log.bind(game_id=game_id, seat=seat, version=version)
-        early = RETRY_S
-        while True:
-            try:
-                reply = await self._engine.send(game_id, request, command_id)
-            except EngineUnavailable as error:
-                if not self._current(game_id, seat, version):
-                    return
-                bound.warning("no engine answered the timeout; retrying", error=str(error))
-                await asyncio.sleep(UNAVAILABLE_RETRY_S)
-                continue
-            if reply.ok:
-                self.fired += 1
-                bound.debug("timeout fired", late_s=round(self._now() - deadline, 4))
-                return
-            if reply.code in ("conflict", "game_over", "not_your_turn"):
-                self.lost += 1  # the game moved on first: another timer, or the player
-                return
-            if not self._current(game_id, seat, version):
-                return  # moved on meanwhile: its next turn has a deadline of its own
-            if reply.code == "wrong_phase":  # the engine's clock is behind this one's
-                bound.info("the engine finds the timeout early; retrying", detail=reply.detail)
-                await asyncio.sleep(early)
-                early = min(early * 2, MAX_RETRY_S)
-                continue
-            if reply.code == "unavailable":
-                await asyncio.sleep(UNAVAILABLE_RETRY_S)
-                continue
-            bound.warning("timeout refused", code=reply.code, detail=reply.detail)
+    async def _checkpoint(self, opened: Opened, keeper: Timekeeper) -> None:
+        """Write the partition's position and running clocks (fenced: :class:`Fenced` when
+        another member wrote since this one opened the partition)."""
+        state = _encode(keeper.clocks.running())
+        position = keeper.applied
+        if len(state) > self._client.max_payload - CHECKPOINT_MARGIN_BYTES:
+            # Too many clocks for one message: the last checkpoint stays, a new holder reads on
+            # from it (more of the stream, nothing lost).
+            log.warning(
+                "running clocks too many to checkpoint",
+                partition=opened.partition.index,
+                clocks=len(keeper.clocks),
+                state_bytes=len(state),
+            )
+            keeper.written_at = self._clock()
             return
-
-
-def stats(timers: Timers) -> dict[str, Any]:
-    """What a worker has done, for its periodic log line: the clocks it holds, timeouts fired
-    and lost, and how late (ms past the deadline) it sent them and the engine decided them, over
-    the last :data:`LATENESS_KEPT`."""
-    return {
-        "clocks": timers.clocks,
-        "fired": timers.fired,
-        "lost": timers.lost,
-        "observed": timers.observed,
-        "sent_late_p50_ms": _percentile_ms(timers.sent_late, 0.5),
-        "sent_late_p99_ms": _percentile_ms(timers.sent_late, 0.99),
-        "decided_late_p50_ms": _percentile_ms(timers.lateness, 0.5),
-        "decided_late_p99_ms": _percentile_ms(timers.lateness, 0.99),
-    }
-
-
-def _percentile_ms(values: deque[float], share: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000, 1)
+        identity = opened.identity
+        await self._checkpoints.write(
+            Checkpoint(
+                position=position,
+                stream=identity.name,
+                stream_created=identity.created,
+                state=msgspec.Raw(state),
+            )
+        )
+        keeper.written, keeper.written_at = position, self._clock()
