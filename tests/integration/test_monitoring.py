@@ -32,10 +32,6 @@ PENDING: dict[str, set[str]] = {
     "spades_webhook_deliveries_failed_total": set(),
     "spades_webhook_endpoints_disabled": set(),
     "spades_webhook_attempts_total": {"result"},
-    "spades_timers_clocks": set(),
-    "spades_timers_overdue": set(),
-    "spades_timer_lateness_seconds_bucket": {"le"},
-    "spades_timeouts_fired_total": set(),
 }
 """Metrics issue 27 fixed the names of, defined by the webhooks (p27-hooks) and timers
 (p27-timers) branches; on this branch alone they are not in the code yet. Empty this once they
