@@ -65,7 +65,7 @@ from services.audit.replay import audit_game
 from services.bots.stand_in import stand_in_actions
 from services.engine.engine import Engine
 from services.runtime.broker_users import CLAIMS_BUCKET
-from services.runtime.claims import LEASE_S, RENEW_S, assignment
+from services.runtime.claims import RENEW_S, assignment
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.nats_server import EmbeddedNats, free_port
@@ -458,9 +458,12 @@ K3 = Partitions(3)
 TURN_S = 1.0
 ON_TIME_S = 2.0
 """How late past its deadline a timeout may be decided while its partition's holder lives."""
-TAKEOVER_S = LEASE_S + RENEW_S + 4.0
+TAKEOVER_S = 2 * RENEW_S + 4.0
 """How late past its deadline a timeout may be decided when its partition's holder was killed
-(its lease runs out, another takes the partition, resumes its clocks and fires)."""
+(a renewal or two finds it gone, another takes the partition, resumes its clocks and fires)."""
+RESTART_S = 5.0
+"""From a kill to the table moving again, a new worker's start included: a few seconds, however
+long the history."""
 HISTORY_GAMES = 1_000
 """Finished games in the stream of the restart test (``spades bench timers --history 10000``
 measures ten thousand)."""
@@ -714,7 +717,7 @@ async def test_a_killed_timer_worker_is_replaced_without_reading_the_games_histo
     assert fired.events
     assert isinstance(fired.events[0], TimedOut)
     assert moved - claimed < 1.0
-    assert moved - killed < LEASE_S + RENEW_S + 2.0
+    assert moved - killed < RESTART_S
     assert metrics["spades_timeouts_fired_total"] >= 1
     assert metrics["spades_timers_clocks"] == 1
     assert "spades_timers_overdue" in metrics
