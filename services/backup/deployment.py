@@ -17,6 +17,7 @@ written to.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +27,8 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js import api
 
-from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
+from contracts.partitions import ONE, Partitions
+from contracts.wire import LEAGUES_STREAM
 from services.backup.manifest import (
     FORMAT,
     BackupError,
@@ -37,16 +39,29 @@ from services.backup.manifest import (
 )
 from services.backup.outside import NOT_KEPT, OUTSIDE_THE_STREAM
 from services.backup.stream_copy import Progress, export_stream, import_stream
-from services.runtime.game_stream import games_stream_config
+from services.runtime.game_stream import deployed_partitions, games_stream_config
 from services.runtime.league_stream import leagues_stream_config
 from services.runtime.nats import ensure_stream
 from services.runtime.settings import Settings
 
-STREAMS: dict[str, Callable[[int], api.StreamConfig]] = {
-    GAMES_STREAM: games_stream_config,
-    LEAGUES_STREAM: leagues_stream_config,
-}
-"""Every stream a backup copies, in order, with its definition (given the replicas)."""
+
+def streams_of(partitions: Partitions) -> dict[str, Callable[[int], api.StreamConfig]]:
+    """Every stream a backup of a deployment of ``partitions`` copies, in order (each game
+    partition, then the leagues), with its definition (given the replicas)."""
+    streams: dict[str, Callable[[int], api.StreamConfig]] = {
+        partitions.stream(p): functools.partial(_partition_config, partitions, p)
+        for p in partitions.indexes
+    }
+    streams[LEAGUES_STREAM] = leagues_stream_config
+    return streams
+
+
+def _partition_config(partitions: Partitions, partition: int, replicas: int) -> api.StreamConfig:
+    return games_stream_config(replicas, partitions=partitions, partition=partition)
+
+
+STREAMS = streams_of(ONE)
+"""The streams of a deployment of one partition."""
 
 Report = Callable[[str], None]
 
@@ -62,8 +77,9 @@ async def take_backup(
     not exist or be empty."""
     await asyncio.to_thread(_empty_folder, folder)
     js = client.jetstream()
+    layout = await deployed_partitions(js, settings.layout)
     streams: list[StreamCopy] = []
-    for name in STREAMS:
+    for name in streams_of(layout):
         try:
             info = await js.stream_info(name)
         except nats.js.errors.NotFoundError:
@@ -77,6 +93,7 @@ async def take_backup(
     manifest = Manifest(
         format=FORMAT,
         made_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        partitions=layout.count,
         streams=streams,
         outside=outside,
         not_kept=NOT_KEPT,
@@ -105,9 +122,16 @@ async def restore_backup(
     """Restore the backup in ``folder`` into the deployment ``settings`` and ``client`` reach:
     streams absent or empty, nothing outside them that the backup would overwrite."""
     manifest = await asyncio.to_thread(read_manifest, folder)
+    if manifest.partitions != settings.partitions:
+        raise BackupError(
+            f"the backup is of a deployment of {manifest.partitions} partition(s), this one has "
+            f"{settings.partitions}: restore with SPADES_PARTITIONS={manifest.partitions} (then "
+            "`spades partitions migrate` to change it)"
+        )
+    streams = streams_of(settings.layout)
     js = client.jetstream()
     for copy in manifest.streams:
-        if copy.name not in STREAMS:
+        if copy.name not in streams:
             raise BackupError(f"the backup holds stream {copy.name}, which this version lacks")
         await _check_empty(js, copy.name)
     kept = {item.name: item for item in OUTSIDE_THE_STREAM}
@@ -118,7 +142,7 @@ async def restore_backup(
 
     restored = Restored()
     for copy in manifest.streams:
-        await ensure_stream(js, STREAMS[copy.name](settings.stream_replicas))
+        await ensure_stream(js, streams[copy.name](settings.stream_replicas))
         count = await import_stream(js, copy, folder, _counting(report, copy.name))
         restored.messages[copy.name] = count
         report(f"{copy.name}: {count} messages restored, up to sequence {copy.last_sequence}")

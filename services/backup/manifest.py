@@ -48,6 +48,8 @@ class KeptCopy(msgspec.Struct, frozen=True, kw_only=True):
 class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     format: int
     made_at: str
+    partitions: int = 1
+    """The game stream's partitions in the deployment backed up (1 before partitions)."""
     streams: list[StreamCopy]
     outside: list[KeptCopy]
     not_kept: dict[str, str]

@@ -66,7 +66,7 @@ async def export_stream(
     digest = hashlib.sha256()
     size = count = 0
     with path.open("wb") as out:
-        async with contextlib.aclosing(_messages(js, name, last)) as messages:
+        async with contextlib.aclosing(stored_messages(js, name, last)) as messages:
             async for message in messages:
                 count += 1
                 if message.sequence != count:
@@ -94,7 +94,7 @@ async def export_stream(
     )
 
 
-async def _messages(
+async def stored_messages(
     js: JetStreamContext, stream: str, last: int
 ) -> AsyncGenerator[StoredMessage, None]:
     if last == 0:

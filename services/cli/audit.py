@@ -28,7 +28,7 @@ from services.audit.replay import Replay, replay_game
 from services.audit.report import AuditReport
 from services.cli.discover import stack_settings
 from services.runtime.broker_users import ADMIN
-from services.runtime.game_stream import GameStream, StoredCommit
+from services.runtime.game_stream import GameStream, StoredCommit, deployed_partitions
 from services.runtime.logging import configure_logging
 from services.runtime.nats import connect
 from services.runtime.settings import Settings, get_settings
@@ -150,7 +150,8 @@ async def _read_game(settings: Settings, game_id: str) -> list[StoredCommit]:
         credentials=settings.nats_credentials(ADMIN),
     )
     try:
-        return await GameStream(connection.jetstream()).read(game_id)
+        js = connection.jetstream()
+        return await GameStream(js, await deployed_partitions(js, settings.layout)).read(game_id)
     finally:
         await connection.close()
 

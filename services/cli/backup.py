@@ -92,7 +92,7 @@ def restore(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) 
                 err=True,
             )
             raise typer.Exit(1)
-        server = EmbeddedNats(settings.nats_store_dir)
+        server = EmbeddedNats(settings.nats_store_dir, partitions=settings.layout)
 
     async def run() -> None:
         url = settings.nats_url

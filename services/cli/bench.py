@@ -96,6 +96,49 @@ def commands(
 app.command("projections")(bench_projections)
 
 
+@app.command("partitions")
+def partitions(
+    count: Annotated[int, typer.Option("--partitions", "-k", help="K, the partitions.")] = 3,
+    publishers: Annotated[int, typer.Option(help="Publishers at once.")] = 48,
+    seconds: Annotated[float, typer.Option(help="Seconds a publish round lasts.")] = 8.0,
+    rounds: Annotated[int, typer.Option(help="Rounds of each side, alternating.")] = 2,
+    games: Annotated[int, typer.Option(help="Games played at once.")] = 48,
+    commands: Annotated[int, typer.Option(help="Commands in all, per side.")] = 6000,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """On a three-node loopback cluster: raw acknowledged publishes to one R3 stream against K
+    (leaders on different nodes), and commands/s through two engines with 1 and K partitions."""
+    from benchmarks.partitions import run
+
+    figures = run(count, publishers, seconds, rounds, games, commands)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"partitions: 1 against {count} on three nodes, R3")
+    for column in ("side", "rate/s", "CPU us each", "where"):
+        table.add_column(column, justify="left" if column in ("side", "where") else "right")
+    for one in figures.publish_rounds:
+        shares = " ".join(f"{n} {s:.0%}" for n, s in sorted(one.node_cpu_share.items()))
+        table.add_row(
+            f"publishes to {one.streams} stream(s)",
+            f"{one.publishes_per_s:,.0f}",
+            f"{one.cluster_cpu_us_per_publish:.0f} (cluster)",
+            f"node CPU {shares}; leaders {', '.join(sorted(one.leaders.values()))}",
+        )
+    for side in figures.command_rounds:
+        cpu = ", ".join(f"{n} {us:.0f}" for n, us in sorted(side.cpu_us_per_command.items()))
+        table.add_row(
+            f"commands, {side.partitions} partition(s)",
+            f"{side.commands_per_s:,.0f}",
+            cpu,
+            f"p50 {side.p50_ms:.1f} ms, p99 {side.p99_ms:.1f} ms",
+        )
+    table.add_row("ratio publishes K / 1", f"{figures.publishes_ratio:.2f}", "", "")
+    table.add_row("ratio cluster CPU a publish K / 1", "", f"{figures.cpu_ratio:.2f}", "")
+    table.add_row("ratio commands K / 1", f"{figures.commands_ratio:.2f}", "", "")
+    Console().print(table)
+
+
 @app.command("gets")
 def gets(
     subjects: Annotated[int, typer.Option(min=1, help="Histories in each stream.")] = 500,

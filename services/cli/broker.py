@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from contracts.partitions import MAX_PARTITIONS
+
 app = typer.Typer(no_args_is_help=True, help="The broker's users: keys and authorization.")
 
 NATS_ENV_FILENAME = "nats.env"
@@ -36,9 +38,22 @@ def keys(
 
 
 @app.command("authorization")
-def authorization() -> None:
-    """Print the nats-server ``authorization`` block of every broker user
-    (``deploy/nats/authorization.conf``)."""
+def authorization(
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_PARTITIONS,
+            help="K, the deployment's partitions of the game stream (default SPADES_PARTITIONS, "
+            "else 1): each partition's stream is named in the users' permissions.",
+        ),
+    ] = None,
+) -> None:
+    """Print the nats-server ``authorization`` block of every broker user for a deployment of
+    K partitions (``deploy/nats/authorization.conf``)."""
+    from contracts.partitions import Partitions
     from services.runtime.broker_users import deployed_authorization
+    from services.runtime.settings import get_settings
 
-    typer.echo(deployed_authorization(), nl=False)
+    count = partitions if partitions is not None else get_settings().partitions
+    typer.echo(deployed_authorization(Partitions(count)), nl=False)

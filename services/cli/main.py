@@ -16,6 +16,7 @@ from services.cli import (
     broker,
     contracts,
     league,
+    partitions,
     play,
     projections,
     scenario,
@@ -50,6 +51,7 @@ app.add_typer(projections.app, name="projections")
 app.add_typer(league.app, name="league")
 app.add_typer(broker.app, name="broker")
 app.add_typer(webhooks.app, name="webhooks")
+app.add_typer(partitions.app, name="partitions")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
 app.command("backup")(backup.backup)

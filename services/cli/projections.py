@@ -27,6 +27,7 @@ from rich.table import Table
 from services.runtime.logging import configure_logging
 from services.runtime.loop import run as run_service
 from services.runtime.loop import until_stopped
+from services.runtime.metrics import serve_metrics
 from services.runtime.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -262,6 +263,7 @@ def serve(
     settings = _settings()
     if nats_url is not None:
         settings = settings.model_copy(update={"nats_url": nats_url})
+    serve_metrics(settings.metrics_port, settings.host)
     run_service(_serve(settings, model, batch_size))
 
 

@@ -58,7 +58,7 @@ def engine(nats_url: NatsUrl = None) -> None:
         credentials=settings.nats_credentials("engine"),
         partitions=settings.layout,
     )
-    serve_metrics(settings.metrics_port)
+    serve_metrics(settings.metrics_port, settings.host)
     run_service(application.run())
 
 
@@ -100,7 +100,7 @@ def webhooks(nats_url: NatsUrl = None) -> None:
 
     settings = get_settings()
     configure_logging(settings)
-    serve_metrics(settings.metrics_port)
+    serve_metrics(settings.metrics_port, settings.host)
     run_service(serve_webhooks(settings, nats_url=nats_url_or_exit(nats_url)))
 
 
@@ -112,5 +112,5 @@ def timers(nats_url: NatsUrl = None) -> None:
 
     settings = get_settings()
     configure_logging(settings)
-    serve_metrics(settings.metrics_port)
+    serve_metrics(settings.metrics_port, settings.host)
     run_service(serve_timers(settings, nats_url=nats_url_or_exit(nats_url)))

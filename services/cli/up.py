@@ -12,9 +12,12 @@ in the terminal does not stop it before the services that use it. If ``spades up
 (``kill -9``, of it or of its process group), the kernel stops them all (``PR_SET_PDEATHSIG``,
 Linux). A second ``spades up`` on a data directory where one runs is refused.
 
-Once the gateway answers, it logs "ready" and records where its parts listen in
-``<data_dir>/stack.json`` (see :mod:`services.runtime.discovery`), which every other command
-reads; a clean stop removes the record first.
+Each worker (engine, projections, webhooks, timers) serves its Prometheus metrics on a free port
+of its own (``SPADES_METRICS_PORT``, chosen at start and kept across its restarts); the gateway
+serves its own on its HTTP port. Once the gateway answers, it logs "ready" and records where its
+parts listen, metrics included, in ``<data_dir>/stack.json`` (see
+:mod:`services.runtime.discovery`), which every other command reads; a clean stop removes the
+record first.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -39,7 +43,12 @@ from services.runtime.discovery import (
     write_record,
 )
 from services.runtime.logging import get_logger
-from services.runtime.nats_server import EmbeddedNats, EmbeddedNatsError, StoreInUse
+from services.runtime.nats_server import (
+    EmbeddedNats,
+    EmbeddedNatsError,
+    StoreInUse,
+    free_ports,
+)
 from services.runtime.orphans import dies_with_parent
 from services.runtime.settings import Settings
 
@@ -91,28 +100,42 @@ def _spades(*args: str) -> list[str]:
     return [sys.executable, "-m", "services.cli.main", *args]
 
 
-def children(settings: Settings, nats_url: str, server: EmbeddedNats | None) -> list[Child]:
-    """The services, each with the credentials of its own broker user: the embedded server's
-    seed file for it, or what ``SPADES_NATS_CREDS`` gives for an external server."""
+WORKERS = ("engine", "projections", "webhooks", "timers")
+"""The kinds of process that serve no HTTP of their own: each gets a metrics port."""
+SERVICES = (*WORKERS, "gateway")
+"""Every kind of process the stack runs, one of each (``deploy/`` runs the same kinds)."""
+
+
+def children(
+    settings: Settings,
+    nats_url: str,
+    server: EmbeddedNats | None,
+    metrics_ports: Mapping[str, int] | None = None,
+) -> list[Child]:
+    """The services, each with the credentials of its own broker user (the embedded server's
+    seed file for it, or what ``SPADES_NATS_CREDS`` gives for an external server) and, for a
+    worker, its port in ``metrics_ports``."""
     env = {
         **os.environ,
         "SPADES_NATS_URL": nats_url,
         "SPADES_DATA_DIR": str(settings.data_dir.absolute()),
     }
+    env.pop("SPADES_METRICS_PORT", None)  # one port is no use to four processes
 
     def child(name: str, *argv: str) -> Child:
+        own = dict(env)
         credentials = (
             server.credentials_for(name) if server is not None else settings.nats_credentials(name)
         )
-        own = {**env, "SPADES_NATS_CREDS": str(credentials)} if credentials is not None else env
+        if credentials is not None:
+            own["SPADES_NATS_CREDS"] = str(credentials)
+        if metrics_ports and name in metrics_ports:
+            own["SPADES_METRICS_PORT"] = str(metrics_ports[name])
         return Child(name, _spades(*argv), own)
 
+    gateway = ("--host", settings.host, "--port", str(settings.port))
     return [
-        child("engine", "serve", "engine"),
-        child("projections", "serve", "projections"),
-        child("webhooks", "serve", "webhooks"),
-        child("timers", "serve", "timers"),
-        child("gateway", "serve", "gateway", "--host", settings.host, "--port", str(settings.port)),
+        child(name, "serve", name, *(gateway if name == "gateway" else ())) for name in SERVICES
     ]
 
 
@@ -163,7 +186,10 @@ def run_stack(settings: Settings) -> int:
     credentials = settings.nats_creds
     if nats_url is None:
         server = EmbeddedNats(
-            Path(settings.nats_store_dir), port=settings.nats_port, exit_with_parent=True
+            Path(settings.nats_store_dir),
+            port=settings.nats_port,
+            exit_with_parent=True,
+            partitions=settings.layout,
         )
         try:
             server.start()
@@ -202,7 +228,8 @@ def _supervise(
     until ``stopping`` is set; then stop it all, the server last."""
     remove_record(settings.data_dir)  # left by a stack that died: not ours to announce
     gateway_url = connectable_url(settings.host, settings.port)
-    stack = children(settings, nats_url, server)
+    metrics_ports = dict(zip(WORKERS, free_ports(len(WORKERS)), strict=True))
+    stack = children(settings, nats_url, server, metrics_ports)
     ready = False
     try:
         for child in stack:
@@ -217,6 +244,7 @@ def _supervise(
                         nats_url=nats_url,
                         nats_credentials=credentials,
                         gateway_url=gateway_url,
+                        metrics_ports=metrics_ports,
                     ),
                 )
                 log.info("ready", url=gateway_url)

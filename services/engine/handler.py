@@ -32,6 +32,7 @@ import nats.js.errors
 
 from contracts.wire import COMMAND_ID, Refusal
 from domain.errors import RuleViolation
+from services.engine.metrics import TALLY, outcome_of
 from services.runtime.aggregate_cache import AggregateCache, Loaded
 from services.runtime.event_store import AppendConflict, DuplicateCommand, EventStore, Stored
 from services.runtime.logging import get_logger
@@ -151,8 +152,12 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         """Set at the first conflict: another process appends to these histories too."""
 
     async def handle(self, data: bytes) -> bytes:
-        """Answer one request message. Never raises: every outcome is a reply."""
-        return self._encoder.encode(await self.answer(data))
+        """Answer one request message. Never raises: every outcome is a reply, timed and
+        counted by its outcome (:mod:`services.engine.metrics`)."""
+        started = time.perf_counter()
+        reply = await self.answer(data)
+        TALLY.answered(time.perf_counter() - started, outcome_of(reply.ok, reply.code))
+        return self._encoder.encode(reply)
 
     async def answer(self, data: bytes) -> Reply:
         """Read, run and answer one request message."""
@@ -252,6 +257,7 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             )
         except (AppendConflict, DuplicateCommand):
             self.conflicts += 1
+            TALLY.conflicted()
             self.contested.set()
             return None
         held.apply(Stored(sequence, data, commit))

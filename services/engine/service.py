@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nats.errors
+import nats.js.errors
 import structlog
 from faststream import FastStream
 from faststream.nats import NatsBroker
@@ -56,6 +57,8 @@ from services.runtime.claims import Claims
 from services.runtime.credentials import faststream_security
 from services.runtime.follower import Following
 from services.runtime.game_stream import GameStream, ensure_partitions, game_partitions
+from services.runtime.leaders import EVERY_S as LEADERS_EVERY_S
+from services.runtime.leaders import spread
 from services.runtime.league_stream import LeagueStream, leagues_stream_config
 from services.runtime.loop import freeze_started_heap
 from services.runtime.nats import ensure_stream, servers_of
@@ -142,10 +145,12 @@ class Partitioned:
         self.dispatch = dispatch
         self.queue = queue
         self.subscriptions: dict[int, Subscription] = {}
+        self._spreading: asyncio.Task[None] | None = None
 
     async def gain(self, partition: int) -> None:
         """Answer the partition's commands, from games read afresh (another engine served
-        them until now), and watch its rounds."""
+        them until now), and watch its rounds. The holder of partition 0 also keeps the
+        partitions' leaders spread over the cluster's nodes."""
         layout = self.partitions
         self.engine.games.forget_where(lambda game_id: layout.of(game_id) == partition)
         self.subscriptions[partition] = await self.connection.subscribe(
@@ -155,6 +160,15 @@ class Partitioned:
             pending_bytes_limit=GAMES_PENDING_BYTES,
         )
         await self.watching.gain(partition)
+        if partition == 0 and not layout.legacy:
+            self._spreading = asyncio.create_task(self._spread(), name="spread leaders")
+
+    async def _spread(self) -> None:
+        js = self.connection.jetstream()
+        while True:
+            with contextlib.suppress(nats.errors.Error, nats.js.errors.Error, TimeoutError):
+                await spread(js, self.partitions)
+            await asyncio.sleep(LEADERS_EVERY_S)
 
     async def lose(self, partition: int) -> None:
         """Stop answering the partition's commands (those in hand are answered) and watching
@@ -164,6 +178,11 @@ class Partitioned:
             with contextlib.suppress(nats.errors.Error):
                 await subscription.unsubscribe()
         await self.watching.lose(partition)
+        if partition == 0 and self._spreading is not None:
+            self._spreading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._spreading
+            self._spreading = None
 
 
 def build_engine_app(

@@ -116,6 +116,11 @@ def _declares(stream: str, subjects: str) -> tuple[str, ...]:
     return (f"$JS.API.STREAM.CREATE.{stream}", f"$JS.API.STREAM.UPDATE.{stream}", subjects)
 
 
+def _leads(stream: str) -> tuple[str, ...]:
+    """Moving a stream's leader to another node (:mod:`services.runtime.leaders`)."""
+    return (f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}",)
+
+
 def _claims(kind: str) -> tuple[str, ...]:
     """Leases and membership of one kind of work in the claims bucket (:mod:`.claims`), and
     making the bucket if no one has yet."""
@@ -174,6 +179,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 ),
                 *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
                 *(subject for stream in games for subject in _follows(stream, "round-watch")),
+                *_each(games, _leads),
                 *_reads(LEAGUES_STREAM),
                 *_claims("engine"),
                 *_checkpoints("round-watch"),

@@ -14,12 +14,14 @@ a log of its own.
   (``create``), renewed only at the revision its holder wrote (``update(last=...)``), deleted
   by its holder at that revision. A holder killed renews nothing: its lease is gone
   :attr:`Claims.lease_s` after its last renewal and another member takes it.
-- **Balance.** Each partition's preferred member is the one that ranks it highest by
-  rendezvous hashing (highest random weight) over the live members, so each of N members
-  prefers about K/N partitions and a member joining or leaving moves only its share. A member
-  claims what it prefers; gives up what another live member prefers once that member has been
-  seen for two renewals; and claims any partition no one has held for :data:`UNHELD_TICKS`
-  renewals (its preferred member is slow, or just left).
+- **Balance.** Every member works out the same assignment from the live members alone
+  (:func:`assignment`): each partition goes to the member that ranks it highest by rendezvous
+  hashing (highest random weight) among those not yet given their share (K/N, rounded up), so
+  each of N members prefers K/N partitions give or take one, and a member joining or leaving
+  moves little more than its share. A member claims what it is assigned; gives up what is
+  assigned to another live member once that member has been seen for two renewals; and claims
+  any partition no one has held for :data:`UNHELD_TICKS` renewals (its member is slow, or just
+  left).
 - **Fencing.** A member that cannot renew within its lease (NATS unreachable, a paused process)
   treats every lease as lost and stops working its partitions at once, before another can hold
   them. What the work writes is fenced again where it lands (positions advance only in order,
@@ -61,7 +63,7 @@ LEASE_S = 5.0
 partitions are taken over, at most, plus a renewal."""
 RENEW_S = 1.0
 UNHELD_TICKS = 3
-"""Renewals a partition may go unheld before any member takes it, preferred or not."""
+"""Renewals a partition may go unheld before any member takes it, assigned to it or not."""
 
 Work = Callable[[int], Awaitable[None]]
 
@@ -78,9 +80,20 @@ def rank(kind: str, partition: int, member: str) -> bytes:
     return hashlib.sha256(f"{kind}/{partition}/{member}".encode()).digest()
 
 
-def preferred(kind: str, partition: int, members: set[str]) -> str | None:
-    """The live member that ranks ``partition`` highest."""
-    return max(members, key=lambda member: rank(kind, partition, member), default=None)
+def assignment(kind: str, count: int, members: set[str]) -> dict[int, str]:
+    """Which member works each of ``count`` partitions: the same for every member that sees
+    the same live members (see the module's docstring)."""
+    if not members:
+        return {}
+    share = -(-count // len(members))
+    given: dict[str, int] = dict.fromkeys(members, 0)
+    assigned: dict[int, str] = {}
+    for partition in range(count):
+        ranked = sorted(members, key=lambda member: rank(kind, partition, member), reverse=True)
+        chosen = next(member for member in ranked if given[member] < share)
+        given[chosen] += 1
+        assigned[partition] = chosen
+    return assigned
 
 
 def bucket_config(replicas: int = 1, lease_s: float = LEASE_S) -> api.KeyValueConfig:
@@ -185,11 +198,12 @@ class Claims:
         for partition in list(self.held):
             await self._renew(kv, partition)
         self._renewed_at = time.monotonic()
+        assigned = assignment(self.kind, self.count, self.members)
         for partition in range(self.count):
-            owner = preferred(self.kind, partition, self.members)
+            owner = assigned.get(partition)
             if partition in self.held:
                 if owner != self.member and self._seen.get(owner or "", 0) >= 2:
-                    await self._give_up(kv, partition, f"preferred by {owner}")
+                    await self._give_up(kv, partition, f"assigned to {owner}")
                 continue
             mine = owner == self.member
             if mine or self._unheld.get(partition, 0) >= UNHELD_TICKS:

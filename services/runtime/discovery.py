@@ -1,6 +1,6 @@
 """Where the parts of a running ``spades up`` listen, recorded in its data directory, so that
 every command beside it (``spades audit``, ``projections lag``, ``bots``, ...) finds them without
-flags.
+flags, and a Prometheus beside it finds every process's metrics.
 
 ``spades up`` holds an exclusive lock on ``<data_dir>/stack.lock`` for as long as it runs (a
 second one on the same directory is refused), writes ``<data_dir>/stack.json`` once its gateway
@@ -18,7 +18,7 @@ import contextlib
 import fcntl
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,6 +44,10 @@ class StackRecord(msgspec.Struct, frozen=True, kw_only=True):
     gateway_url: str
     database_url: str
     """The read-model database."""
+    metrics: dict[str, str] = {}
+    """Where each kind of process serves its Prometheus metrics, by kind (``engine``,
+    ``projections``, ``webhooks``, ``timers``: each on a port of its own; ``gateway``: on its
+    HTTP port). Empty in a record written before processes had ports of their own."""
 
 
 class StackNotFound(RuntimeError):
@@ -71,9 +75,24 @@ def connectable_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+def metrics_url(host: str, port: int) -> str:
+    """Where a process bound to ``host`` serves its metrics on ``port``, for a client here."""
+    return f"{connectable_url(host, port)}/metrics"
+
+
 def record_for(
-    settings: Settings, *, nats_url: str, nats_credentials: Path | None, gateway_url: str
+    settings: Settings,
+    *,
+    nats_url: str,
+    nats_credentials: Path | None,
+    gateway_url: str,
+    metrics_ports: Mapping[str, int] | None = None,
 ) -> StackRecord:
+    """The record of the stack this process runs; ``metrics_ports``: the port each worker kind
+    serves its metrics on (bound to ``settings.host``, as the gateway is)."""
+    metrics = {
+        kind: metrics_url(settings.host, port) for kind, port in (metrics_ports or {}).items()
+    }
     return StackRecord(
         pid=os.getpid(),
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -82,6 +101,7 @@ def record_for(
         nats_credentials=str(nats_credentials.absolute()) if nats_credentials else None,
         gateway_url=gateway_url,
         database_url=settings.read_model_database_url,
+        metrics={**metrics, "gateway": f"{gateway_url}/metrics"},
     )
 
 

@@ -177,6 +177,12 @@ async def check_partitions(js: JetStreamContext, partitions: Partitions) -> str 
             if partitions.legacy:
                 return await _partitioned_elsewhere(js)
             continue
+        moved = (info.config.metadata or {}).get(MOVED_KEY)
+        if moved:
+            return (
+                f"the games were moved into {moved} partitions: "
+                f"start with SPADES_PARTITIONS={moved}"
+            )
         reason = partitions.mismatch(partition, info.config.metadata)
         if reason is not None:
             return f"{reason}: start every process with the deployment's SPADES_PARTITIONS"
@@ -214,3 +220,21 @@ async def ensure_partitions(
         raise LayoutError(reason)
     for config in partition_stream_configs(partitions, replicas):
         await ensure_stream(js, config)
+
+
+async def deployed_partitions(js: JetStreamContext, default: Partitions = ONE) -> Partitions:
+    """The partitions the deployment's streams were made with, as its streams say (for the
+    operator's tools, which may be run without the deployment's settings); ``default`` when no
+    game stream is made yet."""
+    try:
+        legacy = await js.stream_info(LEGACY_STREAM)
+    except nats.js.errors.NotFoundError:
+        legacy = None
+    if legacy is not None and not _moved(legacy.config.metadata):
+        return ONE
+    try:
+        first = await js.stream_info(Partitions(2).stream(0))
+    except nats.js.errors.NotFoundError:
+        return default
+    count = (first.config.metadata or {}).get(PARTITIONS_KEY, "")
+    return Partitions(int(count)) if count.isdigit() else default

@@ -25,6 +25,7 @@ import nats.js.errors
 from nats.aio.client import Client
 
 from benchmarks.commands import wait_for_engine
+from contracts.partitions import ONE, Partitions
 from contracts.wire import Commit, encode_commit
 from domain.events import GameEnded
 from domain.game import fold as fold_game
@@ -130,9 +131,10 @@ class ProjectionsProcess(ServiceProcess):
 
 
 async def connected(url: str, user: str = ADMIN) -> Client:
-    """A connection as ``user`` (the admin by default) that rides out server restarts."""
+    """A connection as ``user`` (the admin by default) that rides out server restarts; ``url``
+    may list a cluster's nodes, comma-separated."""
     return await nats.connect(
-        url,
+        url.split(","),
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.2,
         **connect_options(credentials_of(user)),
@@ -161,8 +163,10 @@ async def holder_pid(connection: Client, kind: str, partition: int, timeout_s: f
             await asyncio.sleep(0.1)  # nothing to await but the claims' next renewal
 
 
-async def history(connection: Client, game_id: str) -> list[StoredCommit]:
-    return await GameStream(connection.jetstream()).read(game_id)
+async def history(
+    connection: Client, game_id: str, partitions: Partitions = ONE
+) -> list[StoredCommit]:
+    return await GameStream(connection.jetstream(), partitions).read(game_id)
 
 
 async def forfeit_on_time(connection: Client, game_id: str, unit: int) -> int:

@@ -7,12 +7,14 @@ import multiprocessing
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from services.cli.discover import Url, stack_settings
 from services.cli.main import app as spades
+from services.cli.up import WORKERS, children
 from services.runtime.discovery import (
     StackNotFound,
     StackRecord,
@@ -201,3 +203,40 @@ def test_with_no_stack_a_command_says_so_in_one_line_and_creates_nothing(
     assert needs in lines[0]
     assert "Traceback" not in result.output
     assert list(tmp_path.iterdir()) == [], "a command that found nothing created nothing"
+
+
+def test_the_record_says_where_each_kind_serves_its_metrics(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, host="0.0.0.0")
+    record = record_for(
+        settings,
+        nats_url="nats://127.0.0.1:4999",
+        nats_credentials=None,
+        gateway_url="http://127.0.0.1:18999",
+        metrics_ports={"engine": 19001, "timers": 19004},
+    )
+    assert record.metrics == {
+        "engine": "http://127.0.0.1:19001/metrics",  # a wildcard bind is reached on loopback
+        "timers": "http://127.0.0.1:19004/metrics",
+        "gateway": "http://127.0.0.1:18999/metrics",
+    }
+
+
+def test_a_record_written_before_metrics_ports_is_still_read(tmp_path: Path) -> None:
+    older = msgspec.structs.asdict(a_record(tmp_path))
+    del older["metrics"]
+    with holding_stack_lock(tmp_path):
+        record_path(tmp_path).write_bytes(msgspec.json.encode(older))
+        assert find_stack(tmp_path).metrics == {}
+
+
+def test_spades_up_gives_each_worker_a_metrics_port_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPADES_METRICS_PORT", "9100")  # the machine's: not for four processes
+    ports = {"engine": 19001, "projections": 19002, "webhooks": 19003, "timers": 19004}
+    stack = children(Settings(data_dir=tmp_path), "nats://127.0.0.1:4999", None, ports)
+    assert [child.name for child in stack] == [*WORKERS, "gateway"]
+    given = {child.name: child.env.get("SPADES_METRICS_PORT") for child in stack}
+    assert given == {**{kind: str(port) for kind, port in ports.items()}, "gateway": None}
+    for child in stack:
+        assert child.argv[3:5] == ["serve", child.name]
