@@ -281,6 +281,7 @@ class Deliveries:
                 room=room,
                 per_endpoint=self.per_endpoint,
                 run_length=CHAIN_BATCH,
+                sending=self._in_flight,
             )
         if claimed.runs:
             self._held[token] = Held(until)

@@ -175,11 +175,13 @@ async def claim(
     room: Mapping[str, int],
     per_endpoint: int,
     run_length: int,
+    sending: Collection[tuple[str, str]] = (),
 ) -> Claimed:
     """Claim, for ``token`` until ``until``, up to ``chains`` chains whose head is due and
     claimable, longest waiting first: each chain's deliveries from its head on, while they are
     due and claimable (at most ``run_length``). An endpoint gets at most ``room[endpoint]``
-    chains (``per_endpoint`` if it is not named)."""
+    chains (``per_endpoint`` if it is not named). Chains ``sending`` (endpoint, chain) are the
+    caller's in flight: never claimed again, even if their claim ran out meanwhile."""
     table, endpoints = webhook_deliveries, webhook_endpoints
     full = [endpoint for endpoint, left in room.items() if left <= 0]
     query = (
@@ -195,7 +197,7 @@ async def claim(
             _is_head(),
         )
         .order_by(table.c.next_try, table.c.id)
-        .limit(chains + per_endpoint)
+        .limit(chains + per_endpoint + len(sending))
         .with_for_update(of=table, skip_locked=True)
     )
     if full:
@@ -206,6 +208,8 @@ async def claim(
     for head in await conn.execute(query):
         if len(heads) == chains:
             break
+        if (head.endpoint_id, head.chain) in sending:
+            continue
         if left.get(head.endpoint_id, per_endpoint) <= 0:
             left_out = True
             continue
