@@ -17,9 +17,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from nats.aio.client import Client
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.webhook_receiver import ACKNOWLEDGE, HANG, Received, Receiver
 from contracts.partitions import Partitions
@@ -28,7 +30,7 @@ from services.bots.runner import play_games
 from services.bots.strategy import Bot
 from services.client import SpadesClient
 from services.client.webhooks import WebhookClient
-from services.runtime.nats_server import EmbeddedNats
+from services.runtime.nats_server import EmbeddedNats, free_port
 from services.store.database import Store
 from services.store.schema import webhook_deliveries
 from services.webhooks.events import Seen, game_webhooks
@@ -90,7 +92,9 @@ async def truth(house: Client, game_id: str) -> list[bytes]:
     return bodies
 
 
-def worker(nats_url: str, database_url: str, log_dir: Path, name: str) -> WebhooksProcess:
+def worker(
+    nats_url: str, database_url: str, log_dir: Path, name: str, metrics_port: int = 0
+) -> WebhooksProcess:
     return WebhooksProcess(
         nats_url,
         log_dir,
@@ -99,6 +103,7 @@ def worker(nats_url: str, database_url: str, log_dir: Path, name: str) -> Webhoo
             "SPADES_DATA_DIR": str(log_dir),
             "SPADES_DATABASE_URL": database_url,
             "SPADES_PARTITIONS": str(LAYOUT.count),
+            "SPADES_METRICS_PORT": str(metrics_port),
             "SPADES_WEBHOOK_ALLOW_PRIVATE": "1",
             "SPADES_WEBHOOK_SCHEDULE": QUICK,
             # A hung try fails after 5 s and its chain is claimable again, by either process.
@@ -145,6 +150,27 @@ async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.05)
 
 
+async def scraped(port: int, ready: Callable[[dict[str, float]], bool]) -> dict[str, float]:
+    """A process's ``/metrics`` by sample (``name{label="value",...}``), once ``ready`` holds
+    of it (polled: another process's state)."""
+    async with httpx.AsyncClient() as http, asyncio.timeout(WAIT_S):
+        while True:
+            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+            samples = {
+                sample.name
+                + (
+                    "{" + ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items())) + "}"
+                    if sample.labels
+                    else ""
+                ): sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+            }
+            if ready(samples):
+                return samples
+            await asyncio.sleep(0.1)
+
+
 def arrivals(received: list[Received], game_id: str) -> list[Received]:
     """The game's requests in order of arrival, a try sent again right after the one before it
     (the same ``webhook-id``) counted once."""
@@ -173,7 +199,8 @@ async def test_two_webhooks_processes_one_killed_mid_delivery_deliver_every_even
         database_url=database_url,
     )
     victim = worker(nats_url, database_url, tmp_path, "webhooks-victim")
-    survivor = worker(nats_url, database_url, tmp_path, "webhooks-survivor")
+    metrics_port = free_port()
+    survivor = worker(nats_url, database_url, tmp_path, "webhooks-survivor", metrics_port)
     house = await connected(nats_url)
     try:
         with ServedGateway(settings) as gateway, Receiver() as receiver:
@@ -202,6 +229,9 @@ async def test_two_webhooks_processes_one_killed_mid_delivery_deliver_every_even
                     return set(held) == {survivor.pid}
 
                 await until(taken_over, "the survivor following every partition")
+                metrics = await scraped(
+                    metrics_port, lambda m: m.get("spades_webhook_deliveries_pending") == 0
+                )
             received = list(receiver.received)
 
         assert in_flight, "the victim was killed with deliveries in flight"
@@ -213,6 +243,11 @@ async def test_two_webhooks_processes_one_killed_mid_delivery_deliver_every_even
         unanswered = {request.id for request in received if request.answered == HANG}
         assert in_flight <= again, "what the victim had in flight is sent again"
         assert again <= unanswered, "nothing is sent twice unless a try of it got no answer"
+        assert metrics['spades_partitions_held{kind="webhooks"}'] == LAYOUT.count
+        assert metrics['spades_partitions_held{kind="webhooks-leagues"}'] == 1
+        assert metrics['spades_webhook_attempts_total{result="acknowledged"}'] > 0
+        assert metrics["spades_webhook_endpoints_disabled"] == 0
+        assert metrics["spades_webhook_deliveries_failed_total"] == 0
     finally:
         for process in (victim, survivor):
             process.stop()
