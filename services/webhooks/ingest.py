@@ -42,6 +42,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import msgspec
 import structlog
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.partitions import Partitions
@@ -240,6 +241,7 @@ class Ingest:
     def __init__(
         self,
         kind: str,
+        js: JetStreamContext,
         store: Store,
         folds: Folds[Any, Any],
         watch: EndpointWatch,
@@ -249,6 +251,7 @@ class Ingest:
         position_every_s: float = POSITION_EVERY_S,
     ) -> None:
         self.kind = kind
+        self.js = js
         self.store = store
         self.folds = folds
         self.watch = watch
@@ -262,16 +265,19 @@ class Ingest:
     def transient(self, error: BaseException) -> bool:
         return is_store_trouble(error)
 
-    async def open(self, opened: Opened) -> int | None:
-        """Where to follow the stream from (see :meth:`start_position`); None while no
-        endpoint exists (after waiting for one: the stream found then may have grown)."""
+    async def open(self, opened: Opened) -> int:
+        """Where to follow the stream from (see :meth:`start_position`), once an endpoint
+        exists: while none does, the stream is not followed, and once one is registered, the
+        stream is looked at again (it has grown meanwhile) and followed at once."""
         stream = opened.partition.stream
         self.places.pop(stream, None)
         start = await self.start_position(opened)
-        if not self.watch.endpoints:
+        while not self.watch.endpoints:
             self.log.info("webhooks waiting for an endpoint", stream=stream, after=start)
             await self.watch.until_any()
-            return None
+            info = await self.js.stream_info(stream)
+            opened = Opened(opened.partition, StreamIdentity.of(info), info.state.last_seq or 0)
+            start = await self.start_position(opened)
         interest = self.watch.interest(stream)
         self.places[stream] = Place(opened.identity, start, start, self.clock(), interest)
         return start

@@ -102,8 +102,8 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
             per_endpoint=settings.webhook_endpoint_concurrency,
             retention_s=settings.webhook_retention_s,
         )
-        games = Ingest(GAMES_KIND, store, game_folds(client, layout), watch, deliveries.wake)
-        leagues = Ingest(LEAGUES_KIND, store, league_folds(client), watch, deliveries.wake)
+        games = Ingest(GAMES_KIND, js, store, game_folds(client, layout), watch, deliveries.wake)
+        leagues = Ingest(LEAGUES_KIND, js, store, league_folds(client), watch, deliveries.wake)
         followings = [
             Following(client, games, game_partitions(layout), PACE),
             Following(client, leagues, [LEAGUES], PACE),

@@ -54,7 +54,8 @@ QUICK = Pace(batch_size=500, idle_s=0.2, gather_s=0.0, ack_wait_s=30.0)
 
 def ingest(store: Store, client: Client, partitions: Partitions = ONE, **options: Any) -> Ingest:
     folds = game_folds(client, partitions)
-    return Ingest(GAMES_KIND, store, folds, EndpointWatch(store), lambda: None, **options)
+    watch = EndpointWatch(store)
+    return Ingest(GAMES_KIND, client.jetstream(), store, folds, watch, lambda: None, **options)
 
 
 def endpoint(name: str, after: int, platform: str = "acme", stream: str = GAMES_STREAM) -> Endpoint:
@@ -205,6 +206,7 @@ async def test_an_endpoint_the_ingest_had_not_seen_gets_what_was_mapped_without_
     recorded = asyncio.Event()
     follower = Ingest(
         GAMES_KIND,
+        nats_client.jetstream(),
         store,
         game_folds(nats_client, ONE),
         EndpointWatch(store),  # never reads by itself: only what the ingest holds
@@ -231,7 +233,8 @@ async def test_no_endpoint_no_following_and_the_first_one_hears_from_its_registr
     before = await append_games(js, random_logs(1, seed=76))
     recorded = asyncio.Event()
     watch = EndpointWatch(store, every_s=0.05)
-    follower = Ingest(GAMES_KIND, store, game_folds(nats_client, ONE), watch, recorded.set)
+    folds = game_folds(nats_client, ONE)
+    follower = Ingest(GAMES_KIND, js, store, folds, watch, recorded.set)
     watching = asyncio.create_task(watch.run())
     try:
         async with following(follower, nats_client):
