@@ -201,6 +201,9 @@ class Deliveries:
         """The first part of every claim token of this process (host, process id, random)."""
         self.claim_s = claim_s
         self.renew_s = renew_s
+        self.reports_outbox: Callable[[], bool] = lambda: True
+        """Whether this process reports the outbox's pending deliveries now (one process of a
+        deployment does, so that their sum over the processes is the outbox's)."""
         self._claims = itertools.count(1)
         self._held: dict[str, Held] = {}
         """The claims of the chains in flight, by token."""
@@ -248,8 +251,11 @@ class Deliveries:
         if now - self._pruned_at >= PRUNE_EVERY_S:
             await self._prune(now)
         if now - self._counted_at >= PENDING_EVERY_S:
-            async with self.store.reading() as conn:
-                metrics.PENDING.set(await outbox.pending_count(conn))
+            if self.reports_outbox():
+                async with self.store.reading() as conn:
+                    metrics.PENDING.set(await outbox.pending_count(conn))
+            else:
+                metrics.PENDING.set(0)
             self._counted_at = now
         while await self._start_due():
             pass

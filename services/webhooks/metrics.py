@@ -20,8 +20,9 @@ REFUSED = "refused"
 
 PENDING = Gauge(
     "spades_webhook_deliveries_pending",
-    "Deliveries in the outbox waiting to be sent or being sent, over every endpoint (the "
-    "shared database's count, as this process last read it).",
+    "Deliveries in the outbox waiting to be sent or being sent, over every endpoint, as the "
+    "process that follows the leagues' stream counted them last (0 from every other process: "
+    "summed over the processes, the outbox's count).",
 )
 FAILED = Counter(
     "spades_webhook_deliveries_failed_total",

@@ -114,6 +114,7 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
             Claims(js, LEAGUES_KIND, 1, followings[1].gain, followings[1].lose,
                    member=deliveries.member, replicas=settings.stream_replicas),
         ]  # fmt: skip
+        deliveries.reports_outbox = lambda: bool(claims[1].held)  # one process at a time
         tasks = [
             asyncio.create_task(watch.run(), name="webhook endpoints"),
             asyncio.create_task(deliveries.run(), name="webhook deliveries"),

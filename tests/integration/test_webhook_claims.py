@@ -13,10 +13,12 @@ import contextlib
 import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import httpx
 import pytest
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 
 from benchmarks.webhook_receiver import HANG, Received, Receiver
 from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
@@ -26,6 +28,7 @@ from services.store import webhook_endpoints as endpoints
 from services.store.database import Store, open_store
 from services.store.schema import webhook_deliveries
 from services.store.webhook_endpoints import Endpoint
+from services.webhooks import delivery as sending
 from services.webhooks import outbox
 from services.webhooks.delivery import CLAIM_S as PRODUCTION_CLAIM_S
 from services.webhooks.delivery import RENEW_S as PRODUCTION_RENEW_S
@@ -274,3 +277,27 @@ async def test_a_try_under_a_claim_that_ran_out_is_counted_and_the_new_holder_de
     async with store.reading() as conn:
         [row] = (await conn.execute(sa.select(webhook_deliveries))).all()
     assert (row.status, row.attempts, row.last_status, row.claim) == ("delivered", 2, 200, None)
+
+
+async def test_one_process_reports_the_outboxs_pending_deliveries_and_the_others_none(
+    store: Store, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Summed over the processes, ``spades_webhook_deliveries_pending`` is the outbox's count:
+    the process that follows the leagues' stream reports it, every other one 0."""
+    monkeypatch.setattr(sending, "PENDING_EVERY_S", 0.0)
+    off = replace(endpoint("off", "http://127.0.0.1:9/hooks"), disabled_at=time.time())
+    made = await queue(store, off, chains=3, each=2)  # pending, and sent to no one
+
+    def reported() -> float | None:
+        return REGISTRY.get_sample_value("spades_webhook_deliveries_pending")
+
+    process = Process(database_url, "counting")
+    async with process.running():
+        async with asyncio.timeout(WAIT_S):
+            while reported() != len(made):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)  # the loop's rounds, which signal no one
+        process.deliveries.reports_outbox = lambda: False
+        process.deliveries.wake()
+        async with asyncio.timeout(WAIT_S):
+            while reported() != 0:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
