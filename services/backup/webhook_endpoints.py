@@ -3,7 +3,9 @@ which no stream holds (the deliveries' log is not kept: it is history, and a res
 starts its own).
 
 Restored, each endpoint hears of what is committed after the restored streams' last messages:
-their history was delivered before the backup, and is not delivered again.
+their history was delivered before the backup, and is not delivered again. A backup taken before
+endpoints kept a starting point per stream holds ``games_after`` and ``leagues_after``: those of
+the one games stream, ``SPADES_GAMES``, and of the leagues'.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from pathlib import Path
 import msgspec
 import sqlalchemy as sa
 
-from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
+from contracts.partitions import LEGACY_STREAM
+from contracts.wire import LEAGUES_STREAM
 from services.backup.manifest import MANIFEST_FILE, BackupError, KeptCopy, Manifest
 from services.runtime.settings import Settings
 from services.store.database import Store, open_store, store_url
 from services.store.migrations import migrate
 from services.store.schema import webhook_endpoints
-from services.store.webhook_endpoints import Endpoint, every_endpoint
+from services.store.webhook_endpoints import Endpoint, every_endpoint, set_starts
 
 
 class SavedEndpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,13 +35,29 @@ class SavedEndpoint(msgspec.Struct, frozen=True, kw_only=True):
     events: list[str]
     secret: str
     created_at: float
-    games_after: int
-    leagues_after: int
+    starts: dict[str, int] = {}
+    games_after: int | None = None
+    leagues_after: int | None = None
+    """Where an endpoint backed up before ``starts`` started (see the module's docstring)."""
     disabled_at: float | None = None
     disabled_reason: str | None = None
 
+    def starting_points(self) -> dict[str, int]:
+        earlier = {LEGACY_STREAM: self.games_after, LEAGUES_STREAM: self.leagues_after}
+        return {**{s: at for s, at in earlier.items() if at is not None}, **self.starts}
+
     def endpoint(self) -> Endpoint:
-        return Endpoint(**{**msgspec.structs.asdict(self), "events": tuple(self.events)})
+        return Endpoint(
+            id=self.id,
+            platform=self.platform,
+            url=self.url,
+            events=tuple(self.events),
+            secret=self.secret,
+            created_at=self.created_at,
+            starts=self.starting_points(),
+            disabled_at=self.disabled_at,
+            disabled_reason=self.disabled_reason,
+        )
 
 
 def _sqlite_file_missing(settings: Settings) -> bool:
@@ -114,14 +133,10 @@ class WebhookEndpoints:
                     endpoint = present.get(saved.id) or saved.endpoint()
                     if saved.id not in present:
                         await conn.execute(webhook_endpoints.insert().values(**endpoint.row()))
-                    await conn.execute(
-                        webhook_endpoints.update()
-                        .where(webhook_endpoints.c.id == saved.id)
-                        .values(
-                            games_after=max(endpoint.games_after, lasts[GAMES_STREAM]),
-                            leagues_after=max(endpoint.leagues_after, lasts[LEAGUES_STREAM]),
-                        )
-                    )
+                    starts = dict(endpoint.starts)
+                    for stream, last in lasts.items():
+                        starts[stream] = max(starts.get(stream, 0), last)
+                    await set_starts(conn, saved.id, starts)
         return (
             f"webhook endpoints: {len(backed_up)} restored; they hear of what is committed "
             "after the restored streams"
@@ -136,6 +151,6 @@ def _read(path: Path) -> list[SavedEndpoint]:
 
 
 def _last_sequences(folder: Path) -> dict[str, int]:
+    """Every restored stream's last sequence, by name."""
     manifest = msgspec.json.decode((folder / MANIFEST_FILE).read_bytes(), type=Manifest)
-    lasts = {copy.name: copy.last_sequence for copy in manifest.streams}
-    return {stream: lasts.get(stream, 0) for stream in (GAMES_STREAM, LEAGUES_STREAM)}
+    return {copy.name: copy.last_sequence for copy in manifest.streams}

@@ -254,6 +254,47 @@ def _standing_forfeits_v6(connection: sa.Connection) -> None:
     )
 
 
+def _webhooks_per_stream_v7(connection: sa.Connection) -> None:
+    # An endpoint's starting point per stream, named as the stream is (the games may be in
+    # several partitions now): an earlier deployment had one games stream, SPADES_GAMES, and
+    # the leagues', SPADES_LEAGUES, so its endpoints start there where they started before.
+    connection.execute(
+        sa.text("ALTER TABLE webhook_endpoints ADD COLUMN starts TEXT NOT NULL DEFAULT '{}'")
+    )
+    endpoints = sa.table(
+        "webhook_endpoints",
+        sa.column("id", sa.String),
+        sa.column("games_after", sa.BigInteger),
+        sa.column("leagues_after", sa.BigInteger),
+        sa.column("starts", Json),
+    )
+    for row in connection.execute(sa.select(endpoints)).all():
+        starts = {"SPADES_GAMES": row.games_after, "SPADES_LEAGUES": row.leagues_after}
+        connection.execute(endpoints.update().where(endpoints.c.id == row.id).values(starts=starts))
+    for column in ("games_after", "leagues_after"):
+        connection.execute(sa.text(f"ALTER TABLE webhook_endpoints DROP COLUMN {column}"))
+    # The worker's positions, keyed by their stream's name as well.
+    for old, new in (("games", "SPADES_GAMES"), ("leagues", "SPADES_LEAGUES")):
+        connection.execute(
+            sa.text("UPDATE webhook_positions SET stream = :new WHERE stream = :old"),
+            {"old": old, "new": new},
+        )
+    # Claims: the process sending a delivery, until when (renewed while it sends).
+    connection.execute(sa.text("ALTER TABLE webhook_deliveries ADD COLUMN claim TEXT"))
+    connection.execute(
+        sa.text("ALTER TABLE webhook_deliveries ADD COLUMN claimed_until DOUBLE PRECISION")
+    )
+    deliveries = sa.Table(
+        "webhook_deliveries",
+        sa.MetaData(),
+        sa.Column("id", sa.BigInteger),
+        sa.Column("status", sa.String(16)),
+        sa.Column("next_try", sa.Double),
+    )
+    due = (deliveries.c.status, deliveries.c.next_try, deliveries.c.id)
+    sa.Index("webhook_deliveries_by_due", *due).create(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -263,6 +304,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "game list: each game's platform and visibility", _game_owners_v4),
     Migration(5, "webhooks: endpoints, the outbox of deliveries, positions", _webhooks_v5),
     Migration(6, "league standings: each player's forfeits", _standing_forfeits_v6),
+    Migration(
+        7,
+        "webhooks: endpoints' starting points and positions per stream; deliveries claimed",
+        _webhooks_per_stream_v7,
+    ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

@@ -220,16 +220,16 @@ webhook_endpoints = sa.Table(
     sa.Column("events", Json, nullable=False),
     sa.Column("secret", sa.Text, nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),
-    sa.Column("games_after", sa.BigInteger, nullable=False),
-    sa.Column("leagues_after", sa.BigInteger, nullable=False),
     sa.Column("disabled_at", sa.Double),
     sa.Column("disabled_reason", sa.Text),
+    sa.Column("starts", Json, nullable=False),
     sa.Index("webhook_endpoints_by_platform", "platform", "created_at"),
 )
 """The platforms' webhook endpoints (``platform`` is empty for the one platform of a server
-without keys). ``secret`` signs every delivery; ``games_after`` and ``leagues_after`` are the
-streams' last sequences when the endpoint was registered: it hears of what came after. Times
-are Unix seconds. Not a read model: nothing rebuilds it, and backups carry it."""
+without keys). ``secret`` signs every delivery; ``starts`` maps each stream (every partition of
+the games, and the leagues) to its last sequence when the endpoint was registered: it hears of
+what came after. Times are Unix seconds. Not a read model: nothing rebuilds it, and backups
+carry it."""
 
 webhook_deliveries = sa.Table(
     "webhook_deliveries",
@@ -247,14 +247,20 @@ webhook_deliveries = sa.Table(
     sa.Column("created_at", sa.Double, nullable=False),
     sa.Column("next_try", sa.Double),
     sa.Column("last_attempt_at", sa.Double),
+    sa.Column("claim", sa.Text),
+    sa.Column("claimed_until", sa.Double),
     sa.Index("webhook_deliveries_by_chain", "status", "endpoint_id", "chain", "id"),
     sa.Index("webhook_deliveries_by_endpoint", "endpoint_id", "id"),
     sa.Index("webhook_deliveries_by_created", "created_at"),
+    sa.Index("webhook_deliveries_by_due", "status", "next_try", "id"),
 )
 """The outbox: one row per event and endpoint, written with the stream position that produced
 it. ``chain`` (``game:<id>``, ``league:<id>``) is what deliveries keep in order per endpoint;
 ``body`` is sent as it is on every try; ``status`` is ``pending``, ``delivered``, ``failed``
-(every try of the schedule failed) or ``skipped`` (the endpoint was disabled)."""
+(every try of the schedule failed) or ``skipped`` (the endpoint was disabled). A pending
+delivery a webhooks process is sending holds its ``claim`` (a token of that process) until
+``claimed_until`` (Unix seconds), renewed while the send is in flight: no other process sends
+it meanwhile, and after it any may."""
 
 webhook_positions = sa.Table(
     "webhook_positions",
@@ -264,5 +270,6 @@ webhook_positions = sa.Table(
     sa.Column("stream_created", sa.Text),
     sa.Column("updated_at", sa.Text, nullable=False),
 )
-"""Per stream, the last sequence the webhooks worker turned into deliveries, and the stream it
-belongs to (its creation time, as :mod:`services.runtime.stream_identity` reads it)."""
+"""Per stream (by its name: each partition of the games, and the leagues), the last sequence the
+webhooks worker turned into deliveries, and the stream it belongs to (its creation time, as
+:mod:`services.runtime.stream_identity` reads it)."""

@@ -2,13 +2,15 @@
 
 An endpoint belongs to a platform (``""`` stands for the one platform of a server without
 platform keys). It receives the event types it names, for the games and leagues of its
-platform committed after it was registered (``games_after``, ``leagues_after``: the streams'
-last sequences at that moment). Its secret is shown once, when it is registered.
+platform committed after it was registered: its ``starts`` hold, per stream (each partition of
+the games, and the leagues), the stream's last sequence at that moment. Its secret is shown
+once, when it is registered.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -47,8 +49,8 @@ class Endpoint:
     events: tuple[str, ...]
     secret: str
     created_at: float
-    games_after: int
-    leagues_after: int
+    starts: Mapping[str, int]
+    """Per stream, by name: the sequence it hears of what comes after."""
     disabled_at: float | None = None
     disabled_reason: str | None = None
 
@@ -56,9 +58,11 @@ class Endpoint:
     def enabled(self) -> bool:
         return self.disabled_at is None
 
-    def after(self, stream: str) -> int:
-        """The sequence of ``stream`` (``games`` or ``leagues``) it hears of what comes after."""
-        return self.games_after if stream == "games" else self.leagues_after
+    def after(self, stream: str) -> int | None:
+        """The sequence of ``stream`` it hears of what comes after; None when it has no starting
+        point there yet (a stream made after it was registered: the webhooks worker gives it
+        one when it finds it, :mod:`services.webhooks.ingest`)."""
+        return self.starts.get(stream)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -68,8 +72,7 @@ class Endpoint:
             "events": list(self.events),
             "secret": self.secret,
             "created_at": self.created_at,
-            "games_after": self.games_after,
-            "leagues_after": self.leagues_after,
+            "starts": dict(self.starts),
             "disabled_at": self.disabled_at,
             "disabled_reason": self.disabled_reason,
         }
@@ -83,8 +86,7 @@ def _endpoint(row: Any) -> Endpoint:
         events=tuple(row.events),
         secret=row.secret,
         created_at=row.created_at,
-        games_after=row.games_after,
-        leagues_after=row.leagues_after,
+        starts=dict(row.starts),
         disabled_at=row.disabled_at,
         disabled_reason=row.disabled_reason,
     )
@@ -120,6 +122,15 @@ async def every_endpoint(conn: AsyncConnection, *, hold: bool = False) -> list[E
     if hold:
         query = query.with_for_update(read=True)
     return [_endpoint(row) for row in await conn.execute(query)]
+
+
+async def set_starts(conn: AsyncConnection, endpoint_id: str, starts: Mapping[str, int]) -> None:
+    """Give the endpoint these starting points (every stream's: the map replaces the old)."""
+    await conn.execute(
+        webhook_endpoints.update()
+        .where(webhook_endpoints.c.id == endpoint_id)
+        .values(starts=dict(starts))
+    )
 
 
 async def find(conn: AsyncConnection, platform: str, endpoint_id: str) -> Endpoint | None:

@@ -7,6 +7,14 @@ endpoints and games are delivered at once, up to ``concurrency`` tries in flight
 ``per_endpoint`` to any one endpoint, so a receiver that hangs holds a few slots until the
 timeout and never the others.
 
+Several webhooks processes share one outbox: a process claims the chains it sends
+(:func:`.outbox.claim`) before it sends them, for :data:`CLAIM_S` from the claim, renewed every
+:data:`RENEW_S` while the sends are in flight. So each delivery is sent by one process, and a
+process that ends (even killed) leaves claims that run out within :data:`CLAIM_S`, for another
+to take. A process sends under a claim only while it knows the claim is its own: once a renewal
+fails to land before the claim would run out, the chains claimed under it stop (another process
+may hold them now).
+
 Each try is ``POST url`` with the stored body, signed afresh
 (:mod:`services.runtime.webhook_signing`) under the same ``webhook-id``, through connections to
 checked addresses only (:mod:`.transport`); at most :data:`ANSWER_LIMIT_BYTES` of the answer are
@@ -15,7 +23,8 @@ read, and the whole try is bounded by the timeout. A failed try waits the schedu
 reason (a replay enables it again).
 
 Nothing of a try is recorded before its answer: a worker killed while sending leaves the
-delivery pending, and it is sent again, with the same id (at least once).
+delivery pending and claimed, and once the claim has run out it is sent again, by whichever
+process claims it, with the same id (at least once).
 """
 
 from __future__ import annotations
@@ -23,20 +32,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import httpx
 import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.runtime import webhook_signing as signing
+from services.runtime.claims import member_id
 from services.runtime.webhook_addresses import AddressRefused
 from services.store.database import Store, is_store_trouble
 from services.store.webhook_endpoints import rfc3339
-from services.webhooks import outbox
+from services.webhooks import metrics, outbox
 from services.webhooks.interest import EndpointWatch
 from services.webhooks.schedule import Schedule
 
@@ -52,6 +64,13 @@ PRUNE_EVERY_S = 600.0
 CHAIN_BATCH = 100
 """The most deliveries of one chain a task sends before the chain's turn comes again."""
 STORE_RETRY_S = (0.2, 1.0, 5.0)
+CLAIM_S = 5.0
+"""How long a claim lasts past its last renewal: how soon, at most, the deliveries of a process
+that ended are sent by another (plus a round, :data:`IDLE_WAIT_S`)."""
+RENEW_S = 1.0
+"""How often the claims of the chains in flight are renewed."""
+PENDING_EVERY_S = 5.0
+"""How often the outbox's pending deliveries are counted (a metric)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +79,8 @@ class Outcome:
 
     status: int | None
     error: str | None = None
+    result: str = metrics.ACKNOWLEDGED
+    """What the try came to, as :data:`~.metrics.ATTEMPTS` counts it."""
 
     @property
     def acknowledged(self) -> bool:
@@ -88,14 +109,14 @@ class Sender:
                 ) as answer:
                     await _read_some(answer, ANSWER_LIMIT_BYTES)
         except AddressRefused as error:
-            return Outcome(None, f"refused: {error}")
+            return Outcome(None, f"refused: {error}", metrics.REFUSED)
         except (TimeoutError, httpx.TimeoutException):
-            return Outcome(None, f"no answer within {self.timeout_s:g} s")
+            return Outcome(None, f"no answer within {self.timeout_s:g} s", metrics.TIMEOUT)
         except (httpx.HTTPError, OSError) as error:
-            return Outcome(None, f"{type(error).__name__}: {error}"[:300])
+            return Outcome(None, f"{type(error).__name__}: {error}"[:300], metrics.UNREACHABLE)
         if 200 <= answer.status_code < 300:
             return Outcome(answer.status_code)
-        return Outcome(answer.status_code, f"answered {answer.status_code}")
+        return Outcome(answer.status_code, f"answered {answer.status_code}", metrics.REJECTED)
 
 
 async def _read_some(answer: httpx.Response, limit: int) -> None:
@@ -111,15 +132,42 @@ Chain = tuple[str, str]
 """An endpoint and a game or league: what is delivered in order."""
 
 
+@dataclass(frozen=True, slots=True)
+class Tried:
+    """A try to record: the delivery, what came of it, when, under which claim."""
+
+    due: outbox.Due
+    outcome: Outcome
+    at: float
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """A chain's run ended: its claims on what was not sent are given up."""
+
+    token: str
+    endpoint_id: str
+    chain: str
+
+
+@dataclass
+class Held:
+    """One claim of this process: until when it is surely its own, and its chains running."""
+
+    until: float
+    chains: int = 0
+
+
 class Deliveries:
     """Sends the outbox's deliveries until cancelled.
 
-    Each round finds the chains whose first pending delivery is due and starts a task per
-    chain (up to ``concurrency`` chains, ``per_endpoint`` of one endpoint). A chain's task sends
-    its deliveries one after the other, as long as each is acknowledged (up to
-    :data:`CHAIN_BATCH`), and hands each outcome to a recorder that writes what many chains did
-    in one transaction; it ends at the first failure (retried at its time) and once its
-    outcomes are written, so that no round finds the chain again before they are.
+    Each round claims the chains whose first pending delivery is due and no process holds (up
+    to ``concurrency`` chains in flight, ``per_endpoint`` of one endpoint) and starts a task per
+    chain. A chain's task sends its claimed run one after the other, as long as each is
+    acknowledged (up to :data:`CHAIN_BATCH`), and hands each outcome to a recorder that writes
+    what many chains did in one transaction; it ends at the first failure (retried at its time)
+    and once its outcomes are written and the rest of its run released.
     """
 
     def __init__(
@@ -134,7 +182,12 @@ class Deliveries:
         retention_s: float,
         clock: Callable[[], float] = time.time,
         draw: random.Random | None = None,
+        member: str | None = None,
+        claim_s: float = CLAIM_S,
+        renew_s: float = RENEW_S,
     ) -> None:
+        if claim_s <= 2 * renew_s:
+            raise ValueError("a claim must outlive two renewals")
         self.store = store
         self.sender = sender
         self.schedule = schedule
@@ -144,14 +197,23 @@ class Deliveries:
         self.retention_s = retention_s
         self.clock = clock
         self.draw = draw or random.Random()
+        self.member = member or member_id()
+        """The first part of every claim token of this process (host, process id, random)."""
+        self.claim_s = claim_s
+        self.renew_s = renew_s
+        self.reports_outbox: Callable[[], bool] = lambda: True
+        """Whether this process reports the outbox's pending deliveries now (one process of a
+        deployment does, so that their sum over the processes is the outbox's)."""
+        self._claims = itertools.count(1)
+        self._held: dict[str, Held] = {}
+        """The claims of the chains in flight, by token."""
         self._wake = asyncio.Event()
         self._in_flight: set[Chain] = set()
-        self._ended: set[Chain] = set()
-        """Chains whose task ended since the last look for due chains began."""
         self._per_endpoint: Counter[str] = Counter()
         self._tasks: set[asyncio.Task[None]] = set()
         self._pruned_at = 0.0
-        self._outcomes: list[tuple[outbox.Due, Outcome, float, asyncio.Future[None]]] = []
+        self._counted_at = 0.0
+        self._written_items: list[tuple[Tried | Released, asyncio.Future[None]]] = []
         self._written = asyncio.Event()
         """Set when outcomes are waiting for the recorder."""
 
@@ -160,7 +222,10 @@ class Deliveries:
         self._wake.set()
 
     async def run(self) -> None:
-        recorder = asyncio.create_task(self._record_outcomes(), name="webhook outcomes")
+        helpers = [
+            asyncio.create_task(self._record_outcomes(), name="webhook outcomes"),
+            asyncio.create_task(self._renew_claims(), name="webhook claims"),
+        ]
         try:
             while True:
                 await self.watch.until_any()
@@ -176,83 +241,137 @@ class Deliveries:
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
         finally:
-            for task in (*self._tasks, recorder):
+            for task in (*self._tasks, *helpers):
                 task.cancel()
-            await asyncio.gather(*self._tasks, recorder, return_exceptions=True)
+            await asyncio.gather(*self._tasks, *helpers, return_exceptions=True)
 
     async def _round(self) -> float:
         """Start every chain that may start now; how long to sleep unless woken."""
         now = self.clock()
         if now - self._pruned_at >= PRUNE_EVERY_S:
             await self._prune(now)
-        while await self._start_due(now):
+        if now - self._counted_at >= PENDING_EVERY_S:
+            if self.reports_outbox():
+                async with self.store.reading() as conn:
+                    metrics.PENDING.set(await outbox.pending_count(conn))
+            else:
+                metrics.PENDING.set(0)
+            self._counted_at = now
+        while await self._start_due():
             pass
         if len(self._in_flight) >= self.concurrency:
             return IDLE_WAIT_S  # a chain that ends wakes the loop
         async with self.store.reading() as conn:
             earliest = await outbox.next_due(conn)
         if earliest is None or earliest <= now:
-            return IDLE_WAIT_S  # nothing, or only chains under way
+            return IDLE_WAIT_S  # nothing, or only chains under way (here or elsewhere)
         return min(IDLE_WAIT_S, earliest - now)
 
-    async def _start_due(self, now: float) -> bool:
-        """Start the chains whose turn it is; True if one was left out only because its
-        endpoint filled up during this round (look again without it)."""
+    async def _start_due(self) -> bool:
+        """Claim the chains whose turn it is, and start them; True if one was left out only
+        because its endpoint filled up (claim again without it)."""
         free = self.concurrency - len(self._in_flight)
         if free <= 0:
             return False
-        busy = [e for e, count in self._per_endpoint.items() if count >= self.per_endpoint]
-        self._ended.clear()
-        async with self.store.reading() as conn:
-            found = await outbox.due(conn, now, free + len(self._in_flight), busy_endpoints=busy)
-        # A chain that ended while the query ran may have been read as it was before its last
-        # outcomes were written: it is looked at again in the next round, which its end wakes.
-        passed = self._in_flight | self._ended
-        left_out = False
-        started = 0
-        for head in found:
-            if (head.endpoint_id, head.chain) in passed or started >= free:
-                continue
-            if self._per_endpoint[head.endpoint_id] >= self.per_endpoint:
-                left_out = True
-                continue
-            self._start(head)
-            started += 1
-        return left_out and len(self._in_flight) < self.concurrency
+        now = self.clock()  # the claims' time: a round's start may be a while ago
+        token = f"{self.member}.{next(self._claims)}"
+        until = now + self.claim_s
+        room = {e: self.per_endpoint - count for e, count in self._per_endpoint.items()}
+        async with self.store.writing() as conn:
+            claimed = await outbox.claim(
+                conn,
+                token,
+                now,
+                until,
+                chains=free,
+                room=room,
+                per_endpoint=self.per_endpoint,
+                run_length=CHAIN_BATCH,
+                sending=self._in_flight,
+            )
+        if claimed.runs:
+            self._held[token] = Held(until)
+        for run in claimed.runs:
+            self._start(token, run)
+        return claimed.left_out and bool(claimed.runs)
 
-    def _start(self, head: outbox.Due) -> None:
+    def _start(self, token: str, run: list[outbox.Due]) -> None:
+        head = run[0]
         chain = (head.endpoint_id, head.chain)
         self._in_flight.add(chain)
         self._per_endpoint[head.endpoint_id] += 1
-        task = asyncio.create_task(self._deliver(head), name=f"webhooks {head.chain}")
+        self._held[token].chains += 1
+        task = asyncio.create_task(self._deliver(token, run), name=f"webhooks {head.chain}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _deliver(self, head: outbox.Due) -> None:
-        """Send the chain's deliveries in order, from ``head``, while they are acknowledged."""
+    def holds(self, token: str) -> bool:
+        """Whether the claim is surely still this process's (renewed in time)."""
+        held = self._held.get(token)
+        return held is not None and self.clock() < held.until
+
+    async def _deliver(self, token: str, run: list[outbox.Due]) -> None:
+        """Send the chain's claimed run in order while each is acknowledged and the claim
+        holds; then give up the rest of the run."""
+        head = run[0]
         recorded: list[asyncio.Future[None]] = []
         try:
-            async with self.store.reading() as conn:
-                rest = await outbox.chain_after(conn, head, self.clock(), CHAIN_BATCH - 1)
-            for due in (head, *rest):
+            for due in run:
+                if not self.holds(token):
+                    log.warning(
+                        "webhook claim not renewed in time: the chain is left to whoever holds "
+                        "it now",
+                        chain=head.chain,
+                        endpoint=head.endpoint_id,
+                    )
+                    break
                 outcome = await self.sender.send(due)
-                recorded.append(self._outcome(due, outcome))
+                metrics.ATTEMPTS.labels(outcome.result).inc()
+                recorded.append(self._hand_over(Tried(due, outcome, self.clock(), token)))
                 if not outcome.acknowledged:
                     break
+            recorded.append(self._hand_over(Released(token, head.endpoint_id, head.chain)))
             await asyncio.gather(*recorded)
         except Exception as error:  # a chain must never take the loop down
             log.error("webhook chain failed to run", chain=head.chain, error=repr(error))
         finally:
             self._in_flight.discard((head.endpoint_id, head.chain))
-            self._ended.add((head.endpoint_id, head.chain))
             self._per_endpoint[head.endpoint_id] -= 1
             if not self._per_endpoint[head.endpoint_id]:
                 del self._per_endpoint[head.endpoint_id]
+            held = self._held[token]
+            held.chains -= 1
+            if not held.chains:
+                del self._held[token]
             self._wake.set()
 
-    def _outcome(self, due: outbox.Due, outcome: Outcome) -> asyncio.Future[None]:
+    async def _renew_claims(self) -> None:
+        """Every :attr:`renew_s`, extend the claims of the chains in flight; a claim whose
+        renewal did not land before it would have run out is not extended here (it may be
+        another process's by then), and its chains stop."""
+        while True:
+            await asyncio.sleep(self.renew_s)
+            tokens = [token for token in self._held if self.holds(token)]
+            if not tokens:
+                continue
+            started = self.clock()
+            try:
+                async with self.store.writing() as conn:
+                    await outbox.renew(conn, tokens, started + self.claim_s)
+            except Exception as error:
+                if not is_store_trouble(error):
+                    raise
+                log.warning("webhook claims not renewed", error=repr(error))
+                continue
+            landed = self.clock()
+            for token in tokens:
+                held = self._held.get(token)
+                if held is not None and landed < held.until:
+                    held.until = started + self.claim_s
+
+    def _hand_over(self, item: Tried | Released) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._outcomes.append((due, outcome, self.clock(), done))
+        self._written_items.append((item, done))
         self._written.set()
         return done
 
@@ -261,54 +380,74 @@ class Deliveries:
         while True:
             await self._written.wait()
             self._written.clear()
-            batch, self._outcomes = self._outcomes, []
+            batch, self._written_items = self._written_items, []
+            items = [item for item, _ in batch]
             try:
-                await self._despite_store_trouble(functools.partial(self._write, batch))
+                await self._despite_store_trouble(functools.partial(self._write, items))
             except Exception as error:
                 log.error("webhook outcomes not recorded", error=repr(error))
-                for *_, done in batch:
+                for _, done in batch:
                     if not done.done():
                         done.set_exception(error)
                 continue
-            for *_, done in batch:
+            for _, done in batch:
                 if not done.done():
                     done.set_result(None)
 
-    async def _write(
-        self, batch: list[tuple[outbox.Due, Outcome, float, asyncio.Future[None]]]
-    ) -> None:
-        failures: list[tuple[outbox.Due, Outcome, int, float | None]] = []
+    async def _write(self, items: Sequence[Tried | Released]) -> None:
+        tries = [item for item in items if isinstance(item, Tried)]
+        failures: list[tuple[Tried, int, float | None, bool]] = []
         async with self.store.writing() as conn:
             acknowledged = [
-                outbox.Acknowledged(due.id, outcome.status, at)
-                for due, outcome, at, _ in batch
-                if outcome.acknowledged and outcome.status is not None
+                outbox.Acknowledged(tried.due.id, tried.outcome.status, tried.at)
+                for tried in tries
+                if tried.outcome.acknowledged and tried.outcome.status is not None
             ]
             await outbox.delivered(conn, acknowledged)
-            for due, outcome, at, _ in batch:
-                if outcome.acknowledged:
-                    continue
-                tries = due.attempts + 1
-                error = outcome.error or "failed"
-                wait = self.schedule.wait_after(tries, self.draw)
-                next_try = at + wait if wait is not None else None
-                await outbox.failed_try(conn, due.id, outcome.status, error, at, next_try)
-                if next_try is None:
-                    reason = (
-                        f"every one of {tries} tries of {due.message_id} failed, from "
-                        f"{rfc3339(due.created_at)} to {rfc3339(at)}; the last: {error}"
-                    )
-                    await outbox.disable(conn, due.endpoint_id, reason, at)
-                failures.append((due, outcome, tries, next_try))
-        for due, outcome, tries, next_try in failures:
+            for tried in tries:
+                if not tried.outcome.acknowledged:
+                    failures.append(await self._failed(conn, tried))
+            for item in items:
+                if isinstance(item, Released):
+                    await outbox.release(conn, item.token, item.endpoint_id, item.chain)
+        for tried, count, next_try, held in failures:
+            due, outcome = tried.due, tried.outcome
+            if not held:
+                message = "webhook try failed after its claim was taken over"
+            elif next_try is None:
+                metrics.FAILED.inc()
+                message = "webhook endpoint disabled"
+            else:
+                message = "webhook try failed"
             log.info(
-                "webhook try failed" if next_try is not None else "webhook endpoint disabled",
+                message,
                 endpoint=due.endpoint_id,
                 message_id=due.message_id,
                 status=outcome.status,
                 error=outcome.error,
-                tries=tries,
+                tries=count,
             )
+
+    async def _failed(
+        self, conn: AsyncConnection, tried: Tried
+    ) -> tuple[Tried, int, float | None, bool]:
+        """Record a failed try: its next try by the schedule, or the endpoint disabled after
+        the last; whether the claim held (if not, only the try is counted)."""
+        due, outcome, at = tried.due, tried.outcome, tried.at
+        count = due.attempts + 1
+        error = outcome.error or "failed"
+        wait = self.schedule.wait_after(count, self.draw)
+        next_try = at + wait if wait is not None else None
+        held = await outbox.failed_try(
+            conn, due.id, tried.token, outcome.status, error, at, next_try
+        )
+        if held and next_try is None:
+            reason = (
+                f"every one of {count} tries of {due.message_id} failed, from "
+                f"{rfc3339(due.created_at)} to {rfc3339(at)}; the last: {error}"
+            )
+            await outbox.disable(conn, due.endpoint_id, reason, at)
+        return tried, count, next_try, held
 
     async def _prune(self, now: float) -> None:
         async with self.store.writing() as conn:

@@ -1,11 +1,15 @@
-"""From the streams to the outbox: durable consumers that turn commits into pending deliveries.
+"""From the streams to the outbox: a follower's handler that turns commits into pending deliveries.
 
-One :class:`Ingest` per stream (games, leagues), each on its own durable JetStream consumer.
-A batch of commits is folded into the aggregates they belong to (:class:`Folds`), mapped to
-webhooks (:mod:`.events`), addressed to the endpoints of the owning platform that subscribe to
-each event type, and recorded with the stream's new position in one transaction; only then is
-the batch acknowledged. A crash before the commit loses nothing (the batch comes again); after
-it, the batch comes again and is skipped (its sequences are at or below the position).
+An :class:`Ingest` is a :class:`~services.runtime.follower.Handler`: the game partitions a
+webhooks process holds each have a follower (kind ``webhooks``), and the leagues' stream one
+more (kind ``webhooks-leagues``), each partition worked by one process at a time
+(:mod:`services.runtime.claims`). A batch of commits is folded into the aggregates they belong
+to (:class:`Folds`), mapped to webhooks (:mod:`.events`), addressed to the endpoints of the
+owning platform that subscribe to each event type, and recorded with the stream's new position
+in one transaction; only then is the batch acknowledged. A crash before the commit loses nothing
+(the batch comes again); after it, the batch comes again and is skipped (its sequences are at or
+below the position). The position row is locked while a batch is recorded, and only moves
+forward: a process that lost the partition a moment ago records nothing the new holder did.
 
 Which platforms have endpoints is known from the :class:`~.interest.EndpointWatch` before any
 database work: a commit of another platform is skipped (by its subject alone, once its game's
@@ -14,65 +18,61 @@ memory. The stored position follows at most :data:`POSITION_EVERY_S` later, or w
 goes quiet: a crash meanwhile maps those commits again, and again they make nothing. While no
 endpoint exists at all, the stream is not followed (nothing in it can be wanted).
 
-Where a stream is first followed, or found to be another stream than the position's (a NATS
-store reset or restored from a backup): the webhooks start at the oldest point an endpoint asks
-for, or at the stream's end. An endpoint hears of what is committed after it was registered,
-never of a history restored or replayed into a new stream. So a position behind every
-endpoint's interest jumps to where it begins: the commits between are no endpoint's.
+Each stream has its own position, and each endpoint its own starting point in each stream
+(:attr:`~services.store.webhook_endpoints.Endpoint.starts`). Where a stream is first followed,
+or found to be another stream than the position's (a NATS store reset or restored from a
+backup): the webhooks start at the oldest point an endpoint asks for, or at the stream's end. An
+endpoint hears of what is committed after it was registered, never of a history restored or
+replayed into a new stream. So a position behind every endpoint's interest jumps to where it
+begins: the commits between are no endpoint's; and an endpoint with no starting point in a
+stream (made after it was registered, as partitions are when a deployment is split) is given
+the stream's end when the stream is opened, or the stored position when it is found while a
+batch is recorded.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
-import nats.js.errors
-import sqlalchemy as sa
 import structlog
 from nats.aio.client import Client
-from nats.js import api
+from nats.js import JetStreamContext
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from contracts.partitions import Partitions
 from contracts.webhooks import encode_webhook, type_of
-from contracts.wire import (
-    GAME_SUBJECTS,
-    GAMES_STREAM,
-    LEAGUE_SUBJECTS,
-    LEAGUES_STREAM,
-    Commit,
-    LeagueCommit,
-)
+from contracts.wire import LEAGUE_SUBJECTS, LEAGUES_STREAM, Commit, LeagueCommit
 from domain.league import League
-from services.runtime.consumer import PullFeed
-from services.runtime.event_store import EventStore, Stored, stream_sequence
+from services.runtime.event_store import EventStore, Stored
+from services.runtime.follower import Message, Opened, Pace, Partition
 from services.runtime.game_stream import GameStream
 from services.runtime.league_stream import LeagueStream
 from services.runtime.stream_identity import StreamIdentity
 from services.store.database import Store, is_store_trouble
-from services.store.schema import webhook_endpoints
-from services.store.webhook_endpoints import Endpoint, every_endpoint, platform_key
+from services.store.webhook_endpoints import Endpoint, every_endpoint, platform_key, set_starts
 from services.webhooks import outbox
 from services.webhooks.events import Made, Seen, game_webhooks, league_webhooks
 from services.webhooks.interest import EndpointWatch, Interest, covers, interest_of
 
 log = structlog.get_logger("spades.webhooks")
 
-BATCH_SIZE = 500
-IDLE_S = 1.0
-GATHER_S = 0.02
-"""After the first messages of a batch, how long the ingest lets more arrive: one transaction
+GAMES_KIND = "webhooks"
+"""The ingest of the game partitions: its claims' kind, and its consumers' (``spades-webhooks``)."""
+LEAGUES_KIND = "webhooks-leagues"
+"""The ingest of the leagues' stream (one partition of its own)."""
+LEAGUES = Partition(0, LEAGUES_STREAM, LEAGUE_SUBJECTS)
+PACE = Pace(batch_size=500, idle_s=1.0, gather_s=0.02, ack_wait_s=60.0)
+"""While the stream is busy, the follower lets more commits arrive for 20 ms: one transaction
 (and one round of the deliveries it wakes) for what a busy stream appends meanwhile, rather
 than one per message. At most this much is added to a webhook's lag."""
 POSITION_EVERY_S = 1.0
 """How long the position may run ahead of the stored one while batches make no delivery."""
-ACK_WAIT_S = 60.0
-RESTART_DELAYS_S = (0.2, 1.0, 5.0)
 STATES_HELD = 5000
 """Games (or leagues) whose state is kept in memory between their commits."""
 PLATFORMS_HELD = 100_000
@@ -88,26 +88,6 @@ class CommitLike(Protocol):
 
 S = TypeVar("S")
 C = TypeVar("C", bound=CommitLike)
-R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """A stream the webhooks follow."""
-
-    name: str
-    """``games`` or ``leagues``: the position's name, and which ``*_after`` endpoints set."""
-    stream: str
-    subjects: str
-
-    @property
-    def consumer(self) -> str:
-        return f"spades-webhooks-{self.name}"
-
-
-GAMES = Source("games", GAMES_STREAM, GAME_SUBJECTS)
-LEAGUES = Source("leagues", LEAGUES_STREAM, LEAGUE_SUBJECTS)
-SOURCES = (GAMES, LEAGUES)
 
 
 def message_id() -> str:
@@ -217,9 +197,9 @@ class Folds(Generic[S, C]):
             self._platforms.popitem(last=False)
 
 
-def game_folds(client: Client) -> Folds[Seen, Commit]:
+def game_folds(client: Client, partitions: Partitions) -> Folds[Seen, Commit]:
     return Folds(
-        GameStream(client.jetstream()),
+        GameStream(client.jetstream(), partitions),
         lambda commit: commit.game_id,
         game_webhooks,
         lambda seen: seen.game.platform,
@@ -237,173 +217,91 @@ def league_folds(client: Client) -> Folds[League, LeagueCommit]:
     )
 
 
-# --------------------------------------------------------------------------- the consumer
+# --------------------------------------------------------------------------- the handler
 
 
-def consumer_config(source: Source, after: int, max_ack_pending: int) -> api.ConsumerConfig:
-    """Pull, from ``after + 1``, acknowledged per batch; the server never gives a message up
-    (``max_deliver=-1``): what cannot be mapped is logged and skipped by the worker."""
-    return api.ConsumerConfig(
-        name=source.consumer,
-        durable_name=source.consumer,
-        description=f"webhooks: deliveries from the {source.name} stream",
-        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=after + 1,
-        ack_policy=api.AckPolicy.ALL,
-        ack_wait=ACK_WAIT_S,
-        max_deliver=-1,
-        max_ack_pending=max_ack_pending,
-        filter_subject=source.subjects,
-    )
+@dataclass(slots=True)
+class Place:
+    """Where the ingest stands in one stream it follows."""
 
-
-async def open_feed(client: Client, source: Source, after: int, max_ack_pending: int) -> PullFeed:
-    """The source's durable consumer, made again to start right after ``after`` unless it
-    stands exactly there."""
-    js = client.jetstream()
-    try:
-        info: api.ConsumerInfo | None = await js.consumer_info(source.stream, source.consumer)
-    except nats.js.errors.NotFoundError:
-        info = None
-    if info is None or not _stands_at(info, source, after, max_ack_pending):
-        if info is not None:
-            await js.delete_consumer(source.stream, source.consumer)
-        await js.add_consumer(source.stream, config=consumer_config(source, after, max_ack_pending))
-    feed = PullFeed(client, source.stream, source.consumer)
-    await feed.open()
-    return feed
-
-
-def _stands_at(info: api.ConsumerInfo, source: Source, after: int, max_ack_pending: int) -> bool:
-    config = info.config
-    delivered = info.delivered.stream_seq if info.delivered else None
-    acknowledged = info.ack_floor.stream_seq if info.ack_floor else None
-    return (
-        delivered == after
-        and acknowledged == after
-        and not info.num_ack_pending
-        and config.ack_policy == api.AckPolicy.ALL
-        and config.filter_subject == source.subjects
-        and config.max_deliver in (None, -1)
-        and config.max_ack_pending == max_ack_pending
-    )
+    identity: StreamIdentity
+    position: int
+    """The last sequence mapped: ahead of :attr:`stored` while batches make nothing."""
+    stored: int
+    """The position as the database holds it."""
+    stored_at: float
+    mapped: Interest
+    """What the commits after the stored position were mapped by."""
 
 
 class Ingest:
-    """Follows one stream into the outbox."""
+    """Follows streams of one kind (the game partitions, or the leagues) into the outbox: a
+    :class:`~services.runtime.follower.Handler`, one follower per stream held."""
 
     def __init__(
         self,
-        source: Source,
+        kind: str,
+        js: JetStreamContext,
         store: Store,
-        client: Client,
         folds: Folds[Any, Any],
         watch: EndpointWatch,
         wake: Callable[[], None],
         *,
-        batch_size: int = BATCH_SIZE,
-        idle_s: float = IDLE_S,
         clock: Callable[[], float] = time.time,
-        gather_s: float = GATHER_S,
         position_every_s: float = POSITION_EVERY_S,
     ) -> None:
-        self.gather_s = gather_s
-        self.source = source
+        self.kind = kind
+        self.js = js
         self.store = store
-        self.client = client
         self.folds = folds
         self.watch = watch
         self.wake = wake
-        self.batch_size = batch_size
-        self.idle_s = idle_s
         self.clock = clock
         self.position_every_s = position_every_s
-        self.position = 0
-        """The last sequence mapped: ahead of :attr:`stored` while batches make nothing."""
-        self.stored = 0
-        """The position as the database holds it."""
-        self.log = log.bind(stream=source.name)
-        self._stream: StreamIdentity | None = None
-        self._mapped: Interest = {}
-        """What the commits after the stored position were mapped by."""
-        self._stored_at = 0.0
+        self.places: dict[str, Place] = {}
+        """Per stream followed now, by name."""
+        self.log = log.bind(kind=kind)
 
-    async def run(self) -> None:
-        """Follow the stream until cancelled; any failure (NATS away, the stream not made yet,
-        the database down) starts it again after a pause."""
-        failures = 0
-        while True:
-            try:
-                await self._follow()
-            except Exception as error:
-                delay = RESTART_DELAYS_S[min(failures, len(RESTART_DELAYS_S) - 1)]
-                failures += 1
-                self.log.warning("webhooks ingest restarting", error=repr(error), in_s=delay)
-                await asyncio.sleep(delay)
-            else:
-                failures = 0
+    def transient(self, error: BaseException) -> bool:
+        return is_store_trouble(error)
 
-    async def _follow(self) -> None:
-        """Follow the stream from the stored position until it must be looked at again (NATS
-        reconnected, endpoints wanting what was mapped without them, or none left)."""
-        self.position = self.stored = await self.start_position()
-        self._stored_at = self.clock()
-        if not self.watch.endpoints:
-            self.log.info("webhooks waiting for an endpoint", after=self.position)
+    async def open(self, opened: Opened) -> int:
+        """Where to follow the stream from (see :meth:`start_position`), once an endpoint
+        exists: while none does, the stream is not followed, and once one is registered, the
+        stream is looked at again (it has grown meanwhile) and followed at once."""
+        stream = opened.partition.stream
+        self.places.pop(stream, None)
+        start = await self.start_position(opened)
+        while not self.watch.endpoints:
+            self.log.info("webhooks waiting for an endpoint", stream=stream, after=start)
             await self.watch.until_any()
-            return  # and start where the new endpoints' interest begins
-        self._mapped = self.watch.interest(self.source.name)
-        feed = await open_feed(
-            self.client, self.source, self.position, max_ack_pending=4 * self.batch_size
-        )
-        self.log.info("webhooks following the stream", after=self.position)
-        reconnects = self._reconnections()
-        try:
-            while self.watch.endpoints:
-                try:
-                    messages = await feed.fetch(self.batch_size, self.idle_s)
-                except TimeoutError:
-                    if self._reconnections() != reconnects:
-                        return  # look at the stream again: it may be another one now
-                    if self.stored < self.position and not await self._store_position():
-                        return
-                    continue
-                if len(messages) < self.batch_size and self.gather_s > 0:
-                    await asyncio.sleep(self.gather_s)  # a batching window, not a wait for one
-                    messages += await feed.fetch_now(self.batch_size - len(messages))
-                if self._reconnections() != reconnects or not await self._apply(messages):
-                    return
-                await messages[-1].ack()
-            if self.stored < self.position:
-                await self._store_position()
-        finally:
-            with contextlib.suppress(Exception):
-                await feed.close()
+            info = await self.js.stream_info(stream)
+            opened = Opened(opened.partition, StreamIdentity.of(info), info.state.last_seq or 0)
+            start = await self.start_position(opened)
+        interest = self.watch.interest(stream)
+        self.places[stream] = Place(opened.identity, start, start, self.clock(), interest)
+        return start
 
-    def _reconnections(self) -> int:
-        return int(self.client.stats["reconnects"])
-
-    async def start_position(self) -> int:
+    async def start_position(self, opened: Opened) -> int:
         """Where to follow the stream from, recorded: the stored position if it belongs to the
         stream found (or where every endpoint's interest begins, if that is later), else where
         the endpoints' interest begins (see the module's docstring)."""
-        info = await self.client.jetstream().stream_info(self.source.stream)
-        found = StreamIdentity.of(info)
-        last = int(info.state.last_seq or 0)
-        self._stream = found
+        stream, found, last = opened.partition.stream, opened.identity, opened.last
         async with self.store.writing() as conn:
-            held = await outbox.lock_position(conn, self.source.name)
+            held = await outbox.lock_position(conn, stream)
             same = held.known and held.stream_created == found.created and held.position <= last
-            if not same:
-                # Where an endpoint asks for more than the stream holds, it was registered on
-                # another stream: it hears of this one from its end.
-                after = _after_column(self.source)
-                await conn.execute(
-                    webhook_endpoints.update().where(after > last).values({after.name: last})
-                )
+            # Where an endpoint asks for more than the stream holds, it was registered on
+            # another stream: it hears of this one from its end.
             endpoints = await every_endpoint(conn, hold=True)
+            endpoints = await _placed(
+                conn,
+                endpoints,
+                stream,
+                given=held.position if same else last,
+                most=None if same else last,
+            )
             self.watch.saw(endpoints)
-            asked = min(interest_of(endpoints, self.source.name).values(), default=last)
+            asked = min(interest_of(endpoints, stream).values(), default=last)
             start = max(held.position, min(asked, last)) if same else min(asked, last)
             if same and start == held.position:
                 return start
@@ -415,37 +313,39 @@ class Ingest:
                     position=held.position,
                     start=start,
                 )
-            await outbox.set_position(
-                conn, self.source.name, start, found.created, known=held.known
-            )
+            await outbox.set_position(conn, stream, start, found.created, known=held.known)
         return start
 
-    async def _apply(self, messages: Sequence[Any]) -> bool:
-        """Record the deliveries of a batch of messages and move the position past them; False
-        when the endpoints want what was mapped without them (follow again from the stored
-        position)."""
-        batch = [(stream_sequence(msg.reply), msg.subject, msg.data) for msg in messages]
-        batch = [item for item in batch if item[0] > self.position]
-        if not batch:
+    async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
+        """Record the deliveries of a batch and move the position past it; False when the
+        endpoints want what was mapped without them (follow again from the stored position),
+        or when none is left (follow again once there is one)."""
+        stream = opened.partition.stream
+        place = self.places[stream]
+        fresh = [message for message in batch if message.sequence > place.position]
+        if not fresh:
             return True
-        interest = self.watch.interest(self.source.name)
-        if interest != self._mapped:
-            if self.stored < self.position and not covers(self._mapped, interest, self.position):
+        interest = self.watch.interest(stream)
+        if interest != place.mapped:
+            if place.stored < place.position and not covers(place.mapped, interest, place.position):
                 return False
-            self._mapped = interest
+            place.mapped = interest
         made: list[tuple[int, str, Made]] = []
         keys: list[str] = []
-        for sequence, subject, data in batch:
+        for message in fresh:
             try:
-                made += await self._made(sequence, subject, data, interest, keys)
+                made += await self._made(message, interest, keys)
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as error:
                 self.log.error(
-                    "a stream message made no webhook", sequence=sequence, error=repr(error)
+                    "a stream message made no webhook",
+                    stream=stream,
+                    sequence=message.sequence,
+                    error=repr(error),
                 )
-        last = batch[-1][0]
-        if made or self.clock() - self._stored_at >= self.position_every_s:
+        last = fresh[-1].sequence
+        if made or self.clock() - place.stored_at >= self.position_every_s:
             try:
-                recorded = await self._despite_store_trouble(lambda: self._record(last, made))
+                recorded = await self._record(stream, place, last, made)
             except BaseException:
                 self.folds.forget(keys)  # their states ran ahead of what was recorded
                 raise
@@ -454,27 +354,36 @@ class Ingest:
                 return False
             if recorded:
                 self.wake()
-        self.position = last
-        return True
+        place.position = last
+        return await self._still_wanted(stream, place)
 
-    async def _store_position(self) -> bool:
-        """Store the position mapped so far (False: follow again from the stored one)."""
-        position = self.position
-        return await self._despite_store_trouble(lambda: self._record(position, [])) is not None
+    async def idle(self, opened: Opened) -> bool:
+        """The stream is quiet: store the position mapped so far."""
+        stream = opened.partition.stream
+        place = self.places[stream]
+        stored = place.stored >= place.position
+        if not stored and await self._record(stream, place, place.position, []) is None:
+            return False
+        return await self._still_wanted(stream, place)
+
+    async def _still_wanted(self, stream: str, place: Place) -> bool:
+        """Whether any endpoint is left; if none, the position is stored and the stream is
+        left until one is registered."""
+        if self.watch.endpoints:
+            return True
+        if place.stored < place.position:
+            await self._record(stream, place, place.position, [])
+        return False
 
     async def _made(
-        self,
-        sequence: int,
-        subject: str,
-        data: bytes,
-        interested: Interest,
-        keys: list[str],
+        self, message: Message, interested: Interest, keys: list[str]
     ) -> list[tuple[int, str, Made]]:
-        remembered = self.folds.remembered(subject)
+        sequence = message.sequence
+        remembered = self.folds.remembered(message.subject)
         if remembered is not None and sequence <= interested.get(remembered[1], sequence):
             self.folds.drop(remembered[0])  # no endpoint of its platform wants it: not decoded
             return []
-        stored = self.folds.decode(sequence, subject, data)
+        stored = self.folds.decode(sequence, message.subject, message.data)
         if not stored.commit.events:
             return []  # a refusal: nothing happened
         key = self.folds.key(stored)
@@ -485,22 +394,26 @@ class Ingest:
         keys.append(key)
         return [(sequence, platform, made) for made in await self.folds.made(stored)]
 
-    async def _record(self, last: int, made: list[tuple[int, str, Made]]) -> int | None:
+    async def _record(
+        self, stream: str, place: Place, last: int, made: list[tuple[int, str, Made]]
+    ) -> int | None:
         """Record ``made`` and move the stored position to ``last``, in one transaction; the
-        deliveries pending, or None (nothing written) when the endpoints held want what the
+        deliveries pending, or None (nothing recorded) when the endpoints held want what the
         commits since the stored position were mapped without."""
-        assert self._stream is not None
         now = self.clock()
         async with self.store.writing() as conn:
-            held = await outbox.lock_position(conn, self.source.name)
-            if held.stream_created != self._stream.created:
+            held = await outbox.lock_position(conn, stream)
+            if held.stream_created != place.identity.created:
                 raise RuntimeError("the position was moved to another stream meanwhile")
             if held.position >= last:
-                return 0
+                return 0  # recorded already (by this process, or by the partition's new holder)
             endpoints = await every_endpoint(conn, hold=True)
+            endpoints = await _placed(conn, endpoints, stream, given=held.position)
             self.watch.saw(endpoints)
-            if not covers(self._mapped, interest_of(endpoints, self.source.name), last):
-                self.log.info("webhooks mapping again for new endpoints", after=held.position)
+            if not covers(place.mapped, interest_of(endpoints, stream), last):
+                self.log.info(
+                    "webhooks mapping again for new endpoints", stream=stream, after=held.position
+                )
                 return None
             pending: list[outbox.Pending] = []
             for sequence, platform, one in made:
@@ -510,39 +423,44 @@ class Ingest:
                 body = encode_webhook(one.webhook)
                 identifier = message_id()
                 for endpoint in endpoints:
-                    if _wants(endpoint, self.source, platform, kind, sequence):
+                    if _wants(endpoint, stream, platform, kind, sequence):
                         status = outbox.PENDING if endpoint.enabled else outbox.SKIPPED
                         pending.append(
                             outbox.Pending(endpoint.id, identifier, kind, one.chain, body, status)
                         )
             await outbox.record(conn, pending, now)
-            await outbox.set_position(
-                conn, self.source.name, last, self._stream.created, known=held.known
-            )
-        self.stored, self._stored_at = last, now
+            await outbox.set_position(conn, stream, last, place.identity.created, known=held.known)
+        place.stored, place.stored_at = last, now
         return sum(delivery.status == outbox.PENDING for delivery in pending)
 
-    async def _despite_store_trouble(self, attempt: Callable[[], Awaitable[R]]) -> R:
-        troubles = 0
-        while True:
-            try:
-                return await attempt()
-            except Exception as error:
-                if not is_store_trouble(error):
-                    raise
-                troubles += 1
-                delay = RESTART_DELAYS_S[min(troubles - 1, len(RESTART_DELAYS_S) - 1)]
-                self.log.warning("webhooks database unavailable", error=repr(error), in_s=delay)
-                await asyncio.sleep(delay)
+
+async def _placed(
+    conn: AsyncConnection,
+    endpoints: list[Endpoint],
+    stream: str,
+    *,
+    given: int,
+    most: int | None = None,
+) -> list[Endpoint]:
+    """The endpoints, each with a starting point in ``stream``: ``given`` where it had none, and
+    at most ``most`` (the stream's end, for a stream other than the one it was registered on);
+    those changed are written."""
+    placed: list[Endpoint] = []
+    for endpoint in endpoints:
+        after = endpoint.after(stream)
+        start = given if after is None else after if most is None else min(after, most)
+        if start != after:
+            endpoint = replace(endpoint, starts={**endpoint.starts, stream: start})
+            await set_starts(conn, endpoint.id, endpoint.starts)
+        placed.append(endpoint)
+    return placed
 
 
-def _after_column(source: Source) -> sa.Column[Any]:
-    return webhook_endpoints.c[f"{source.name}_after"]
-
-
-def _wants(endpoint: Endpoint, source: Source, platform: str, kind: str, sequence: int) -> bool:
+def _wants(endpoint: Endpoint, stream: str, platform: str, kind: str, sequence: int) -> bool:
+    after = endpoint.after(stream)
     return (
         endpoint.platform == platform
         and kind in endpoint.events
-        and sequence > endpoint.after(source.name)
+        and after is not None
+        and sequence > after
     )

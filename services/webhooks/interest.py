@@ -3,7 +3,8 @@
 Endpoints change rarely (a platform registers or deletes one), while commits come by the
 hundred a second. So the worker does not ask the database about every batch: an
 :class:`EndpointWatch` reads the endpoints every :data:`WATCH_S` (and whenever an ingest holds
-them anyway), and the ingests decide by what it read last. While no endpoint exists, no stream
+them anyway), and the ingests (one per stream the process follows) decide by what it read
+last. While no endpoint exists, no stream
 is followed at all; a commit whose platform has none is skipped without being folded.
 
 A view read a moment ago may miss an endpoint registered since. That costs time, never a
@@ -21,6 +22,7 @@ import structlog
 
 from services.store.database import Store, is_store_trouble
 from services.store.webhook_endpoints import Endpoint, every_endpoint
+from services.webhooks.metrics import DISABLED
 
 log = structlog.get_logger("spades.webhooks")
 
@@ -33,11 +35,13 @@ Interest = dict[str, int]
 
 
 def interest_of(endpoints: Sequence[Endpoint], stream: str) -> Interest:
-    """What ``endpoints`` want of ``stream`` (``games`` or ``leagues``)."""
+    """What ``endpoints`` want of ``stream`` (by its name); an endpoint with no starting point
+    there wants nothing of it yet (the worker gives it one before it maps for it)."""
     interest: Interest = {}
     for endpoint in endpoints:
         after = endpoint.after(stream)
-        interest[endpoint.platform] = min(interest.get(endpoint.platform, after), after)
+        if after is not None:
+            interest[endpoint.platform] = min(interest.get(endpoint.platform, after), after)
     return interest
 
 
@@ -75,6 +79,7 @@ class EndpointWatch:
         found = tuple(endpoints)
         if found != self.endpoints:
             self.endpoints = found
+            DISABLED.set(sum(not endpoint.enabled for endpoint in found))
             self._changed.set()
             self._changed = asyncio.Event()
 

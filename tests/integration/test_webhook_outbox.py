@@ -1,27 +1,33 @@
 """The webhooks' tables on SQLite and PostgreSQL: endpoints kept per platform, the outbox giving
-each chain's deliveries in order, one at a time, replays, disabling, forgetting; and backups
-carrying the endpoints."""
+each chain's deliveries in order, one claim at a time, replays, disabling, forgetting; and
+backups carrying the endpoints."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 import sqlalchemy as sa
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
 from services.backup.deployment import restore_backup, take_backup
 from services.backup.manifest import BackupError
+from services.backup.webhook_endpoints import SavedEndpoint
 from services.runtime.broker_users import ADMIN
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
 from services.runtime.webhook_signing import new_secret
+from services.store import migrations
 from services.store import webhook_endpoints as endpoints
-from services.store.database import Store
+from services.store.database import Store, open_store
 from services.store.schema import webhook_deliveries
 from services.store.webhook_endpoints import Endpoint
 from services.webhooks import outbox
@@ -43,8 +49,7 @@ def endpoint(name: str, platform: str = "acme", **changes: object) -> Endpoint:
         "events": ("game.turn", "game.finished"),
         "secret": new_secret(),
         "created_at": NOW,
-        "games_after": 0,
-        "leagues_after": 0,
+        "starts": {GAMES_STREAM: 0, LEAGUES_STREAM: 0},
         **changes,
     }
     return Endpoint(**values)  # type: ignore[arg-type]
@@ -56,10 +61,45 @@ def pending(to: Endpoint, message: str, chain: str, status: str = outbox.PENDING
     )
 
 
+@contextlib.asynccontextmanager
+async def looking(store: Store) -> AsyncIterator[AsyncConnection]:
+    """A transaction whose writes are rolled back: a claim made only to see what it takes."""
+    async with store.engine.connect() as conn:
+        transaction = await conn.begin()
+        try:
+            yield conn
+        finally:
+            await transaction.rollback()
+
+
+async def take(
+    conn: AsyncConnection,
+    at: float = NOW,
+    *,
+    token: str = "look",
+    room: dict[str, int] | None = None,
+    per_endpoint: int = 100,
+    run_length: int = 1,
+) -> list[list[outbox.Due]]:
+    """What one claim takes: runs of chains, each in order (by default each chain's head)."""
+    claimed = await outbox.claim(
+        conn,
+        token,
+        at,
+        at + 5,
+        chains=100,
+        room=room or {},
+        per_endpoint=per_endpoint,
+        run_length=run_length,
+    )
+    return claimed.runs
+
+
 async def heads(store: Store, at: float = NOW, **options: object) -> list[tuple[str, str]]:
-    async with store.reading() as conn:
-        found = await outbox.due(conn, at, 100, **options)  # type: ignore[arg-type]
-    return [(due.chain, due.message_id) for due in found]
+    """The heads a claim at ``at`` would take (nothing is kept)."""
+    async with looking(store) as conn:
+        found = await take(conn, at, **options)  # type: ignore[arg-type]
+    return [(run[0].chain, run[0].message_id) for run in found]
 
 
 async def test_endpoints_belong_to_their_platform(store: Store) -> None:
@@ -102,17 +142,24 @@ async def test_each_chain_gives_its_first_pending_delivery_only_and_in_order(sto
         )
     assert await heads(store) == [("game:a", "m1"), ("game:b", "m2"), ("game:a", "m4")]
     assert await heads(store, NOW - 1) == [], "nothing is due before its time"
-    assert await heads(store, busy_endpoints=[one.id]) == [("game:a", "m4")]
+    assert await heads(store, room={one.id: 0}) == [("game:a", "m4")], "one's chains are enough"
+    assert await heads(store, room={one.id: 1}) == [("game:a", "m1"), ("game:a", "m4")]
 
-    async with store.reading() as conn:
-        [first] = [d for d in await outbox.due(conn, NOW, 10) if d.message_id == "m1"]
-        rest = await outbox.chain_after(conn, first, NOW, 10)
-    assert [d.message_id for d in rest] == ["m3", "m5"]
-    assert {d.url for d in rest} == {one.url}
+    async with store.writing() as conn:
+        runs = await take(conn, token="t", run_length=10)
+    [run] = [run for run in runs if run[0].message_id == "m1"]
+    assert [d.message_id for d in run] == ["m1", "m3", "m5"], "a chain's run, in order"
+    assert {d.url for d in run} == {one.url}
+    assert await heads(store, NOW + 1) == [], "every chain is claimed"
+    first, rest = run[0], run[1:]
 
     async with store.writing() as conn:
         await outbox.delivered(conn, [outbox.Acknowledged(first.id, 200, NOW + 1)])
-        await outbox.failed_try(conn, rest[0].id, 503, "answered 503", NOW + 1, NOW + 60)
+        assert await outbox.failed_try(
+            conn, rest[0].id, "t", 503, "answered 503", NOW + 1, NOW + 60
+        )
+        for endpoint_id, chain in ((one.id, "game:a"), (one.id, "game:b"), (two.id, "game:a")):
+            await outbox.release(conn, "t", endpoint_id, chain)
     assert await heads(store, NOW + 2) == [("game:b", "m2"), ("game:a", "m4")], (
         "m3 waits for its next try, and m5 behind it"
     )
@@ -139,7 +186,8 @@ async def test_tries_acknowledged_together_are_recorded_each_with_its_own_answer
         await endpoints.add(conn, one)
         await outbox.record(conn, [pending(one, f"m-{c}", c) for c in chains], NOW)
     async with store.writing() as conn:  # as the recorder writes what the chains' tries got
-        a, b, _ = sorted(await outbox.due(conn, NOW, 10), key=lambda due: due.chain)
+        runs = await take(conn, token="t")
+        a, b, _ = sorted((run[0] for run in runs), key=lambda due: due.chain)
         await outbox.delivered(
             conn, [outbox.Acknowledged(a.id, 200, NOW + 1), outbox.Acknowledged(b.id, 204, NOW + 2)]
         )
@@ -159,11 +207,11 @@ async def test_a_disabled_endpoint_is_skipped_and_a_replay_sends_each_event_once
     async with store.writing() as conn:
         await endpoints.add(conn, one)
         await outbox.record(conn, [pending(one, f"m{n}", "game:a") for n in range(1, 5)], NOW)
-        [first] = await outbox.due(conn, NOW, 10)  # the chain's first only
+        [[first]] = await take(conn, token="t")  # the chain's first only
         await outbox.delivered(conn, [outbox.Acknowledged(first.id, 204, NOW)])
     async with store.writing() as conn:
-        [head] = await outbox.due(conn, NOW, 10)
-        await outbox.failed_try(conn, head.id, None, "no answer", NOW + 5, None)
+        [[head]] = await take(conn, token="t")
+        await outbox.failed_try(conn, head.id, "t", None, "no answer", NOW + 5, None)
         await outbox.disable(conn, one.id, "every try failed", NOW + 5)
     assert await heads(store, NOW + 100) == [], "a disabled endpoint is sent nothing"
     async with store.reading() as conn:
@@ -196,7 +244,7 @@ async def test_old_finished_deliveries_and_those_of_deleted_endpoints_are_forgot
         await outbox.record(conn, [pending(one, "waiting", "game:b")], NOW - 100)
         await outbox.record(conn, [pending(gone, "orphan", "game:a")], NOW)
         await outbox.record(conn, [pending(one, "new", "game:c")], NOW)
-        [old] = [d for d in await outbox.due(conn, NOW, 10) if d.message_id == "old"]
+        [old] = [run[0] for run in await take(conn) if run[0].message_id == "old"]
         await outbox.delivered(conn, [outbox.Acknowledged(old.id, 200, NOW)])
         assert await outbox.prune(conn, NOW - 50) == 2
         kept = (await conn.execute(sa.select(webhook_deliveries.c.message_id))).scalars().all()
@@ -204,17 +252,69 @@ async def test_old_finished_deliveries_and_those_of_deleted_endpoints_are_forgot
 
 
 async def test_a_position_is_held_by_one_writer_and_moved_with_its_stream(store: Store) -> None:
+    stream = "SPADES_GAMES_1"
     async with store.writing() as conn:
-        assert await outbox.lock_position(conn, "games") == outbox.Position(0, None, known=False)
-        await outbox.set_position(conn, "games", 42, "2026-01-01T00:00:00.000000+00:00")
+        assert await outbox.lock_position(conn, stream) == outbox.Position(0, None, known=False)
+        await outbox.set_position(conn, stream, 42, "2026-01-01T00:00:00.000000+00:00")
     async with store.writing() as conn:
-        held = await outbox.lock_position(conn, "games")
-        await outbox.set_position(conn, "games", 50, held.stream_created or "")
+        held = await outbox.lock_position(conn, stream)
+        await outbox.set_position(conn, stream, 50, held.stream_created or "")
     async with store.writing() as conn:
-        assert await outbox.lock_position(conn, "games") == outbox.Position(
+        assert await outbox.lock_position(conn, stream) == outbox.Position(
             50, "2026-01-01T00:00:00.000000+00:00", known=True
         )
-        assert not (await outbox.lock_position(conn, "leagues")).known
+        assert not (await outbox.lock_position(conn, "SPADES_GAMES_0")).known
+        assert not (await outbox.lock_position(conn, LEAGUES_STREAM)).known
+
+
+async def test_an_earlier_deployments_endpoints_and_positions_keep_their_places(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migrated from the schema of one games stream: an endpoint's ``games_after`` is its
+    starting point in SPADES_GAMES, ``leagues_after`` in SPADES_LEAGUES; the worker's positions
+    are named after their streams; pending deliveries are claimed by nobody."""
+    earlier = open_store(database_url)
+    try:
+        monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:6])
+        monkeypatch.setattr(migrations, "LATEST", 6)
+        await migrations.migrate(earlier)
+        async with earlier.writing() as conn:
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO webhook_endpoints (id, platform, url, events, secret, "
+                    "created_at, games_after, leagues_after) VALUES ('ep_old', 'acme', "
+                    "'https://old.example/', '[\"game.turn\"]', 'whsec_x', 1, 40, 7)"
+                )
+            )
+            for stream, position in (("games", 41), ("leagues", 8)):
+                await conn.execute(
+                    sa.text(
+                        "INSERT INTO webhook_positions (stream, position, stream_created, "
+                        "updated_at) VALUES (:stream, :position, 'then', 'then')"
+                    ),
+                    {"stream": stream, "position": position},
+                )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, chain, "
+                    "body, status, attempts, created_at, next_try) VALUES ('ep_old', 'm1', "
+                    "'game.turn', 'game:a', '{}', 'pending', 0, 1, 1)"
+                )
+            )
+        monkeypatch.undo()
+        assert await migrations.migrate(earlier) == 6
+        async with earlier.reading() as conn:
+            [old] = await endpoints.every_endpoint(conn)
+            positions = {
+                stream: (await outbox.lock_position(conn, stream)).position
+                for stream in (GAMES_STREAM, LEAGUES_STREAM)
+            }
+        assert old.starts == {GAMES_STREAM: 40, LEAGUES_STREAM: 7}
+        assert (old.after(GAMES_STREAM), old.after("SPADES_GAMES_0")) == (40, None)
+        assert positions == {GAMES_STREAM: 41, LEAGUES_STREAM: 8}
+        assert await heads(earlier, 2) == [("game:a", "m1")]
+    finally:
+        await earlier.close()
 
 
 # --------------------------------------------------------------------------- backups
@@ -227,7 +327,6 @@ async def test_a_backup_carries_the_endpoints_and_a_restore_starts_them_after_th
     source = Settings(data_dir=tmp_path / "source", secret_key=None)
     source.data_dir.mkdir()
     (source.data_dir / SIGNING_KEY_FILENAME).write_bytes(bytes(32))
-    from services.store.database import open_store
     from services.store.migrations import migrate
 
     kept = [endpoint("a"), endpoint("b", "rival", disabled_at=NOW, disabled_reason="dead")]
@@ -277,5 +376,24 @@ async def test_a_backup_carries_the_endpoints_and_a_restore_starts_them_after_th
         (e.id, e.platform, e.url, e.secret, e.disabled_reason) for e in kept
     ]
     leagues_last = int((await js.stream_info(LEAGUES_STREAM)).state.last_seq or 0)
-    assert {(e.games_after, e.leagues_after) for e in back} == {(last, leagues_last)}
+    assert [e.starts for e in back] == [{GAMES_STREAM: last, LEAGUES_STREAM: leagues_last}] * 2
     assert last == int((await js.stream_info(GAMES_STREAM)).state.last_seq or 0)
+
+
+def test_an_endpoint_backed_up_before_starting_points_per_stream_starts_where_it_did() -> None:
+    saved = msgspec.json.decode(
+        json.dumps(
+            {
+                "id": "ep_old",
+                "platform": "acme",
+                "url": "https://old.example/",
+                "events": ["game.turn"],
+                "secret": "whsec_x",
+                "created_at": 1.0,
+                "games_after": 40,
+                "leagues_after": 7,
+            }
+        ),
+        type=SavedEndpoint,
+    )
+    assert saved.endpoint().starts == {GAMES_STREAM: 40, LEAGUES_STREAM: 7}

@@ -13,7 +13,7 @@ from services.store.webhook_endpoints import Endpoint
 from services.webhooks.interest import Interest, covers, interest_of
 
 
-def endpoint(name: str, platform: str, games_after: int, leagues_after: int = 0) -> Endpoint:
+def endpoint(name: str, platform: str, **starts: int) -> Endpoint:
     return Endpoint(
         id=f"ep_{name:0>24}",
         platform=platform,
@@ -21,8 +21,7 @@ def endpoint(name: str, platform: str, games_after: int, leagues_after: int = 0)
         events=("game.turn",),
         secret="whsec_x",
         created_at=0.0,
-        games_after=games_after,
-        leagues_after=leagues_after,
+        starts=starts,
     )
 
 
@@ -32,13 +31,22 @@ def test_the_examples_in_the_docstrings_hold() -> None:
 
 def test_a_platforms_interest_begins_where_its_earliest_endpoint_asks_in_each_stream() -> None:
     endpoints = [
-        endpoint("a", "acme", 40, leagues_after=3),
-        endpoint("b", "acme", 25, leagues_after=9),
-        endpoint("r", "rival", 70),
+        endpoint("a", "acme", SPADES_GAMES_0=40, SPADES_GAMES_1=7, SPADES_LEAGUES=3),
+        endpoint("b", "acme", SPADES_GAMES_0=25, SPADES_GAMES_1=9, SPADES_LEAGUES=9),
+        endpoint("r", "rival", SPADES_GAMES_0=70, SPADES_GAMES_1=0, SPADES_LEAGUES=0),
     ]
-    assert interest_of(endpoints, "games") == {"acme": 25, "rival": 70}
-    assert interest_of(endpoints, "leagues") == {"acme": 3, "rival": 0}
-    assert interest_of([], "games") == {}
+    assert interest_of(endpoints, "SPADES_GAMES_0") == {"acme": 25, "rival": 70}
+    assert interest_of(endpoints, "SPADES_GAMES_1") == {"acme": 7, "rival": 0}
+    assert interest_of(endpoints, "SPADES_LEAGUES") == {"acme": 3, "rival": 0}
+    assert interest_of([], "SPADES_GAMES_0") == {}
+
+
+def test_an_endpoint_without_a_starting_point_in_a_stream_wants_nothing_of_it_yet() -> None:
+    endpoints = [
+        endpoint("a", "acme", SPADES_GAMES=40),
+        endpoint("r", "rival", SPADES_GAMES=10, SPADES_GAMES_0=5),
+    ]
+    assert interest_of(endpoints, "SPADES_GAMES_0") == {"rival": 5}
 
 
 @pytest.mark.parametrize(

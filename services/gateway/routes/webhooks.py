@@ -8,6 +8,7 @@ keys (local development) the one platform there is may register endpoints too.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from typing import Annotated, Any
@@ -16,7 +17,7 @@ import nats.js.errors
 import structlog
 from fastapi import APIRouter, Path, Query, Response
 
-from contracts.wire import GAMES_STREAM, LEAGUES_STREAM
+from contracts.wire import LEAGUES_STREAM
 from services.gateway.deps import Platform, Services
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
@@ -73,8 +74,16 @@ async def _last_sequence(services: Services, stream: str) -> int:
     try:
         info = await services.js.stream_info(stream)
     except nats.js.errors.NotFoundError:
-        return 0
+        return 0  # made later: all of it comes after the endpoint
     return int(info.state.last_seq or 0)
+
+
+async def _starts(services: Services) -> dict[str, int]:
+    """Where a new endpoint's interest begins: every stream's last sequence now (each partition
+    of the games, and the leagues)."""
+    streams = (*services.stream.partitions.streams, LEAGUES_STREAM)
+    lasts = await asyncio.gather(*(_last_sequence(services, stream) for stream in streams))
+    return dict(zip(streams, lasts, strict=True))
 
 
 async def _owned(services: Services, platform: str | None, endpoint_id: str) -> endpoints.Endpoint:
@@ -121,8 +130,7 @@ async def create_webhook(
         events=tuple(dict.fromkeys(body.events)),
         secret=new_secret(),
         created_at=time.time(),
-        games_after=await _last_sequence(services, GAMES_STREAM),
-        leagues_after=await _last_sequence(services, LEAGUES_STREAM),
+        starts=await _starts(services),
     )
     async with services.store.writing() as conn:
         if await endpoints.count_of(conn, owner) >= MAX_ENDPOINTS:
