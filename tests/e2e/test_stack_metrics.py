@@ -22,7 +22,6 @@ SHOWN_WITHIN_S = 30.0
 """A partition is claimed within seconds of a start (two renewals, ``services.runtime.claims``)."""
 CONVERTED_LATER = {
     "projections": "p27-proj",
-    "webhooks": "p27-hooks",
 }
 """Kinds whose worker runs on the shared claims and follower in another branch of issue 27: on
 this branch alone they hold no partition yet, and show no sample of these metrics."""
