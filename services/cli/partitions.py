@@ -46,7 +46,11 @@ def migrate(
     data_dir: DataDir = None,
     rebuild: Annotated[
         bool,
-        typer.Option(help="Rebuild the read models from the new streams afterwards."),
+        typer.Option(
+            help="Afterwards, reset the read models to be rebuilt from the new streams, and "
+            "start the webhook endpoints at the new streams' ends (both in the read-model "
+            "database)."
+        ),
     ] = True,
 ) -> None:
     """Move every game of a one-partition deployment into PARTITIONS partition streams.
@@ -82,14 +86,15 @@ def migrate(
             client = await connect(url, "spades-migrate", user=ADMIN, credentials=credentials)
             try:
                 js = client.jetstream()
-                await migrate_partitions(js, layout, settings.stream_replicas, typer.echo)
+                moved = await migrate_partitions(js, layout, settings.stream_replicas, typer.echo)
             finally:
                 await client.close()
         finally:
             if server is not None:
                 await asyncio.to_thread(server.stop)
         if rebuild:
-            await _rebuild(settings)
+            ends = dict(zip(layout.streams, moved.per_partition, strict=True))
+            await _after_the_move(settings, ends)
 
     try:
         asyncio.run(run())
@@ -102,18 +107,27 @@ def migrate(
     typer.echo(f"moved: start every process with SPADES_PARTITIONS={partitions}")
 
 
-async def _rebuild(settings: Settings) -> None:
+async def _after_the_move(settings: Settings, ends: dict[str, int]) -> None:
+    """The read-model database after a move: the read models reset to be rebuilt from the new
+    streams; each webhook endpoint starts each new stream at its end (the history it holds was
+    heard from the old stream already)."""
     from services.projections.rebuild import rebuild
     from services.store.database import open_store
     from services.store.migrations import migrate as migrate_store
+    from services.store.webhook_endpoints import every_endpoint, set_starts
 
     store = open_store(settings.read_model_database_url)
     try:
         await migrate_store(store)
         rebuilt = await rebuild(store)
+        async with store.writing() as conn:
+            endpoints = await every_endpoint(conn, hold=True)
+            for endpoint in endpoints:
+                await set_starts(conn, endpoint.id, {**endpoint.starts, **ends})
     finally:
         await store.close()
     typer.echo(f"read models reset to be rebuilt from the new streams: {', '.join(rebuilt)}")
+    typer.echo(f"webhook endpoints start the new streams at their ends: {len(endpoints)}")
 
 
 @app.command("show")

@@ -14,12 +14,18 @@ import pytest
 from benchmarks.commands import wait_for_engine
 from benchmarks.nats_table import RandomTable
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
+from contracts.wire import LEAGUES_STREAM
 from services.audit.replay import audit_game
 from services.runtime.broker_users import ADMIN
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import MOVED_KEY, GameStream
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
+from services.runtime.settings import Settings
+from services.store.database import open_store
+from services.store.migrations import migrate as migrate_store
+from services.store.webhook_endpoints import Endpoint, every_endpoint
+from services.store.webhook_endpoints import add as add_endpoint
 from tests.integration.support import EngineProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -50,9 +56,9 @@ async def _admin(server: EmbeddedNats):  # type: ignore[no-untyped-def]
 
 async def test_a_one_partition_deployment_moves_into_three_and_plays_on(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    store = data / "nats"
+    nats_store = data / "nats"
     # 1. The deployment as an earlier version made it: one stream, games finished and not.
-    with EmbeddedNats(store, partitions=ONE) as server:
+    with EmbeddedNats(nats_store, partitions=ONE) as server:
         engine = _engine(server, tmp_path, "engine-one", 1)
         try:
             engine.wait_ready()
@@ -77,10 +83,27 @@ async def test_a_one_partition_deployment_moves_into_three_and_plays_on(tmp_path
         finally:
             engine.stop()
 
+    # A webhook endpoint of the platform, which heard the history from the one stream.
+    database = Settings(data_dir=data).read_model_database_url
+    read_models = open_store(database)
+    await migrate_store(read_models)
+    endpoint = Endpoint(
+        id="ep_before_the_move",
+        platform="",
+        url="https://example.invalid/hooks",
+        events=("game.ended",),
+        secret="whsec_x",
+        created_at=0.0,
+        starts={LEGACY_STREAM: 0, LEAGUES_STREAM: 0},
+    )
+    async with read_models.writing() as conn:
+        await add_endpoint(conn, endpoint)
+    await read_models.close()
+
     # 2. The move, as an operator runs it on the stopped stack's data directory.
     moved = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "services.cli.main", "partitions", "migrate", "-k", "3",
-        "--data-dir", str(data), "--no-rebuild",
+        "--data-dir", str(data),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -88,9 +111,20 @@ async def test_a_one_partition_deployment_moves_into_three_and_plays_on(tmp_path
     assert moved.returncode == 0, err.decode()[-2000:]
     commits = sum(len(history) for history in before.values())
     assert f"{commits} commits of {GAMES} games moved into 3 partitions" in out.decode()
+    read_models = open_store(database)
+    async with read_models.reading() as conn:
+        [after] = await every_endpoint(conn)
+    await read_models.close()
+    per_partition = [
+        sum(len(h) for game_id, h in before.items() if THREE.of(game_id) == p)
+        for p in THREE.indexes
+    ]
+    # it hears of what the new streams get after the move, not of the history again
+    starts = {stream: after.starts.get(stream) for stream in THREE.streams}
+    assert starts == dict(zip(THREE.streams, per_partition, strict=True))
 
     # 3. The new layout: every game where its id says, byte for byte; play goes on.
-    with EmbeddedNats(store, partitions=THREE) as server:
+    with EmbeddedNats(nats_store, partitions=THREE) as server:
         admin = await _admin(server)
         js = admin.jetstream()
         old = await js.stream_info(LEGACY_STREAM)
