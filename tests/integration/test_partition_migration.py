@@ -113,14 +113,14 @@ async def test_a_one_partition_deployment_moves_into_three_and_plays_on(tmp_path
     assert f"{commits} commits of {GAMES} games moved into 3 partitions" in out.decode()
     read_models = open_store(database)
     async with read_models.reading() as conn:
-        [after] = await every_endpoint(conn)
+        [moved_endpoint] = await every_endpoint(conn)
     await read_models.close()
     per_partition = [
         sum(len(h) for game_id, h in before.items() if THREE.of(game_id) == p)
         for p in THREE.indexes
     ]
     # it hears of what the new streams get after the move, not of the history again
-    starts = {stream: after.starts.get(stream) for stream in THREE.streams}
+    starts = {stream: moved_endpoint.starts.get(stream) for stream in THREE.streams}
     assert starts == dict(zip(THREE.streams, per_partition, strict=True))
 
     # 3. The new layout: every game where its id says, byte for byte; play goes on.
