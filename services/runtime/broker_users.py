@@ -221,7 +221,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
             role="fires a turn's timeout as a command, from the turns in the game stream",
             publish=(
                 *sends,
-                *_each(games, _consumes),
+                *(subject for stream in games for subject in _follows(stream, "timers")),
                 *_claims("timers"),
                 *_checkpoints("timers"),
                 *checks,
@@ -232,8 +232,10 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
         "webhooks": BrokerUser(
             role="delivers what happens in games and leagues, from durable consumers; no command",
             publish=(
-                *_each(games, _consumes),
-                *_consumes(LEAGUES_STREAM),
+                *(subject for stream in games for subject in _follows(stream, "webhooks")),
+                *_follows(LEAGUES_STREAM, "webhooks-leagues"),
+                # the one consumer of the game stream an earlier version followed it with
+                f"$JS.API.CONSUMER.DELETE.{games[0]}.spades-webhooks-games",
                 *_claims("webhooks"),
                 *_claims("webhooks-leagues"),
                 *checks,

@@ -89,11 +89,21 @@ def test_each_service_reads_only_its_own_inbox() -> None:
 
 
 def test_only_durable_readers_acknowledge_and_delete_their_consumers() -> None:
-    ack = "$JS.ACK.SPADES_GAMES.spades-projections-games.1.2.3.4.5"
-    delete = "$JS.API.CONSUMER.DELETE.SPADES_GAMES.spades-projections-games"
-    for subject in (ack, delete):
-        allowed = {name for name in SERVICES if BROKER_USERS[name].may_publish(subject)}
-        assert allowed == {"projections", "timers", "webhooks"}, subject
+    for kind in ("projections", "timers", "webhooks"):
+        ack = f"$JS.ACK.SPADES_GAMES.spades-{kind}.1.2.3.4.5"
+        delete = f"$JS.API.CONSUMER.DELETE.SPADES_GAMES.spades-{kind}"
+        for subject in (ack, delete):
+            allowed = {name for name in SERVICES if BROKER_USERS[name].may_publish(subject)}
+            assert kind in allowed, subject
+            assert allowed <= {"projections", "timers", "webhooks"}, subject
+
+
+def test_the_timers_and_webhooks_touch_no_consumer_but_their_own() -> None:
+    for name, other in (("timers", "spades-webhooks"), ("webhooks", "spades-timers")):
+        user = BROKER_USERS[name]
+        assert not user.may_publish(f"$JS.ACK.SPADES_GAMES.{other}.1.2.3.4.5")
+        assert not user.may_publish(f"$JS.API.CONSUMER.DELETE.SPADES_GAMES.{other}")
+        assert not user.may_publish("$JS.API.CONSUMER.DELETE.SPADES_GAMES.spades-round-watch")
 
 
 def test_the_engine_acknowledges_and_deletes_only_its_round_watchs_consumer() -> None:
