@@ -206,7 +206,8 @@ def spades_up_process(
         port = free_port()
         # Only the benchmark's own settings: none of the machine's SPADES_* leaks in.
         env = {key: value for key, value in os.environ.items() if not key.startswith("SPADES_")}
-        env["SPADES_LOG_LEVEL"] = "WARNING"
+        # The shipped configuration (the default log level, INFO, and its access record), as a
+        # deployment runs it.
         # The figures are of the engine and the API, not of the limits a server keeps to
         # protect itself from one caller (the bots all play from one address).
         env["SPADES_RATE_LIMIT"] = "off"

@@ -1,6 +1,13 @@
-"""What the gateway tells its operators: Prometheus metrics and one log line per request.
+"""What the gateway tells its operators: Prometheus metrics and an access record.
 
-The request log names the method, the path and the status, never the query string: a browser's
+The access record (:class:`AccessRecord`), at the default level (INFO): every
+:data:`SUMMARY_EVERY_S` one line per route and status with the count, the mean and the slowest
+time, and at once a line for each request answered 5xx or slower than :data:`SLOW_S`, with its
+path. At DEBUG, a line for every request. A line per request at INFO cost the HTTP path about
+half its rate (``spades bench http``: 0.38 to 0.41 of the bare app with it, 0.77 without);
+counting a request into its line costs a dictionary update.
+
+A line names the method, the path and the status, never the query string: a browser's
 ``EventSource`` sends its seat token as ``?access_token=`` (uvicorn's own access log, which
 prints query strings, is turned off). A request that fails in a way nothing else caught is
 logged and answered 503, never 500.
@@ -22,6 +29,59 @@ from services.runtime.logging import get_logger
 log = get_logger("spades.gateway.http")
 _level = logging.getLogger("spades.gateway.http")
 """The stdlib logger behind ``log``: whether a line at a level would be written at all."""
+
+SUMMARY_EVERY_S = 10.0
+SLOW_S = 1.0
+"""A request slower than this is logged on its own (an event stream, which lasts, is not)."""
+STREAMS = "/v1/games/{game_id}/events/stream"
+
+
+class AccessRecord:
+    """The gateway's account of its requests (see the module's docstring)."""
+
+    def __init__(self, every_s: float = SUMMARY_EVERY_S) -> None:
+        self.every_s = every_s
+        self._since = time.monotonic()
+        self._tally: dict[tuple[str, str, int], list[float]] = {}
+        """(method, route, status): [count, seconds in all, the slowest]."""
+
+    def note(self, method: str, route: str, path: str, status: int, seconds: float) -> None:
+        if _level.isEnabledFor(logging.DEBUG):
+            log.debug("request", method=method, path=path, status=status, ms=_ms(seconds))
+        elif status >= 500 or (seconds >= SLOW_S and route != STREAMS):
+            log.info("request", method=method, path=path, status=status, ms=_ms(seconds))
+        counted = self._tally.get((method, route, status))
+        if counted is None:
+            self._tally[method, route, status] = [1, seconds, seconds]
+        else:
+            counted[0] += 1
+            counted[1] += seconds
+            counted[2] = max(counted[2], seconds)
+        if time.monotonic() - self._since >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """One line per route and status counted since the last flush."""
+        now = time.monotonic()
+        window = round(now - self._since, 1)
+        tally, self._tally, self._since = self._tally, {}, now
+        if not _level.isEnabledFor(logging.INFO):
+            return
+        for (method, route, status), (count, total, slowest) in sorted(tally.items()):
+            log.info(
+                "requests",
+                method=method,
+                route=route,
+                status=status,
+                count=int(count),
+                mean_ms=_ms(total / count),
+                max_ms=_ms(slowest),
+                window_s=window,
+            )
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
 
 
 class Metrics:
@@ -77,6 +137,7 @@ class RequestTelemetry:
         # under a lock at every call. Methods, route templates and statuses are few.
         self._counters: dict[tuple[str, str, int], Counter] = {}
         self._histograms: dict[tuple[str, str], Histogram] = {}
+        self.access = AccessRecord()
 
     def _counted(self, method: str, route: str, status: int) -> Counter:
         series = self._counters.get((method, route, status))
@@ -123,12 +184,4 @@ class RequestTelemetry:
         method, route = scope["method"], _route_template(scope)
         self._counted(method, route, status).inc()
         self._timed(method, route).observe(seconds)
-        if not _level.isEnabledFor(logging.INFO):
-            return  # asked first: a structlog call costs tens of microseconds even when dropped
-        log.info(
-            "request",
-            method=method,
-            path=scope["path"],
-            status=status,
-            ms=round(seconds * 1000, 1),
-        )
+        self.access.note(method, route, scope["path"], status, seconds)
