@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -369,3 +370,71 @@ async def test_the_commands_take_an_increment_and_restore_the_chain(
             )
         finally:
             await client.close()
+
+
+async def test_a_backup_written_before_increments_restores_and_is_the_base_of_one(
+    js: JetStreamContext, nats_client: Client, tmp_path: Path
+) -> None:
+    """A manifest as the version before increments wrote it (no ``base``, no
+    ``first_sequence``) still reads as a full backup, and an increment can start from it."""
+    source = deployment(tmp_path / "source")
+    old = tmp_path / "old"
+    await append_games(js, random_logs(2, seed=121))
+    await take_backup(source, nats_client, old)
+    written = json.loads((old / MANIFEST_FILE).read_text())
+    del written["base"]
+    for stream in written["streams"]:
+        del stream["first_sequence"]
+    (old / MANIFEST_FILE).write_text(json.dumps(written, indent=2))
+    await append_games(js, random_logs(1, seed=122, prefix="later"))
+    increment = await take_backup(source, nats_client, tmp_path / "increment", since=old)
+    assert increment.base is not None
+    assert increment.base.manifest_sha256 == manifest_digest(old)
+
+    async with EmbeddedNats(tmp_path / "fresh") as fresh:
+        client = await admin(fresh)
+        try:
+            into = target(tmp_path / "target")
+            await restore_backup(into, client, old, tmp_path / "increment")
+            assert await every_message(client.jetstream(), GAMES_STREAM) == await every_message(
+                js, GAMES_STREAM
+            )
+        finally:
+            await client.close()
+
+
+MEASURED_GAMES = 3000
+"""Games in the stream of the measurement below: a few thousand, about 400,000 commits."""
+
+
+@pytest.mark.slow
+async def test_an_increment_after_one_percent_more_games_costs_about_one_percent(
+    js: JetStreamContext, nats_client: Client, tmp_path: Path
+) -> None:
+    """The figures for operators: a full backup of a stream of a few thousand games, then an
+    increment after 1% more games, in seconds and bytes (printed; run with ``-s``)."""
+    source = deployment(tmp_path / "source")
+    logs = random_logs(MEASURED_GAMES, seed=131)
+    await asyncio.gather(*(append_games(js, logs[n::16]) for n in range(16)))
+    started = time.perf_counter()
+    full = await take_backup(source, nats_client, tmp_path / "full")
+    full_s = time.perf_counter() - started
+    more = random_logs(MEASURED_GAMES // 100, seed=132, prefix="more")
+    await append_games(js, more)
+    started = time.perf_counter()
+    increment = await take_backup(
+        source, nats_client, tmp_path / "increment", since=tmp_path / "full"
+    )
+    increment_s = time.perf_counter() - started
+
+    full_bytes = sum(copy.bytes for copy in full.streams)
+    increment_bytes = sum(copy.bytes for copy in increment.streams)
+    assert increment.streams[0].messages == sum(len(log.commits) for log in more)
+    assert increment_bytes < full_bytes * 0.03
+    assert increment_s < full_s / 4
+    print(
+        f"\n{MEASURED_GAMES} games, {full.streams[0].messages} commits: full backup "
+        f"{full_bytes / 1e6:.1f} MB in {full_s:.2f} s; after {len(more)} more games "
+        f"({increment.streams[0].messages} commits) an increment of "
+        f"{increment_bytes / 1e6:.2f} MB in {increment_s:.2f} s"
+    )
