@@ -51,6 +51,7 @@ Chain = Annotated[
     list[Path],
     typer.Argument(
         help="A full backup's folder, then its increments' in the order they were taken.",
+        metavar="BACKUP",
         show_default=False,
     ),
 ]
