@@ -102,10 +102,6 @@ class Backup:
     manifest: Manifest
     digest: str
 
-    @property
-    def kind(self) -> str:
-        return "a full backup" if self.manifest.base is None else "an increment"
-
 
 def file_digest(path: Path) -> str:
     digest = hashlib.sha256()
