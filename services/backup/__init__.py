@@ -3,10 +3,13 @@
 ``spades backup DIR`` copies every message of every stream (:data:`.deployment.STREAMS`) as it
 is stored: its sequence, subject, headers and bytes (:mod:`.stream_copy`), then each thing that
 lives outside the streams (:data:`.outside.OUTSIDE_THE_STREAM`), then a manifest naming them all
-with their digests (:mod:`.manifest`). ``spades restore DIR`` checks every digest and the
-target, publishes the messages into empty streams in their order, each landing at the sequence
-it had, and puts back what lives outside. Read models are not in a backup: the projection
-workers rebuild them from the restored streams.
+with their digests (:mod:`.manifest`). ``spades backup DIR --since BACKUP`` writes an increment
+of that earlier backup: of each stream only the messages after those it copied, and only if the
+stream is the very one it copied (:mod:`.chain`); what lives outside is small and copied whole.
+``spades restore BASE [INCREMENT ...]`` checks every digest, each increment against the backup
+before it, and the target, publishes the messages into empty streams in their order, each
+landing at the sequence it had, and puts back what lives outside as the last backup holds it.
+Read models are not in a backup: the projection workers rebuild them from the restored streams.
 
 Why an export of the stored messages rather than JetStream's own snapshot: the copy is the
 messages themselves, checked message by message on the way in (every publish must land at the

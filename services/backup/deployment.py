@@ -1,4 +1,5 @@
-"""Taking a backup of a deployment, and restoring one into an empty deployment.
+"""Taking a backup of a deployment, full or an increment, and restoring a chain of them into an
+empty deployment.
 
 The order of a backup: the game stream, then the league stream, each up to its last message at
 the moment it is copied, then what lives outside the streams, then the manifest. Games first:
@@ -7,11 +8,17 @@ its round in it too; a round scheduled after the games were copied comes back wi
 to create, which the platform's retry of that round's request (same ``Idempotency-Key``)
 finishes, as after any interrupted start of a round. The streams need not be stopped.
 
-The order of a restore: read the manifest and check every file against its digest, check that
-each stream is absent or empty and that each thing kept outside can be put back without
-overwriting anything, and only then publish the streams and put back the rest. Start the
-engines and the projection workers afterwards: a restore refuses a stream that is being
-written to.
+An increment (``since``, another backup) copies of each stream only the messages after those its
+base copied, and only from the very streams its base copied (:mod:`.chain`); what lives outside
+the streams is small, and copied whole into every backup. Only the base's manifest is read: its
+files may be kept elsewhere, and a restore checks them all.
+
+The order of a restore: read every manifest of the chain and check every file against its
+digest and each increment against the backup before it, check that each stream is absent or
+empty and that each thing kept outside (as the last backup has it) can be put back without
+overwriting anything, and only then publish the streams, each backup's messages after the one
+before's, and put back the rest. Start the engines and the projection workers afterwards: a
+restore refuses a stream that is being written to.
 """
 
 from __future__ import annotations
@@ -29,16 +36,19 @@ from nats.js import api
 
 from contracts.partitions import ONE, Partitions
 from contracts.wire import LEAGUES_STREAM
+from services.backup.chain import base_of, check_extendable, check_same_stream, read_chain
 from services.backup.manifest import (
-    FORMAT,
+    FULL,
+    INCREMENT,
+    Backup,
     BackupError,
     Manifest,
     StreamCopy,
-    read_manifest,
+    read_backup,
     write_manifest,
 )
 from services.backup.outside import NOT_KEPT, OUTSIDE_THE_STREAM
-from services.backup.stream_copy import Progress, export_stream, import_stream
+from services.backup.stream_copy import Progress, export_stream, import_stream, stream_created
 from services.runtime.game_stream import deployed_partitions, games_stream_config
 from services.runtime.league_stream import leagues_stream_config
 from services.runtime.nats import ensure_stream
@@ -71,35 +81,70 @@ def _quiet(_: str) -> None:
 
 
 async def take_backup(
-    settings: Settings, client: Client, folder: Path, report: Report = _quiet
+    settings: Settings,
+    client: Client,
+    folder: Path,
+    report: Report = _quiet,
+    *,
+    since: Path | None = None,
 ) -> Manifest:
     """Back up the deployment that ``settings`` and ``client`` reach into ``folder``, which must
-    not exist or be empty."""
-    await asyncio.to_thread(_empty_folder, folder)
+    not exist or be empty: every message of its streams, or, ``since`` another backup, those
+    after it (an increment of it)."""
+    base = await asyncio.to_thread(read_backup, since, check_files=False) if since else None
     js = client.jetstream()
     layout = await deployed_partitions(js, settings.layout)
+    names = list(streams_of(layout))
+    if base is not None:  # every stream, before anything is written
+        check_extendable(base, layout.count, names)
+        for name in names:
+            await _copied_since(js, base, name)
+    await asyncio.to_thread(_empty_folder, folder)
     streams: list[StreamCopy] = []
-    for name in streams_of(layout):
-        try:
-            info = await js.stream_info(name)
-        except nats.js.errors.NotFoundError:
-            raise BackupError(f"NATS has no stream {name}: has an engine ever started?") from None
-        copy = await export_stream(js, info, folder, _counting(report, name))
-        report(f"{name}: {copy.messages} messages, up to sequence {copy.last_sequence}")
+    for name in names:
+        info = await _stream_info(js, name)
+        after = 0 if base is None else await _copied_since(js, base, name, info)
+        copy = await export_stream(js, info, folder, _counting(report, name), after=after)
+        report(f"{name}: {_copied(copy)}")
         streams.append(copy)
     outside = [await kept.save(settings, folder) for kept in OUTSIDE_THE_STREAM]
     for item in outside:
         report(f"{item.name}: from {item.source}")
     manifest = Manifest(
-        format=FORMAT,
+        format=FULL if base is None else INCREMENT,
         made_at=datetime.now(UTC).isoformat(timespec="seconds"),
         partitions=layout.count,
+        base=None if base is None else base_of(base),
         streams=streams,
         outside=outside,
         not_kept=NOT_KEPT,
     )
     write_manifest(folder, manifest)
     return manifest
+
+
+async def _stream_info(js: nats.js.JetStreamContext, name: str) -> api.StreamInfo:
+    try:
+        return await js.stream_info(name)
+    except nats.js.errors.NotFoundError:
+        raise BackupError(f"NATS has no stream {name}: has an engine ever started?") from None
+
+
+async def _copied_since(
+    js: nats.js.JetStreamContext, base: Backup, name: str, info: api.StreamInfo | None = None
+) -> int:
+    """The last sequence of stream ``name`` that ``base`` copied; refuse another stream."""
+    info = info or await _stream_info(js, name)
+    last = int(info.state.last_seq or 0)
+    return check_same_stream(base, name, stream_created(info), last)
+
+
+def _copied(copy: StreamCopy) -> str:
+    if copy.first_sequence == 1:
+        return f"{copy.messages} messages, up to sequence {copy.last_sequence}"
+    return (
+        f"{copy.messages} new messages, from sequence {copy.first_sequence} to {copy.last_sequence}"
+    )
 
 
 def _empty_folder(folder: Path) -> None:
@@ -117,40 +162,59 @@ class Restored:
 
 
 async def restore_backup(
-    settings: Settings, client: Client, folder: Path, report: Report = _quiet
+    settings: Settings,
+    client: Client,
+    base: Path,
+    *increments: Path,
+    report: Report = _quiet,
 ) -> Restored:
-    """Restore the backup in ``folder`` into the deployment ``settings`` and ``client`` reach:
-    streams absent or empty, nothing outside them that the backup would overwrite."""
-    manifest = await asyncio.to_thread(read_manifest, folder)
-    if manifest.partitions != settings.partitions:
+    """Restore the full backup in ``base``, then each of its ``increments`` in the order they
+    were taken, into the deployment ``settings`` and ``client`` reach: streams absent or empty,
+    nothing outside them that the backup would overwrite. Nothing is written unless the whole
+    chain checks."""
+    chain = await asyncio.to_thread(read_chain, [base, *increments])
+    newest = chain[-1]
+    if newest.manifest.partitions != settings.partitions:
         raise BackupError(
-            f"the backup is of a deployment of {manifest.partitions} partition(s), this one has "
-            f"{settings.partitions}: restore with SPADES_PARTITIONS={manifest.partitions} (then "
-            "`spades partitions migrate` to change it)"
+            f"the backup is of a deployment of {newest.manifest.partitions} partition(s), this "
+            f"one has {settings.partitions}: restore with "
+            f"SPADES_PARTITIONS={newest.manifest.partitions} (then `spades partitions migrate` "
+            "to change it)"
         )
     streams = streams_of(settings.layout)
     js = client.jetstream()
-    for copy in manifest.streams:
+    for copy in newest.manifest.streams:
         if copy.name not in streams:
             raise BackupError(f"the backup holds stream {copy.name}, which this version lacks")
         await _check_empty(js, copy.name)
     kept = {item.name: item for item in OUTSIDE_THE_STREAM}
-    for outside in manifest.outside:
+    for outside in newest.manifest.outside:
         if outside.name not in kept:
             raise BackupError(f"the backup holds a {outside.name}, which this version lacks")
-        await kept[outside.name].check(settings, folder, outside)
+        await kept[outside.name].check(settings, newest.folder, outside)
 
     restored = Restored()
-    for copy in manifest.streams:
+    for index, copy in enumerate(newest.manifest.streams):
         await ensure_stream(js, streams[copy.name](settings.stream_replicas))
-        count = await import_stream(js, copy, folder, _counting(report, copy.name))
+        count = 0
+        for backup in chain:
+            count += await _import(js, backup, index, report)
         restored.messages[copy.name] = count
-        report(f"{copy.name}: {count} messages restored, up to sequence {copy.last_sequence}")
-    for outside in manifest.outside:
-        done = await kept[outside.name].restore(settings, folder, outside)
+        report(
+            f"{copy.name}: {count} messages restored from {len(chain)} backup(s), up to "
+            f"sequence {copy.last_sequence}"
+        )
+    for outside in newest.manifest.outside:
+        done = await kept[outside.name].restore(settings, newest.folder, outside)
         restored.outside.append(done)
         report(done)
     return restored
+
+
+async def _import(js: nats.js.JetStreamContext, backup: Backup, index: int, report: Report) -> int:
+    """Publish the messages of the ``index``-th stream of ``backup``."""
+    copy = backup.manifest.streams[index]
+    return await import_stream(js, copy, backup.folder, _counting(report, copy.name))
 
 
 async def _check_empty(js: nats.js.JetStreamContext, name: str) -> None:

@@ -2,8 +2,10 @@
 
 The file has one JSON line per message, in stream order: its sequence, subject, headers, bytes
 (base64) and the time the stream stored it. Reading goes through a short-lived consumer of the
-whole stream up to the last sequence seen when the backup began; writing publishes each message
-with its own headers and checks that it lands at its own sequence.
+stream, from its start (a full backup) or from the sequence after a base's last (an increment),
+up to the last sequence seen when the backup began; writing publishes each message with its own
+headers and checks that it lands at its own sequence, so an increment's file continues the
+stream that its base's files restored.
 """
 
 from __future__ import annotations
@@ -48,11 +50,23 @@ Progress = Callable[[int], None]
 """Called with the number of messages copied so far, now and then."""
 
 
+def stream_created(info: api.StreamInfo) -> str:
+    """When NATS made the stream, as a backup records it ("" if the server does not say)."""
+    if info.created is None:
+        return ""
+    return info.created.astimezone(UTC).isoformat(timespec="microseconds")
+
+
 async def export_stream(
-    js: JetStreamContext, info: api.StreamInfo, folder: Path, progress: Progress | None = None
+    js: JetStreamContext,
+    info: api.StreamInfo,
+    folder: Path,
+    progress: Progress | None = None,
+    *,
+    after: int = 0,
 ) -> StreamCopy:
-    """Write every message of the stream ``info`` describes, up to its last sequence then, to
-    ``streams/<name>.jsonl`` under ``folder``."""
+    """Write every message of the stream ``info`` describes after sequence ``after`` (0: all),
+    up to its last sequence then, to ``streams/<name>.jsonl`` under ``folder``."""
     name = str(info.config.name)
     last = int(info.state.last_seq or 0)
     if info.state.num_deleted or (last and info.state.first_seq != 1):
@@ -66,43 +80,43 @@ async def export_stream(
     digest = hashlib.sha256()
     size = count = 0
     with path.open("wb") as out:
-        async with contextlib.aclosing(stored_messages(js, name, last)) as messages:
+        async with contextlib.aclosing(stored_messages(js, name, last, after=after)) as messages:
             async for message in messages:
                 count += 1
-                if message.sequence != count:
-                    raise BackupError(f"stream {name}: message {count} was not delivered")
+                if message.sequence != after + count:
+                    raise BackupError(f"stream {name}: message {after + count} was not delivered")
                 line = _encode(message) + b"\n"
                 out.write(line)
                 digest.update(line)
                 size += len(line)
                 if progress is not None and count % FETCH_BATCH == 0:
                     progress(count)
-    if count != last:
-        raise BackupError(f"stream {name}: {count} messages copied of {last}")
-    created = ""
-    if info.created is not None:
-        created = info.created.astimezone(UTC).isoformat(timespec="microseconds")
+    if after + count != last:
+        raise BackupError(f"stream {name}: {count} messages copied of {last - after}")
     return StreamCopy(
         name=name,
         file=relative,
         subjects=list(info.config.subjects or []),
         messages=count,
+        first_sequence=after + 1,
         last_sequence=last,
-        created=created,
+        created=stream_created(info),
         sha256=digest.hexdigest(),
         bytes=size,
     )
 
 
 async def stored_messages(
-    js: JetStreamContext, stream: str, last: int
+    js: JetStreamContext, stream: str, last: int, *, after: int = 0
 ) -> AsyncGenerator[StoredMessage, None]:
-    if last == 0:
+    """The messages of ``stream`` after sequence ``after`` up to ``last``, in order."""
+    if last <= after:
         return
     consumer = f"spades-backup-{secrets.token_hex(4)}"
     config = api.ConsumerConfig(
         name=consumer,
-        deliver_policy=api.DeliverPolicy.ALL,
+        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=after + 1,
         ack_policy=api.AckPolicy.NONE,
         mem_storage=True,
         num_replicas=1,
@@ -111,7 +125,7 @@ async def stored_messages(
     await js.add_consumer(stream, config=config)
     subscription = await js.pull_subscribe_bind(consumer, stream=stream)
     try:
-        sequence = 0
+        sequence = after
         while sequence < last:
             wanted = min(FETCH_BATCH, last - sequence)
             for msg in await subscription.fetch(wanted, timeout=FETCH_TIMEOUT_S):
@@ -135,9 +149,10 @@ async def stored_messages(
 async def import_stream(
     js: JetStreamContext, copy: StreamCopy, folder: Path, progress: Progress | None = None
 ) -> int:
-    """Publish the messages of ``copy`` into its stream, which must be empty, in order; return
-    how many. Each must land at its own sequence: anything else (another writer, a message the
-    stream refuses or deduplicates) stops the restore with the reason."""
+    """Publish the messages of ``copy`` into its stream, which must end just before them
+    (empty, for a full backup's), in order; return how many. Each must land at its own sequence:
+    anything else (another writer, a message the stream refuses or deduplicates) stops the
+    restore with the reason."""
     pending: deque[tuple[int, asyncio.Future[api.PubAck]]] = deque()
     try:
         count = await _publish(js, copy, folder, pending, progress)
@@ -162,9 +177,10 @@ async def _publish(
     with (folder / copy.file).open("rb") as source:
         for line in source:
             message = _decode(line)
+            expected = copy.first_sequence + count
             count += 1
-            if message.sequence != count:
-                raise BackupError(f"{copy.file}: message {count} is missing")
+            if message.sequence != expected:
+                raise BackupError(f"{copy.file}: message {expected} is missing")
             future = await js.publish_async(message.subject, message.data, headers=message.headers)
             pending.append((message.sequence, future))
             if len(pending) >= IN_FLIGHT:

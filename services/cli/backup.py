@@ -1,5 +1,6 @@
-"""``spades backup DIR`` and ``spades restore DIR``: the streams and what lives outside them
-(see :mod:`services.backup`).
+"""``spades backup DIR [--since BACKUP]`` and ``spades restore BASE [INCREMENT ...]``: the
+streams and what lives outside them, whole or since an earlier backup (see
+:mod:`services.backup`).
 
 A backup reads a running NATS (``--nats-url``, ``SPADES_NATS_URL``, or the server of the
 ``spades up`` running on the data directory), as the broker's ``admin`` user. A restore writes
@@ -38,8 +39,32 @@ def _settings(nats_url: str | None, data_dir: Path | None) -> Settings:
     return settings
 
 
-def backup(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -> None:
-    """Back up the streams, byte for byte, and the signing key into FOLDER (new or empty).
+Since = Annotated[
+    Path | None,
+    typer.Option(
+        "--since",
+        help="An earlier backup of the same streams (full or itself an increment): copy only "
+        "the messages after it. Only its manifest.json is read.",
+    ),
+]
+Chain = Annotated[
+    list[Path],
+    typer.Argument(
+        help="A full backup's folder, then its increments' in the order they were taken.",
+        metavar="BACKUP",
+        show_default=False,
+    ),
+]
+
+
+def backup(
+    folder: Folder,
+    since: Since = None,
+    nats_url: NatsUrl = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Back up the streams, byte for byte, the signing key and the webhook endpoints into FOLDER
+    (new or empty); with --since, only the messages after that backup (an increment of it).
 
     Read models are not backed up: they are rebuilt from the streams after a restore.
     """
@@ -57,7 +82,7 @@ def backup(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -
             url, "spades-backup", user=ADMIN, credentials=settings.nats_credentials(ADMIN)
         )
         try:
-            await take_backup(settings, client, folder, typer.echo)
+            await take_backup(settings, client, folder, typer.echo, since=since)
         finally:
             await client.close()
 
@@ -66,11 +91,13 @@ def backup(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -
     except BackupError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"backup complete: {folder}")
+    typer.echo(f"backup complete: {folder}" + (f", an increment of {since}" if since else ""))
 
 
-def restore(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) -> None:
-    """Restore the backup in FOLDER into an empty NATS, and the signing key beside it.
+def restore(folders: Chain, nats_url: NatsUrl = None, data_dir: DataDir = None) -> None:
+    """Restore a full backup and its increments, in the order they were taken, into an empty
+    NATS, and the signing key and webhook endpoints beside it. Every backup is checked, and each
+    increment against the one before, before anything is written.
 
     Without --nats-url or SPADES_NATS_URL, into the embedded server's store under the data
     directory, which must hold none yet. Start the engines and projection workers afterwards;
@@ -108,7 +135,7 @@ def restore(folder: Folder, nats_url: NatsUrl = None, data_dir: DataDir = None) 
             )
             client = await connect(url, "spades-restore", user=ADMIN, credentials=credentials)
             try:
-                await restore_backup(settings, client, folder, typer.echo)
+                await restore_backup(settings, client, *folders, report=typer.echo)
             finally:
                 await client.close()
         finally:

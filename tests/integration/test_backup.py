@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 
 from contracts.wire import GAMES_STREAM, LEAGUES_STREAM, league_subject
 from services.backup.deployment import STREAMS, restore_backup, take_backup
-from services.backup.manifest import FORMAT, MANIFEST_FILE, BackupError
+from services.backup.manifest import FULL, MANIFEST_FILE, BackupError
 from services.backup.outside import NOT_KEPT
 from services.cli.main import app as spades
 from services.runtime.broker_users import ADMIN
@@ -76,7 +76,7 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
 
     manifest = await take_backup(source, nats_client, folder)
 
-    assert manifest.format == FORMAT
+    assert manifest.format == FULL
     assert [(s.name, s.messages, s.last_sequence) for s in manifest.streams] == [
         (GAMES_STREAM, lasts[GAMES_STREAM], lasts[GAMES_STREAM]),
         (LEAGUES_STREAM, lasts[LEAGUES_STREAM], lasts[LEAGUES_STREAM]),
