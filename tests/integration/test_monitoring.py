@@ -27,8 +27,7 @@ SEVERITIES = {"page", "ticket"}
 TARGET_LABELS = {"job", "instance"}
 """Labels Prometheus gives every series it scrapes, whatever the process says."""
 
-PENDING: dict[str, set[str]] = {
-}
+PENDING: dict[str, set[str]] = {}
 """Metrics issue 27 fixed the names of, defined by the webhooks (p27-hooks) and timers
 (p27-timers) branches; on this branch alone they are not in the code yet. Empty this once they
 are merged: ``test_the_metrics_other_branches_bring_are_in_the_code`` says when."""
