@@ -83,8 +83,12 @@ class Stack:
         api_keys: str = "",
         rate_limit: str | None = UNLIMITED,
         env: dict[str, str] | None = None,
+        source: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.source = source
+        """A tree of the project to run instead of this one (``python -m`` imports from the
+        working directory first): an earlier release, unpacked; None runs this checkout."""
         self.port = free_port()
         self.api_keys = api_keys
         self.env = env or {}
@@ -122,6 +126,7 @@ class Stack:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                cwd=self.source,
                 # A process group of its own, as a shell gives a command: a test may kill the
                 # group without killing pytest.
                 process_group=0,
