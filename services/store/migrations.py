@@ -257,6 +257,7 @@ def _standing_forfeits_v6(connection: sa.Connection) -> None:
 def _partitions_v7(connection: sa.Connection) -> None:
     _positions_per_partition(connection)
     _parked_per_partition(connection)
+    _standings_in_league_order(connection)
 
 
 def _positions_per_partition(connection: sa.Connection) -> None:
@@ -330,6 +331,36 @@ def _replace(connection: sa.Connection, table: str, sequence: str | None = None)
             connection.execute(sa.text(f"ALTER SEQUENCE {table}_v7_id_seq RENAME TO {sequence}"))
 
 
+def _standings_in_league_order(connection: sa.Connection) -> None:
+    # The standings now rate a league's games in the league's order (round, then table), each
+    # game keeping its result and the ratings its players came with, so that a game applied
+    # late changes what it changes: no other order gives the same numbers. What an earlier
+    # version stored holds neither, so the standings model alone replays the stream, from a
+    # new generation (as `spades projections rebuild standings` does); the others keep theirs.
+    for column in ("league_round INTEGER", "league_table INTEGER", "result TEXT"):
+        connection.execute(sa.text(f"ALTER TABLE standing_games ADD COLUMN {column}"))
+    games = sa.Table(
+        "standing_games",
+        sa.MetaData(),
+        sa.Column("league", sa.Text),
+        sa.Column("league_round", sa.Integer),
+        sa.Column("league_table", sa.Integer),
+    )
+    sa.Index(
+        "standing_games_by_place", games.c.league, games.c.league_round, games.c.league_table
+    ).create(connection)
+    connection.execute(sa.text("DELETE FROM standing_games"))
+    connection.execute(sa.text("DELETE FROM league_standings"))
+    connection.execute(sa.text("DELETE FROM parked WHERE model = 'standings'"))
+    connection.execute(
+        sa.text(
+            "UPDATE projection_positions SET position = 0, generation = generation + 1, "
+            "stream = NULL, stream_created = NULL, digest = NULL, refusal = NULL "
+            "WHERE model = 'standings'"
+        )
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -341,7 +372,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "league standings: each player's forfeits", _standing_forfeits_v6),
     Migration(
         7,
-        "positions and parked messages per partition",
+        "positions and parked messages per partition; standings in the league's order",
         _partitions_v7,
     ),
 )

@@ -189,10 +189,16 @@ standing_games = sa.Table(
     sa.Column("players", Json, nullable=False),
     sa.Column("ended", sa.Boolean, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("league_round", sa.Integer),
+    sa.Column("league_table", sa.Integer),
+    sa.Column("result", Json),
     sa.Index("standing_games_by_league", "league", "ended"),
+    sa.Index("standing_games_by_place", "league", "league_round", "league_table"),
 )
 """What the standings model keeps of each game: the league whose table it is (null for every
-other game, of which only the version is kept), its units' seats and who sits where."""
+other game, of which only the version is kept), its round and table there, its units' seats and
+who sits where; once it has ended, its result and the ratings its players came to it with, in
+the league's order (see :mod:`services.projections.standings`)."""
 
 league_standings = sa.Table(
     "league_standings",
