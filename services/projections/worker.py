@@ -166,6 +166,9 @@ class Group:
     split: bool = False
     """Whether the models behind the others were sent to replay on their own (at the first
     opening of the partition)."""
+    undelivered: int = 0
+    """The stream's last sequence at the last idle fetch, when it was beyond the group's
+    positions (0: it was not, or something came since)."""
 
     @property
     def names(self) -> list[str]:
@@ -263,6 +266,7 @@ class Worker:
         group = self.groups.get(partition)
         if group is None or not group.models:
             return False
+        group.undelivered = 0
         try:
             await self._apply(partition, group, self._received(batch))
         except Rebuilt:
@@ -282,7 +286,8 @@ class Worker:
         group = self.groups.get(partition)
         if group is None or not group.models:
             return group is not None and not group.joining
-        self._lag(partition, group, 0)
+        if await self._undelivered(opened, group):
+            return False
         rebuilt = await self._rebuilt(partition, group)
         return not (rebuilt or self._regroup(partition, group, caught_up=True))
 
@@ -385,6 +390,32 @@ class Worker:
             log.warning("rebuilding the read models from the stream (auto rebuild is on)")
             seen = {name: (partition, starts[name].generation) for name in reasons}
             await rebuild(self.store, list(reasons), self.partitions, unless_rebuilt_since=seen)
+
+    async def _undelivered(self, opened: Opened, group: Group) -> bool:
+        """Whether the consumer has delivered nothing for two idle fetches in a row while the
+        stream held more than the group has applied: open the partition again (its consumer is
+        made again at the stored positions).
+
+        A consumer is told its acknowledgements by its name alone. While two processes hold a
+        partition for a moment, one may acknowledge, on the consumer the other has just made
+        again under the same name, messages of the consumer before it: the server then counts
+        deliveries awaiting acknowledgement that none will ever acknowledge, and delivers
+        nothing more until they expire (``ack_wait``)."""
+        partition = opened.partition.index
+        info = await self.client.jetstream().stream_info(opened.partition.stream)
+        last = int(info.state.last_seq or 0)
+        least = min(group.positions.values())
+        self._lag(partition, group, max(0, last - least))
+        stalled = group.undelivered > least
+        group.undelivered = last if last > least else 0
+        if stalled:
+            group.undelivered = 0
+            self._log(partition, group).warning(
+                "the consumer delivers nothing while the stream has more: opening it again",
+                position=least,
+                last=last,
+            )
+        return stalled
 
     # ------------------------------------------------------------------ regrouping
 
