@@ -33,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from contracts.partitions import ONE, Partitions
 from services.runtime.broker_users import authorization_config
 from services.runtime.credentials import BrokerCredentials
 from services.runtime.orphans import dies_with_parent
@@ -116,6 +117,7 @@ class EmbeddedNats:
         binary: Path | None = None,
         credentials: BrokerCredentials | None = None,
         exit_with_parent: bool = False,
+        partitions: Partitions = ONE,
     ) -> None:
         if routes and cluster_port is None:
             raise ValueError("routes need a cluster_port for this node to listen on")
@@ -140,6 +142,8 @@ class EmbeddedNats:
             else BrokerCredentials(self.store_dir / "credentials")
         )
         self.exit_with_parent = exit_with_parent
+        self.partitions = partitions
+        """The game stream's partitions its users are permitted (:func:`broker_users`)."""
         """Linux: the server is sent SIGTERM when the thread that started it ends (the parent
         process dies, however it dies). The server also runs in a process group of its own,
         so a Ctrl-C in the terminal reaches only its parent, which stops it last."""
@@ -298,7 +302,9 @@ class EmbeddedNats:
             "port": self.port,
             "http": f"{LOOPBACK}:{self.http_port}",
             "jetstream": jetstream,
-            "authorization": authorization_config(self.credentials.public_key),
+            "authorization": authorization_config(
+                self.credentials.public_key, partitions=self.partitions
+            ),
         }
         if self.server_name is not None:
             config["server_name"] = self.server_name
