@@ -18,11 +18,13 @@ from benchmarks.commands import wait_for_engine
 from benchmarks.nats_table import RandomTable
 from contracts.partitions import Partitions
 from services.projections.parking import parked_messages
+from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
 from services.store.database import Store, open_store
+from services.store.lag import lag_by_model, projection_lag, refusals
 from tests.integration.support import (
     EngineProcess,
     ProjectionsProcess,
@@ -211,6 +213,10 @@ async def test_a_killed_projections_process_s_partitions_are_taken_over(
     assert sum(ends.values()) > sum(at_kill.values()) + 100, "killed mid-work"
     await wait_for_positions(store, ends)
     assert await parked_messages(store) == []
+    report = await projection_lag(store.engine, js, partitions=LAYOUT)
+    assert set(report) == {(model, p) for model in READ_MODELS for p in LAYOUT.indexes}
+    assert lag_by_model(report) == dict.fromkeys(READ_MODELS, 0)
+    assert refusals(report) is None
     survivor.stop()
     shared = await snapshot(store)
     assert len(shared["league_standings"]) == 8
