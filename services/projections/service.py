@@ -149,7 +149,7 @@ class Projections:
 
     def caught_up(self, partition: int, models: Sequence[ReadModel]) -> None:
         self.steady.join(partition, models)
-        if partition not in self._ending:
+        if partition not in self._ending and not self.replay.busy(partition):
             self._ending[partition] = asyncio.create_task(
                 self._stop_replaying(partition), name=f"end the replay of partition {partition}"
             )

@@ -159,6 +159,9 @@ class Group:
     models: list[ReadModel]
     joining: list[ReadModel] = field(default_factory=list)
     """Models handed over by the other worker; taken when the partition is opened again."""
+    waiting: list[ReadModel] = field(default_factory=list)
+    """Models the replaying worker set aside because they refuse the stream: looked at again
+    whenever it opens the partition again."""
     positions: dict[str, int] = field(default_factory=dict)
     generations: dict[str, int] = field(default_factory=dict)
     refusals: dict[str, str] = field(default_factory=dict)
@@ -175,8 +178,14 @@ class Group:
         return [model.name for model in self.models]
 
     def take_joining(self) -> None:
-        self.models = sorted({*self.models, *self.joining}, key=lambda m: ORDER[m.name])
-        self.joining = []
+        every = {*self.models, *self.joining, *self.waiting}
+        self.models = sorted(every, key=lambda m: ORDER[m.name])
+        self.joining, self.waiting = [], []
+
+    @property
+    def busy(self) -> bool:
+        """Whether any model is in the group, on its way in, or waiting."""
+        return bool(self.models or self.joining or self.waiting)
 
     def remove(self, models: Sequence[ReadModel]) -> None:
         for model in models:
@@ -225,6 +234,11 @@ class Worker:
         """The process no longer holds the partition."""
         self.groups.pop(partition, None)
 
+    def busy(self, partition: int) -> bool:
+        """Whether the worker has models to follow the partition with (or to look at again)."""
+        group = self.groups.get(partition)
+        return group is not None and group.busy
+
     # ------------------------------------------------------------------ the follower's side
 
     async def open(self, opened: Opened) -> int | None:
@@ -242,8 +256,12 @@ class Worker:
         async with self.store.writing() as conn:
             starts = await positions.ensure(conn, group.names, partition)
         refused = await self._refusals(opened, starts)
-        if 0 < len(refused) < len(group.models):
+        if 0 < len(refused) < len(group.models) and self.first:
             await self._leave(partition, group, [m for m in group.models if m.name in refused])
+        elif 0 < len(refused) < len(group.models):
+            await self._refuse(opened, group, starts, refused)
+            group.waiting = [m for m in group.models if m.name in refused]
+            group.remove(group.waiting)
         elif refused:
             await self._refuse(opened, group, starts, refused)
             return None

@@ -28,6 +28,7 @@ from services.projections.rebuild import rebuild
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
 from services.projections.service import Projections
 from services.runtime.consumer import consumer_config
+from services.runtime.follower import Opened
 from services.runtime.nats_server import EmbeddedNats
 from services.store import queries
 from services.store.database import Store
@@ -331,6 +332,51 @@ async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the
         await wait_for_position(store, last)
     assert await snapshot(store) == kept
     assert await parked_messages(store) == []
+
+
+async def test_a_model_refusing_the_stream_waits_aside_while_a_rebuilt_one_replays(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    """Two models behind the others at once: one rebuilt, one whose position belongs to
+    another stream. The rebuilt one replays and rejoins the others; the refusing one waits
+    aside, its refusal recorded, and the replay follows the partition once rather than opening
+    it again at every batch for the one that cannot follow it."""
+    logs = random_logs(6, seed=61)
+    last = await append_games(js, logs[:3])
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+    elsewhere = "2000-01-01T00:00:00.000000+00:00"
+    async with store.writing() as conn:
+        await conn.execute(
+            positions_table.update()
+            .where(positions_table.c.model == "hands")
+            .values(stream_created=elsewhere)
+        )
+    await rebuild(store, ["scoreboard"])
+    last = await append_games(js, logs[3:])
+    others = [name for name in READ_MODELS if name != "hands"]
+    async with workers(store, nats_client, batch_size=5) as crew:
+        followed: list[int] = []
+        open_partition = crew.replay.open
+
+        async def counted(opened: Opened) -> int | None:
+            after = await open_partition(opened)
+            if after is not None:
+                followed.append(after)
+            return after
+
+        crew.replay.open = counted  # type: ignore[method-assign]
+        await wait_for_position(store, last, others)
+        await taken_back(crew, "scoreboard")
+        stored = await positions_in(store)
+        assert stored["hands"].refusal is not None
+        assert f"created {elsewhere}" in stored["hands"].refusal
+        assert crew.replay.busy(0), "the refusing model is looked at again"
+    assert len(followed) <= 2, followed
+    for log in logs:
+        assert await queries.scoreboard(store.engine, log.game_id) == expected_scoreboard(
+            log.events
+        )
 
 
 async def test_lag_is_reported(store: Store, js: JetStreamContext, nats_client: Client) -> None:
