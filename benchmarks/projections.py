@@ -34,7 +34,9 @@ from typing import Any
 import msgspec
 import sqlalchemy as sa
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
+from contracts.partitions import ONE
 from contracts.wire import (
     GAME_SUBJECTS,
     GAMES_STREAM,
@@ -52,7 +54,7 @@ from domain.records import HandRecorder
 from domain.state import Game, cards_held
 from services.projections.read_models import READ_MODELS
 from services.projections.service import Projections
-from services.projections.worker import BATCH_SIZE, Message
+from services.projections.worker import BATCH_SIZE, Received
 from services.runtime.broker_users import ADMIN
 from services.runtime.consumer import (
     consumer_config,
@@ -261,7 +263,8 @@ async def _replay_seconds(store: Store, client: Client, last: int) -> float:
         while True:
             async with store.reading() as conn:
                 stored = await positions.all_positions(conn)
-            if len(stored) == len(READ_MODELS) and all(p.position >= last for p in stored.values()):
+            reached = [p.position for model in stored.values() for p in model.values()]
+            if len(reached) == len(READ_MODELS) and min(reached) >= last:
                 return time.perf_counter() - started
             await asyncio.sleep(0.05)
 
@@ -276,7 +279,7 @@ async def _delivery_seconds(client: Client, last: int) -> float:
             while True:
                 messages = await feed.fetch(BATCH_SIZE, 5.0)
                 for message in messages:
-                    Message(message)
+                    _decoded(message)
                 await messages[-1].ack()
                 if stream_sequence(messages[-1].reply) >= last:
                     return
@@ -286,6 +289,11 @@ async def _delivery_seconds(client: Client, last: int) -> float:
     started = time.perf_counter()
     await asyncio.gather(*(read_to_end(model) for model in READ_MODELS))
     return time.perf_counter() - started
+
+
+def _decoded(message: Msg) -> Received:
+    """A delivered message as a worker holds it (decoded once)."""
+    return Received(stream_sequence(message.reply), message.subject, message.data, ONE)
 
 
 async def _faststream_delivery_seconds(server: EmbeddedNats, client: Client, last: int) -> float:
@@ -326,7 +334,7 @@ def _batch_reader(last: int, done: asyncio.Event) -> Callable[..., Any]:
     async def read(message: NatsBatchMessage = Context("message")) -> None:  # noqa: B008
         batch = message.raw_message
         for msg in batch:
-            Message(msg)
+            _decoded(msg)
         await batch[-1].ack()
         if stream_sequence(batch[-1].reply) >= last:
             done.set()

@@ -96,6 +96,70 @@ def commands(
 app.command("projections")(bench_projections)
 
 
+@app.command("league-night")
+def league_night(
+    players: Annotated[int, typer.Option(help="Players in the league.")] = 256,
+    rounds: Annotated[int, typer.Option(help="Rounds to play.")] = 4,
+    count: Annotated[int, typer.Option("--partitions", "-k", help="K, the partitions.")] = 3,
+    idle: Annotated[float, typer.Option(help="Share of the players who never act.")] = 0.1,
+    turn_s: Annotated[float, typer.Option(help="The league clock's seconds a turn.")] = 2.0,
+    kill_round: Annotated[int, typer.Option(help="The round the kills happen in.")] = 2,
+    concurrency: Annotated[int, typer.Option(help="Games played at once.")] = 32,
+    database_url: Annotated[
+        str, typer.Option(help="PostgreSQL (a schema of the night's own is made in it).")
+    ] = "postgresql://postgres@127.0.0.1:5432/test",
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """A league night on a three-node loopback cluster, two of every process on PostgreSQL: one
+    of each worker kind and a node leading a partition killed with SIGKILL during a round; every
+    round ends, every game audits clean, the read models equal a rebuild, every webhook arrives
+    once, every timeout is one action; the time each kind took to fail over."""
+    from benchmarks.league_night import NightPlan, fresh_schema_url, run
+
+    plan = NightPlan(
+        players=players,
+        rounds=rounds,
+        partitions=count,
+        idle=idle,
+        turn_s=turn_s,
+        kill_round=kill_round,
+        concurrency=concurrency,
+    )
+    report = run(plan, fresh_schema_url(database_url))
+    if json:
+        typer.echo(msgspec.json.encode(report).decode())
+        return
+    table = Table(title=f"league night: {players} players, {rounds} rounds, K = {count}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("rounds finished", f"{report.rounds_finished} of {rounds}")
+    table.add_row(
+        "games, commits, timeouts", f"{report.games}, {report.commits}, {report.timeouts}"
+    )
+    table.add_row("bots' actions", f"{report.actions}")
+    table.add_row("seconds", f"{report.seconds}")
+    for failover in report.failovers:
+        took = "not in time" if failover.seconds is None else f"{failover.seconds:.2f} s"
+        table.add_row(f"fail-over: {failover.kind} ({failover.killed})", took)
+    table.add_row("histories not sound or not clean", str(len(report.history_problems)))
+    table.add_row("turns timed out twice", str(len(report.timed_out_twice)))
+    table.add_row("read-model tables unlike a rebuild", str(len(report.read_model_differences)))
+    table.add_row(
+        "webhooks expected / received",
+        f"{report.webhooks_expected} / {report.webhooks_received}",
+    )
+    table.add_row(
+        "webhooks missing / out of order",
+        f"{len(report.webhooks_missing)} / {len(report.webhooks_out_of_order)}",
+    )
+    table.add_row(
+        "webhook-ids twice (in flight at the kill / not)",
+        f"{report.webhooks_twice} / {len(report.webhooks_twice_not_in_flight)}",
+    )
+    table.add_row("verdict", "ok" if report.ok else "NOT OK")
+    Console().print(table)
+
+
 @app.command("partitions")
 def partitions(
     count: Annotated[int, typer.Option("--partitions", "-k", help="K, the partitions.")] = 3,

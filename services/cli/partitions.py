@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from contracts.partitions import Partitions
 from services.runtime.broker_users import ADMIN
 from services.runtime.logging import configure_logging
 from services.runtime.settings import Settings, get_settings
@@ -60,7 +61,6 @@ def migrate(
     the data directory is started for the move and stopped after. Then start every process
     with SPADES_PARTITIONS set to PARTITIONS.
     """
-    from contracts.partitions import Partitions
     from services.backup.repartition import MigrationError, migrate_partitions
     from services.runtime.nats import connect
     from services.runtime.nats_server import EmbeddedNats, StoreInUse
@@ -94,7 +94,7 @@ def migrate(
                 await asyncio.to_thread(server.stop)
         if rebuild:
             ends = dict(zip(layout.streams, moved.per_partition, strict=True))
-            await _after_the_move(settings, ends)
+            await _after_the_move(settings, layout, ends)
 
     try:
         asyncio.run(run())
@@ -107,7 +107,7 @@ def migrate(
     typer.echo(f"moved: start every process with SPADES_PARTITIONS={partitions}")
 
 
-async def _after_the_move(settings: Settings, ends: dict[str, int]) -> None:
+async def _after_the_move(settings: Settings, layout: Partitions, ends: dict[str, int]) -> None:
     """The read-model database after a move: the read models reset to be rebuilt from the new
     streams; each webhook endpoint starts each new stream at its end (the history it holds was
     heard from the old stream already)."""
@@ -119,7 +119,7 @@ async def _after_the_move(settings: Settings, ends: dict[str, int]) -> None:
     store = open_store(settings.read_model_database_url)
     try:
         await migrate_store(store)
-        rebuilt = await rebuild(store)
+        rebuilt = await rebuild(store, None, layout)
         async with store.writing() as conn:
             endpoints = await every_endpoint(conn, hold=True)
             for endpoint in endpoints:

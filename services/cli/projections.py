@@ -109,11 +109,13 @@ def _check_model(model: str | None) -> None:
 
 def _parked_table(title: str, messages: list[ParkedMessage]) -> Table:
     table = Table(title=title)
-    for column in ("model", "sequence", "subject", "attempts", "parked at", "bytes", "reason"):
-        table.add_column(column, justify="right" if column in ("sequence", "bytes") else "left")
+    numbers = ("partition", "sequence", "bytes")
+    for column in ("model", *numbers[:2], "subject", "attempts", "parked at", "bytes", "reason"):
+        table.add_column(column, justify="right" if column in numbers else "left")
     for message in messages:
         table.add_row(
             message.model,
+            str(message.partition),
             str(message.sequence),
             message.subject,
             str(message.attempts),
@@ -148,7 +150,8 @@ def replay_parked_command(model: ModelOption = None) -> None:
     from services.projections.parking import replay_parked
 
     _check_model(model)
-    outcome = _with_store(_read_model_settings(), lambda store: replay_parked(store, model))
+    settings = _read_model_settings()
+    outcome = _with_store(settings, lambda store: replay_parked(store, model, settings.layout))
     typer.echo(f"{len(outcome.applied)} applied, {len(outcome.still_parked)} still parked")
     if outcome.still_parked:
         console.print(_parked_table("still parked", outcome.still_parked))
@@ -163,11 +166,12 @@ def rebuild_command(
         bool, typer.Option("--wait", help="Wait until the running workers have replayed.")
     ] = False,
 ) -> None:
-    """Rebuild a read model (or all) from the stream; the others keep serving.
+    """Rebuild a read model (or all) from the stream, every partition; the others keep serving.
 
-    The running workers notice within a second and replay; with no worker running, the next
-    start replays. Read models whose positions belong to another stream (NATS was reset or
-    restored, or the database is another deployment's) are brought back with ``--all``.
+    The running workers notice within a second and replay each partition; with no worker
+    running, the next start replays. Read models whose positions belong to another stream
+    (NATS was reset or restored, or the database is another deployment's) are brought back
+    with ``--all``.
     """
     from services.projections.rebuild import rebuild
 
@@ -176,7 +180,7 @@ def rebuild_command(
     _check_model(name)
     settings = _stream_settings() if wait else _read_model_settings()
     names = None if every else [name or ""]
-    rebuilt = _with_store(settings, lambda store: rebuild(store, names))
+    rebuilt = _with_store(settings, lambda store: rebuild(store, names, settings.layout))
     typer.echo(f"reset {', '.join(rebuilt)}: the workers replay the stream")
     if wait:
         _reported(lambda: asyncio.run(_wait_replayed(settings, rebuilt)))
@@ -184,31 +188,36 @@ def rebuild_command(
 
 async def _wait_replayed(settings: Settings, models: list[str]) -> None:
     report = await _lag(settings, models, until_caught_up=True)
-    typer.echo(", ".join(f"{lag.model} at {lag.position}" for lag in report.values()))
+    reached: dict[str, list[str]] = {}
+    for (model, partition), lag in report.items():
+        shown = str(lag.position) if settings.layout.legacy else f"{partition}:{lag.position}"
+        reached.setdefault(model, []).append(shown)
+    typer.echo(", ".join(f"{model} at {' '.join(shown)}" for model, shown in reached.items()))
 
 
 @app.command("lag")
 def lag_command(
     json: Annotated[bool, typer.Option("--json", help="One JSON line.")] = False,
 ) -> None:
-    """Each read model's position and how far it is behind the game stream, and why it refuses
-    the stream, if it does (exit status 1 then)."""
-    from services.store.lag import refusals
+    """Each read model's position in each partition of the game stream and how far it is behind
+    there, and why it refuses a partition's stream, if it does (exit status 1 then). ``--json``
+    gives each model's lag over every partition."""
+    from services.store.lag import lag_by_model, refusals
 
     settings = _stream_settings()
     report = _reported(lambda: asyncio.run(_lag(settings, None)))
     refused = refusals(report)
     if json:
-        typer.echo(msgspec.json.encode({m: w.lag for m, w in report.items()}).decode())
+        typer.echo(msgspec.json.encode(lag_by_model(report)).decode())
     else:
         table = Table(title="projection lag")
-        for column in ("model", "position", "stream", "lag", "refuses the stream"):
-            table.add_column(
-                column, justify="left" if column in ("model", "refuses the stream") else "right"
-            )
+        left = ("model", "refuses the stream")
+        for column in ("model", "partition", "position", "stream", "lag", "refuses the stream"):
+            table.add_column(column, justify="left" if column in left else "right")
         for worker in report.values():
             table.add_row(
                 worker.model,
+                str(worker.partition),
                 str(worker.position),
                 str(worker.last_sequence),
                 str(worker.lag),
@@ -222,7 +231,7 @@ def lag_command(
 
 async def _lag(
     settings: Settings, models: list[str] | None, *, until_caught_up: bool = False
-) -> dict[str, WorkerLag]:
+) -> dict[tuple[str, int], WorkerLag]:
     from services.runtime.broker_users import ADMIN
     from services.runtime.nats import connect
     from services.store.database import open_store
@@ -235,10 +244,11 @@ async def _lag(
     )
     store = open_store(settings.read_model_database_url)
     try:
-        report = await projection_lag(store.engine, client.jetstream(), models)
+        js, layout = client.jetstream(), settings.layout
+        report = await projection_lag(store.engine, js, models, layout)
         while until_caught_up and any(w.lag or w.refusal for w in report.values()):
             await asyncio.sleep(1.0)
-            report = await projection_lag(store.engine, client.jetstream(), models)
+            report = await projection_lag(store.engine, js, models, layout)
         return report
     finally:
         await store.close()
@@ -256,8 +266,8 @@ def serve(
         str | None, typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL).")
     ] = None,
 ) -> None:
-    """Run the projection workers (one for the models that stand together) until SIGTERM or
-    Ctrl-C."""
+    """Run the projection workers on the partitions of the game stream this process holds
+    (``SPADES_PARTITIONS``; others like it share them) until SIGTERM or Ctrl-C."""
     for name in model or ():
         _check_model(name)
     settings = _settings()

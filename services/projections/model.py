@@ -17,7 +17,8 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 import msgspec
 import sqlalchemy as sa
 
-from contracts.wire import Commit, game_subject, read_commit
+from contracts.partitions import ONE, Partitions
+from contracts.wire import Commit, read_commit
 from services.store.database import Statements
 
 Refusals = dict[int, str]
@@ -59,13 +60,16 @@ class Delivered:
         self.commit = commit
 
     @classmethod
-    def read(cls, sequence: int, subject: str, data: bytes) -> Delivered:
-        """Decode a stream message; raise :class:`Unreadable` saying why it is no commit."""
+    def read(
+        cls, sequence: int, subject: str, data: bytes, partitions: Partitions = ONE
+    ) -> Delivered:
+        """Decode a message of a game stream laid out as ``partitions``; raise
+        :class:`Unreadable` saying why it is no commit (of the game its subject names)."""
         try:
             commit = read_commit(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             raise Unreadable(f"not a commit: {error}") from None
-        if game_subject(commit.game_id) != subject:
+        if partitions.game_subject(commit.game_id) != subject:
             raise Unreadable(f"a commit of game {commit.game_id!r} on subject {subject}")
         return cls(sequence, commit)
 

@@ -1,7 +1,8 @@
 """Parked messages: what a read model could not apply, kept with the reason for an operator.
 
 A worker parks a message in the same transaction that moves its position past it, so it is
-never lost and never blocks the messages after it. ``spades projections parked`` lists them;
+never lost and never blocks the messages after it. A message is named by its partition and its
+sequence in that partition's stream. ``spades projections parked`` lists them;
 ``spades projections replay-parked`` applies them again (after a fix, or once the commit a game
 was waiting for is back), oldest first, and forgets those that now apply.
 """
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
+from contracts.partitions import ONE, Partitions
 from services.projections.model import Delivered, OutOfOrder, Unapplicable
 from services.projections.read_models import READ_MODELS
 from services.store import positions
@@ -25,6 +27,7 @@ MAX_REASON = 2000
 @dataclass(frozen=True, slots=True)
 class ParkedMessage:
     model: str
+    partition: int
     sequence: int
     subject: str
     reason: str
@@ -40,10 +43,11 @@ def describe(error: BaseException) -> str:
 
 
 async def park(conn: Statements, message: ParkedMessage) -> None:
-    """Keep ``message``, once per model and sequence: parking it again replaces the reason and
-    adds ``message.attempts`` (the attempts made this time) to the attempts stored."""
+    """Keep ``message``, once per model, partition and sequence: parking it again replaces the
+    reason and adds ``message.attempts`` (the attempts made this time) to the attempts stored."""
     row = {
         "model": message.model,
+        "partition": message.partition,
         "sequence": message.sequence,
         "subject": message.subject,
         "reason": message.reason[:MAX_REASON],
@@ -51,7 +55,7 @@ async def park(conn: Statements, message: ParkedMessage) -> None:
         "attempts": message.attempts,
         "parked_at": message.parked_at,
     }
-    await upsert(conn, parked, [row], keys=["model", "sequence"], add=["attempts"])
+    await upsert(conn, parked, [row], keys=["model", "partition", "sequence"], add=["attempts"])
 
 
 def now() -> str:
@@ -59,8 +63,8 @@ def now() -> str:
 
 
 async def parked_messages(store: Store, model: str | None = None) -> list[ParkedMessage]:
-    """The parked messages, by model and stream sequence."""
-    query = sa.select(parked).order_by(parked.c.model, parked.c.sequence)
+    """The parked messages, by model, partition and stream sequence."""
+    query = sa.select(parked).order_by(parked.c.model, parked.c.partition, parked.c.sequence)
     if model is not None:
         query = query.where(parked.c.model == model)
     async with store.reading() as conn:
@@ -68,6 +72,7 @@ async def parked_messages(store: Store, model: str | None = None) -> list[Parked
         return [
             ParkedMessage(
                 model=row.model,
+                partition=row.partition,
                 sequence=row.sequence,
                 subject=row.subject,
                 reason=row.reason,
@@ -85,17 +90,20 @@ class ReplayOutcome:
     still_parked: list[ParkedMessage] = field(default_factory=list)
 
 
-async def replay_parked(store: Store, model: str | None = None) -> ReplayOutcome:
-    """Apply the parked messages again, oldest first; forget those that apply.
+async def replay_parked(
+    store: Store, model: str | None = None, partitions: Partitions = ONE
+) -> ReplayOutcome:
+    """Apply the parked messages of a game stream laid out as ``partitions`` again, oldest
+    first in each partition; forget those that apply.
 
-    Each is applied in its own transaction under the model's position lock, so a worker
-    running at the same time takes turns with it. A message that fails again stays parked with
-    the new reason. A database that is down raises (nothing is changed).
+    Each is applied in its own transaction under the model's position lock in its partition, so
+    a worker running at the same time takes turns with it. A message that fails again stays
+    parked with the new reason. A database that is down raises (nothing is changed).
     """
     outcome = ReplayOutcome()
     for message in await parked_messages(store, model):
         try:
-            await _apply(store, message)
+            await _apply(store, message, partitions)
         except Exception as error:
             if is_store_trouble(error):
                 raise
@@ -108,16 +116,18 @@ async def replay_parked(store: Store, model: str | None = None) -> ReplayOutcome
     return outcome
 
 
-async def _apply(store: Store, message: ParkedMessage) -> None:
+async def _apply(store: Store, message: ParkedMessage, partitions: Partitions) -> None:
     read_model = READ_MODELS[message.model]
     async with store.writing() as conn:
-        await positions.lock(conn, message.model)
-        delivered = Delivered.read(message.sequence, message.subject, message.payload)
+        await positions.lock(conn, message.model, message.partition)
+        delivered = Delivered.read(message.sequence, message.subject, message.payload, partitions)
         refusals = await read_model.apply(conn, [delivered])
         if refusals:
             raise OutOfOrder(refusals[message.sequence])
         await conn.execute(
             parked.delete().where(
-                (parked.c.model == message.model) & (parked.c.sequence == message.sequence)
+                (parked.c.model == message.model)
+                & (parked.c.partition == message.partition)
+                & (parked.c.sequence == message.sequence)
             )
         )

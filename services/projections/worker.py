@@ -1,18 +1,25 @@
-"""A projection worker: read models that stand together, fed by one durable JetStream consumer.
+"""A projection worker: read models that stand together, a handler on the shared follower
+(:mod:`services.runtime.follower`), one group of models per partition the process holds.
 
-The loop fetches what the stream has (up to ``batch_size`` messages) and applies the batch to
-every model of the worker in one transaction, which also moves each model's position to the
-batch's last sequence; then it acknowledges the batch. Each model skips a message at or below
-its own position, so a redelivery (a crash between the commit and the acknowledgement) or a
-replay changes nothing, and models that stand at different positions can share a consumer: it
-starts after the least of them. One decoding of each message, one transaction and one consumer
-serve every model; with a consumer and a transaction per model, each message was fetched,
-decoded and committed five times over, and the models queued for SQLite's one writer.
+The follower brings each partition's stream in batches (up to ``batch_size`` messages); the
+worker applies a batch to every model of the partition's group in one transaction, which also
+moves each model's position in that partition to the batch's last sequence; then the follower
+acknowledges it. Each model skips a message at or below its own position, so a redelivery (a
+crash between the commit and the acknowledgement) or a replay changes nothing, and models that
+stand at different positions can share a consumer: it starts after the least of them. One
+decoding of each message, one transaction and one consumer serve every model.
+
+The transaction holds the models' position rows (:func:`services.store.positions.lock_all`) and
+applies only what follows each position without a gap: a batch that does not is refused
+(:class:`OutOfStep`) and the partition is opened again at the stored positions. So two processes
+that hold a partition for a moment (a lease handed over, a process paused past its lease)
+neither apply a message twice nor skip one, whatever each was delivered.
 
 What goes wrong, and what the worker does:
 
-- the database is down, locked or lost its connection: the batch is tried again, with backoff
-  and no limit. The messages are fine; parking them would be wrong.
+- the database is down, locked, lost its connection or broke a deadlock: :meth:`transient`
+  says so and the follower tries the batch again, with backoff and no limit. The messages are
+  fine; parking them would be wrong.
 - a message is not a commit, or is a commit out of order for its game: parked (by each model)
   at once, in the batch's transaction. Retrying cannot change it.
 - anything else (an event that breaks a model): the batch's transaction is rolled back and its
@@ -20,72 +27,76 @@ What goes wrong, and what the worker does:
   ``RetryPolicy.attempts`` times with backoff, then parked for that model with the reason. The
   positions move on; the worker never stops for one message, and the other models take it.
 
-A rebuild (:mod:`.rebuild`) raises a model's generation. Each batch transaction checks the
-generations under the position locks, and so does each idle fetch: a rebuilt model leaves the
-worker (nothing more is written for it under its old generation) and replays the stream on a
-worker of its own, while the others go on; once it has caught up, the first worker takes it
-back (:class:`Crew`). When every model of a worker is rebuilt, the worker re-creates its
-consumer from the new position (0) and replays.
+Two workers share a process's partitions (:class:`~services.projections.service.Projections`
+is their :class:`Crew`): the first (:data:`KIND`) follows each partition with the models that
+stand together; a model behind them (a rebuild the last run did not finish, or one made while
+the workers run: a rebuild raises a model's generation, seen under the position locks by each
+batch and by each idle fetch) leaves for the second (:data:`REPLAY_KIND`), which replays the
+partition on a consumer of its own while the first goes on; once the replay has caught up with
+the stream, the first takes the model back. When every model of a group is rebuilt, the first
+worker opens the partition again from the new position (0) and replays it itself.
 
-Before it consumes, and again after every reconnection to NATS (before it applies anything the
-new connection delivered), the worker checks, for each model, that the stream it finds is the
-one the model's position belongs to (:mod:`services.runtime.stream_identity`). A model that
-refuses it leaves for a worker of its own; when all refuse, the worker stops: nothing applied,
-nothing skipped, the reason in each position row for ``/readyz`` and in the log with the
-command that fixes it; it looks again every ``idle_s``, and goes on once the models are rebuilt
-(or the right stream is back). With ``auto_rebuild`` it rebuilds them itself.
+Before it follows a partition, and again after every reconnection to NATS (the follower opens
+the stream again), the worker checks, for each model, that the stream it finds is the one the
+model's position there belongs to (:mod:`services.runtime.stream_identity`). A model that
+refuses it leaves for the second worker; when all refuse, the partition is not followed:
+nothing applied, nothing skipped, the reason in each position row for ``/readyz`` and in the log
+with the command that fixes it; the follower looks again every ``idle_s``, and goes on once the
+models are rebuilt (or the right stream is back). With ``auto_rebuild`` the worker rebuilds them
+itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
-from typing import Protocol, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import nats.js.errors
 import structlog
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 
-from contracts.wire import GAMES_STREAM
+from contracts.partitions import Partitions
 from services.projections.model import Delivered, ReadModel, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
+from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
-from services.runtime.consumer import consumer_name, open_consumer
-from services.runtime.event_store import stream_sequence
+from services.runtime.follower import Message, Opened, Pace
 from services.runtime.stream_identity import (
     AUTO_REBUILD_VARIABLE,
     REBUILD_COMMAND,
-    StreamIdentity,
     message_digest,
     refusal,
 )
 from services.store import positions
-from services.store.database import Statements, Store, is_store_trouble
+from services.store.database import Store, is_store_trouble
 from services.store.metrics import LAG, PARKED, POSITION, REFUSED
 
 log = structlog.get_logger("spades.projections")
 
-T = TypeVar("T")
+KIND = "projections"
+"""The work of the models that stand together (its consumers: ``spades-projections``)."""
+REPLAY_KIND = "projections-replay"
+"""The work of the models that replay a partition on their own until they have caught up."""
+
+BATCH_SIZE = 1000
+PACE = Pace(batch_size=BATCH_SIZE, idle_s=1.0, gather_s=0.005, ack_wait_s=60.0)
+"""``idle_s`` is also how soon an idle worker notices a rebuild. ``gather_s``: one transaction
+for what a busy stream appends in 5 ms rather than one for every message or two; ``spades bench
+http`` measures what it adds to the lag (a message that comes alone is applied at once)."""
+
+ORDER = {name: number for number, name in enumerate(READ_MODELS)}
+"""Models are applied in this order in every transaction, whichever worker runs them: their
+rows are then locked in one order, and concurrent batches of two partitions (PostgreSQL) do not
+deadlock on the rows they share (a player's counters, a league's standings)."""
+RETRYABLE_STATES = frozenset({"40P01", "40001"})
+"""PostgreSQL's deadlock and serialization failures: the batch is sound, try it again."""
 
 _position_gauge = functools.cache(POSITION.labels)
 _lag_gauge = functools.cache(LAG.labels)
 """Each model's gauges, looked up once rather than at every batch."""
-
-BATCH_SIZE = 1000
-IDLE_S = 1.0
-"""How long a fetch waits for new messages; also how soon an idle worker notices a rebuild."""
-GATHER_S = 0.005
-"""After the first messages of a batch, how long a worker lets more arrive before it applies
-them: one transaction for what a busy stream appends in that time rather than one for every
-message or two. It bounds what it adds to the lag; ``spades bench http`` measures both. Only
-while the stream is busy (the last batch, or this fetch, held more than one message): a message
-that comes alone is applied at once (at 50 actions/s the window gathered nothing more, and
-added its 5 ms to every message's lag)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,312 +116,404 @@ DEFAULT_RETRY = RetryPolicy()
 
 
 class Rebuilt(Exception):
-    """Every model of the worker was rebuilt while it ran: what it holds is stale."""
+    """Every model of a group was rebuilt while it followed its partition: open it again."""
+
+
+class OutOfStep(Exception):
+    """A batch does not follow a model's stored position: another process applied part of it,
+    or was delivered part of it. Nothing of it is applied; the partition is opened again."""
 
 
 class Crew(Protocol):
     """The workers of a process, as one of them sees them (:class:`~.service.Projections`)."""
 
-    def detach(self, models: Sequence[ReadModel]) -> None:
-        """Keep ``models`` on a worker of their own: they cannot follow the stream in step
-        with the others of theirs (rebuilt, or refusing the stream)."""
+    async def detach(self, partition: int, models: Sequence[ReadModel]) -> None:
+        """Follow ``partition`` with ``models`` on the replaying worker: they cannot follow it
+        in step with the others of their group (behind, rebuilt, or refusing the stream)."""
 
-    def caught_up(self, worker: Worker) -> bool:
-        """``worker`` has nothing left to apply: hand its models to the first worker, if it is
-        another (True: ``worker`` ends)."""
+    def caught_up(self, partition: int, models: Sequence[ReadModel]) -> None:
+        """``models`` have replayed ``partition`` to its end: the first worker takes them."""
 
 
-class Message:
-    """A stream message as the worker holds it: decoded once, kept for parking."""
+class Received:
+    """A stream message as a worker holds it: decoded once, kept for parking."""
 
     __slots__ = ("data", "delivered", "problem", "sequence", "subject")
 
-    def __init__(self, msg: Msg) -> None:
-        self.sequence = stream_sequence(msg.reply)
-        self.subject: str = msg.subject
-        self.data: bytes = msg.data
+    def __init__(self, sequence: int, subject: str, data: bytes, partitions: Partitions) -> None:
+        self.sequence = sequence
+        self.subject = subject
+        self.data = data
         self.delivered: Delivered | None = None
         self.problem: str | None = None
         try:
-            self.delivered = Delivered.read(self.sequence, self.subject, self.data)
+            self.delivered = Delivered.read(sequence, subject, data, partitions)
         except Unreadable as error:
             self.problem = str(error)
 
 
-class Worker:
-    """Keeps read models up to date with the game stream, on one consumer."""
+@dataclass(slots=True)
+class Group:
+    """The models a worker follows one partition with, as of their last commit there."""
 
-    def __init__(
-        self,
-        models: Sequence[ReadModel],
-        store: Store,
-        client: Client,
-        crew: Crew,
-        *,
-        batch_size: int = BATCH_SIZE,
-        idle_s: float = IDLE_S,
-        retry: RetryPolicy = DEFAULT_RETRY,
-        auto_rebuild: bool = False,
-        gather_s: float = GATHER_S,
-    ) -> None:
-        self.models = list(models)
-        self.joining: list[ReadModel] = []
-        """Models another worker handed over; taken at this worker's next start."""
-        self.crew = crew
-        self.gather_s = gather_s
-        self.store = store
-        self.client = client
-        self.batch_size = batch_size
-        self.idle_s = idle_s
-        self.retry = retry
-        self.auto_rebuild = auto_rebuild
-        """Rebuild the models from the stream, rather than wait, when they refuse the stream."""
-        self.positions: dict[str, int] = {}
-        """Per model, the last stream sequence applied (or parked), as of its last commit."""
-        self.generations: dict[str, int] = {}
-        self.refusals: dict[str, str] = {}
-        """Per model, why it does not follow the stream it finds now (absent while it does)."""
-        self.log = log
-        self._failures = 0
-        """Failed starts in a row: the backoff before the next start grows with them."""
-        self._reconnects = 0
-        """The connection's reconnections when the stream was last checked."""
+    models: list[ReadModel]
+    joining: list[ReadModel] = field(default_factory=list)
+    """Models handed over by the other worker; taken when the partition is opened again."""
+    waiting: list[ReadModel] = field(default_factory=list)
+    """Models the replaying worker set aside because they refuse the stream: looked at again
+    whenever it opens the partition again."""
+    positions: dict[str, int] = field(default_factory=dict)
+    generations: dict[str, int] = field(default_factory=dict)
+    refusals: dict[str, str] = field(default_factory=dict)
+    """Per model, why it does not follow the stream it finds now (absent while it does)."""
+    split: bool = False
+    """Whether the models behind the others were sent to replay on their own (at the first
+    opening of the partition)."""
+    undelivered: int = 0
+    """The stream's last sequence at the last idle fetch, when it was beyond the group's
+    positions (0: it was not, or something came since)."""
 
     @property
     def names(self) -> list[str]:
         return [model.name for model in self.models]
 
-    async def run(self) -> None:
-        """Consume until cancelled, or until another worker takes the models over. Any failure
-        outside a batch (NATS unreachable, the stream not created yet) restarts the consumer
-        after a backoff."""
-        while self.models or self.joining:
-            try:
-                await self._consume()
-            except Exception as error:
-                self._failures += 1
-                delay = self.retry.delay(self._failures)
-                self.log.warning("worker restarting", error=describe(error), in_s=delay)
-                await asyncio.sleep(delay)
+    def take_joining(self) -> None:
+        every = {*self.models, *self.joining, *self.waiting}
+        self.models = sorted(every, key=lambda m: ORDER[m.name])
+        self.joining, self.waiting = [], []
 
-    async def _consume(self) -> None:
-        """Consume from the stored positions until the models change (rebuilt, handed over or
-        taken back), or the connection to NATS is made again."""
-        self.models += self.joining
-        self.joining = []
-        self.log = log.bind(models=self.names)
-        async with self.store.writing() as conn:
-            starts = {name: await positions.ensure(conn, name) for name in self.names}
-        self._reconnects = self._reconnections()
-        refused = {
-            name: reason
-            for name, start in starts.items()
-            if (reason := await self._refusal(name, start)) is not None
-        }
-        if 0 < len(refused) < len(self.models):
-            self._leave([model for model in self.models if model.name in refused])
-        elif refused:
-            await self._refuse(starts, refused)
-            return
-        self.positions = {name: starts[name].position for name in self.names}
-        self.generations = {name: starts[name].generation for name in self.names}
-        for name, position in self.positions.items():
-            _position_gauge(name).set(position)
-        after = min(self.positions.values())
-        label = _label(self.names)
-        feed = await open_consumer(self.client, label, after, max_ack_pending=4 * self.batch_size)
-        await self._drop_consumers_of_one()
-        self._failures = 0
-        self.log.info("worker consuming", after=after, generations=self.generations)
-        busy = False  # the last batch held more than one message
-        try:
-            while True:
-                try:
-                    messages = await feed.fetch(self.batch_size, self.idle_s)
-                except TimeoutError:
-                    self._lag(0)
-                    if self._reconnected() or await self._rebuilt() or self._regroup(True):
-                        return
-                    continue
-                gather = busy or len(messages) > 1
-                if gather and len(messages) < self.batch_size and self.gather_s > 0:
-                    await asyncio.sleep(self.gather_s)  # a batching window, not a wait for one
-                    messages += await feed.fetch_now(self.batch_size - len(messages))
-                busy = len(messages) > 1
-                if self._reconnected():
-                    return  # check the stream before applying what the new connection brought
-                try:
-                    await self._apply([Message(msg) for msg in messages])
-                except Rebuilt:
-                    self.log.info("read models rebuilt: replaying the stream")
-                    return
-                await messages[-1].ack()
-                pending = messages[-1].metadata.num_pending
-                self._lag(pending)
-                if self._regroup(pending == 0):
-                    return
-        finally:
-            with contextlib.suppress(Exception):
-                await feed.close()
-                if _label(self.names + [model.name for model in self.joining]) != label:
-                    await self.client.jetstream().delete_consumer(
-                        GAMES_STREAM, consumer_name(label)
-                    )
+    @property
+    def busy(self) -> bool:
+        """Whether any model is in the group, on its way in, or waiting."""
+        return bool(self.models or self.joining or self.waiting)
 
-    async def _drop_consumers_of_one(self) -> None:
-        """Delete the consumers named after one of this worker's models alone, if it has more:
-        what a worker of that model left (from before the models shared a consumer, or one
-        that caught up and ended without deleting its own) would sit on the server unused."""
-        if len(self.models) < 2:
-            return
-        js = self.client.jetstream()
-        for name in self.names:
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                await js.delete_consumer(GAMES_STREAM, consumer_name(name))
-
-    def _lag(self, pending: int) -> None:
-        for name in self.names:
-            _lag_gauge(name).set(pending)
-
-    def _regroup(self, caught_up: bool) -> bool:
-        """Whether to start again with other models: some were handed over to this worker, or
-        this one, having ``caught_up``, hands its own to the first."""
-        if self.joining:
-            return True
-        if caught_up and self.crew.caught_up(self):
-            self.log.info("caught up: the first worker takes the models over")
-            self.models = []
-            return True
-        return False
-
-    def _leave(self, models: Sequence[ReadModel]) -> bool:
-        """Send ``models`` to a worker of their own; True (and nothing sent) when they are all
-        of this worker's."""
-        if len(models) == len(self.models):
-            return True
+    def remove(self, models: Sequence[ReadModel]) -> None:
         for model in models:
             self.models.remove(model)
-        self.log.info(
-            "read models leave for a worker of their own", leaving=[m.name for m in models]
-        )
-        self.log = log.bind(models=self.names)
-        self.crew.detach(models)
-        return False
+            self.positions.pop(model.name, None)
+            self.generations.pop(model.name, None)
 
-    def _reconnections(self) -> int:
-        return int(self.client.stats["reconnects"])
 
-    def _reconnected(self) -> bool:
-        if self._reconnections() == self._reconnects:
+class Worker:
+    """Keeps read models up to date with the partitions of the game stream the process holds:
+    a :class:`~services.runtime.follower.Handler` of kind :data:`KIND` or :data:`REPLAY_KIND`."""
+
+    def __init__(
+        self,
+        kind: str,
+        models: Sequence[ReadModel],
+        store: Store,
+        client: Client,
+        partitions: Partitions,
+        crew: Crew,
+        *,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        auto_rebuild: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.first = kind == KIND
+        """The worker of the models that stand together; the other only replays."""
+        self.models = sorted(models, key=lambda model: ORDER[model.name])
+        self.store = store
+        self.client = client
+        self.partitions = partitions
+        self.crew = crew
+        self.retry = retry
+        self.auto_rebuild = auto_rebuild
+        """Rebuild the models from the stream, rather than wait, when they refuse the stream."""
+        self.groups: dict[int, Group] = {}
+
+    # ------------------------------------------------------------------ the crew's side
+
+    def join(self, partition: int, models: Sequence[ReadModel]) -> None:
+        """Take ``models`` into the partition's group when it is next opened."""
+        group = self.groups.setdefault(partition, Group([], split=True))
+        group.joining += models
+
+    def forget(self, partition: int) -> None:
+        """The process no longer holds the partition."""
+        self.groups.pop(partition, None)
+
+    def busy(self, partition: int) -> bool:
+        """Whether the worker has models to follow the partition with (or to look at again)."""
+        group = self.groups.get(partition)
+        return group is not None and group.busy
+
+    # ------------------------------------------------------------------ the follower's side
+
+    async def open(self, opened: Opened) -> int | None:
+        """Where the partition's group stands: the least of its positions (None: it has no
+        model, or every model refuses the stream)."""
+        partition = opened.partition.index
+        group = self.groups.get(partition)
+        if group is None and self.first:
+            group = self.groups[partition] = Group(list(self.models))
+        if group is None:
+            return None
+        group.take_joining()
+        if not group.models:
+            return None
+        async with self.store.writing() as conn:
+            starts = await positions.ensure(conn, group.names, partition)
+        refused = await self._refusals(opened, starts)
+        if 0 < len(refused) < len(group.models) and self.first:
+            await self._leave(partition, group, [m for m in group.models if m.name in refused])
+        elif 0 < len(refused) < len(group.models):
+            await self._refuse(opened, group, starts, refused)
+            group.waiting = [m for m in group.models if m.name in refused]
+            group.remove(group.waiting)
+        elif refused:
+            await self._refuse(opened, group, starts, refused)
+            return None
+        if not group.split:
+            group.split = True
+            furthest = max(starts[name].position for name in group.names)
+            behind = [m for m in group.models if starts[m.name].position < furthest]
+            if behind:
+                await self._leave(partition, group, behind)
+        group.positions = {name: starts[name].position for name in group.names}
+        group.generations = {name: starts[name].generation for name in group.names}
+        for name, position in group.positions.items():
+            _position_gauge(name, str(partition)).set(position)
+        after = min(group.positions.values())
+        self._log(partition, group).info("worker opens the partition", after=after)
+        return after
+
+    async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
+        partition = opened.partition.index
+        group = self.groups.get(partition)
+        if group is None or not group.models:
             return False
-        self.log.info("reconnected to NATS: checking the stream again")
-        return True
+        group.undelivered = 0
+        try:
+            await self._apply(partition, group, self._received(batch))
+        except Rebuilt:
+            self._log(partition, group).info("read models rebuilt: replaying the stream")
+            return False
+        except OutOfStep as error:
+            self._log(partition, group).warning(
+                "batch refused: opening the partition again", reason=str(error)
+            )
+            return False
+        pending = batch[-1].msg.metadata.num_pending
+        self._lag(partition, group, pending)
+        return not self._regroup(partition, group, caught_up=pending == 0)
 
-    async def _refusal(self, name: str, start: positions.Position) -> str | None:
-        """Why the model ``name`` must not follow the game stream as it is now (None when it
-        may); follow it, recording its identity, when it may."""
-        js = self.client.jetstream()
-        info = await js.stream_info(GAMES_STREAM)
-        found = StreamIdentity.of(info)
-        last = int(info.state.last_seq or 0)
+    async def idle(self, opened: Opened) -> bool:
+        partition = opened.partition.index
+        group = self.groups.get(partition)
+        if group is None or not group.models:
+            return group is not None and not group.joining
+        if await self._undelivered(opened, group):
+            return False
+        rebuilt = await self._rebuilt(partition, group)
+        return not (rebuilt or self._regroup(partition, group, caught_up=True))
+
+    def transient(self, error: BaseException) -> bool:
+        """The database failing for now (down, locked, connection lost, a deadlock broken):
+        the batch is tried again, never parked."""
+        if is_store_trouble(error):
+            return True
+        state = getattr(getattr(error, "orig", None), "sqlstate", None)
+        return state in RETRYABLE_STATES
+
+    # ------------------------------------------------------------------ opening
+
+    async def _refusals(
+        self, opened: Opened, starts: dict[str, positions.Position]
+    ) -> dict[str, str]:
+        """Why each model that must not follow the stream found refuses it; those that may
+        follow it, recording its identity."""
+        partition = opened.partition.index
+        digests: dict[int, str] = {}
+        refused = {}
+        for name, start in starts.items():
+            reason = await self._refusal(opened, start, digests)
+            if reason is None:
+                await self._follow(opened, name, start)
+            else:
+                refused[name] = reason
+        for name in starts:
+            if name not in refused:
+                self.groups[partition].refusals.pop(name, None)
+        return refused
+
+    async def _refusal(
+        self, opened: Opened, start: positions.Position, digests: dict[int, str]
+    ) -> str | None:
+        found, last = opened.identity, opened.last
         at_position = None
         if start.digest is not None and 0 < start.position <= last:
-            try:
-                message = await js.get_msg(GAMES_STREAM, start.position)
-            except nats.js.errors.NotFoundError:
-                return f"the message at position {start.position} is gone from {found.name}"
-            at_position = message_digest(message.data or b"")
-        reason = refusal(start.followed, found, last, at_position)
-        if reason is None:
-            await self._follow(name, start, found)
-        return reason
+            at_position = digests.get(start.position)
+            if at_position is None:
+                try:
+                    message = await self.client.jetstream().get_msg(
+                        opened.partition.stream, start.position
+                    )
+                except nats.js.errors.NotFoundError:
+                    return f"the message at position {start.position} is gone from {found.name}"
+                at_position = digests[start.position] = message_digest(message.data or b"")
+        return refusal(start.followed, found, last, at_position)
 
-    async def _follow(self, name: str, start: positions.Position, found: StreamIdentity) -> None:
+    async def _follow(self, opened: Opened, name: str, start: positions.Position) -> None:
+        partition, found = opened.partition.index, opened.identity
         if start.stream == found and start.refusal is None:
             return
+        logged = log.bind(kind=self.kind, partition=partition, model=name)
         if start.stream is None and start.position:
-            self.log.warning(
+            logged.warning(
                 "adopting the stream for positions stored before streams were recorded",
-                model=name,
                 stream=str(found),
                 position=start.position,
             )
         if start.refusal is not None:
-            self.log.info("following the stream again", model=name, stream=str(found))
-        await self._record(name, start, partial(positions.follow, model=name, stream=found))
-        self.refusals.pop(name, None)
-        REFUSED.labels(name).set(0)
+            logged.info("following the stream again", stream=str(found))
+        async with self.store.writing() as conn:
+            stored = await positions.lock(conn, name, partition)
+            if stored.generation == start.generation:
+                await positions.follow(conn, name, partition, found)
+        REFUSED.labels(name, str(partition)).set(0)
 
-    async def _refuse(self, starts: dict[str, positions.Position], reasons: dict[str, str]) -> None:
+    async def _refuse(
+        self,
+        opened: Opened,
+        group: Group,
+        starts: dict[str, positions.Position],
+        reasons: dict[str, str],
+    ) -> None:
         """Stop for ``reasons``: record them, say once what fixes them, then rebuild (with
-        ``auto_rebuild``) or wait ``idle_s`` before looking again."""
+        ``auto_rebuild``); the follower looks again after ``idle_s``."""
+        partition = opened.partition.index
         for name, reason in reasons.items():
             start = starts[name]
             if start.refusal != reason:
-                await self._record(
-                    name, start, partial(positions.refuse, model=name, reason=reason)
-                )
-            REFUSED.labels(name).set(1)
-            if self.refusals.get(name) != reason:
-                self.refusals[name] = reason
-                self.log.error(
+                async with self.store.writing() as conn:
+                    stored = await positions.lock(conn, name, partition)
+                    if stored.generation == start.generation:
+                        await positions.refuse(conn, name, partition, reason)
+            REFUSED.labels(name, str(partition)).set(1)
+            if group.refusals.get(name) != reason:
+                group.refusals[name] = reason
+                log.error(
                     f"read model refuses the game stream: run `{REBUILD_COMMAND}` to rebuild it "
                     f"(or set {AUTO_REBUILD_VARIABLE}=1 to let the workers do it)",
+                    kind=self.kind,
+                    partition=partition,
                     model=name,
                     reason=reason,
                     fix=REBUILD_COMMAND,
                     auto_rebuild=self.auto_rebuild,
                 )
         if self.auto_rebuild:
-            self.log.warning("rebuilding the read models from the stream (auto rebuild is on)")
-            await rebuild(self.store, list(reasons))
-            return
-        await asyncio.sleep(self.idle_s)
+            log.warning("rebuilding the read models from the stream (auto rebuild is on)")
+            seen = {name: (partition, starts[name].generation) for name in reasons}
+            await rebuild(self.store, list(reasons), self.partitions, unless_rebuilt_since=seen)
 
-    async def _record(
-        self,
-        name: str,
-        start: positions.Position,
-        change: Callable[[Statements], Awaitable[None]],
-    ) -> None:
-        """Make ``change`` to the model's position row, unless it was rebuilt since ``start``."""
-        async with self.store.writing() as conn:
-            stored = await positions.lock(conn, name)
-            if stored.generation == start.generation:
-                await change(conn)
+    async def _undelivered(self, opened: Opened, group: Group) -> bool:
+        """Whether the consumer has delivered nothing for two idle fetches in a row while the
+        stream held more than the group has applied: open the partition again (its consumer is
+        made again at the stored positions).
 
-    async def _rebuilt(self) -> bool:
-        """Whether every model was rebuilt; those rebuilt when the others were not leave."""
+        A consumer is told its acknowledgements by its name alone. While two processes hold a
+        partition for a moment, one may acknowledge, on the consumer the other has just made
+        again under the same name, messages of the consumer before it: the server then counts
+        deliveries awaiting acknowledgement that none will ever acknowledge, and delivers
+        nothing more until they expire (``ack_wait``)."""
+        partition = opened.partition.index
+        info = await self.client.jetstream().stream_info(opened.partition.stream)
+        last = int(info.state.last_seq or 0)
+        least = min(group.positions.values())
+        self._lag(partition, group, max(0, last - least))
+        stalled = group.undelivered > least
+        group.undelivered = last if last > least else 0
+        if stalled:
+            group.undelivered = 0
+            self._log(partition, group).warning(
+                "the consumer delivers nothing while the stream has more: opening it again",
+                position=least,
+                last=last,
+            )
+        return stalled
+
+    # ------------------------------------------------------------------ regrouping
+
+    def _regroup(self, partition: int, group: Group, caught_up: bool) -> bool:
+        """Whether to open the partition again with other models: some were handed over to
+        this worker, or this one (the replaying worker), having ``caught_up``, hands its own
+        to the first."""
+        if group.joining:
+            return True
+        if caught_up and not self.first and group.models:
+            self._log(partition, group).info("caught up: the models join the others")
+            models, group.models = group.models, []
+            self.crew.caught_up(partition, models)
+            return True
+        return False
+
+    async def _leave(self, partition: int, group: Group, models: Sequence[ReadModel]) -> bool:
+        """Send ``models`` to replay the partition on their own; True (and nothing sent) when
+        they are all of the group."""
+        if len(models) == len(group.models):
+            return True
+        group.remove(models)
+        self._log(partition, group).info(
+            "read models leave to replay the partition", leaving=[m.name for m in models]
+        )
+        await self.crew.detach(partition, models)
+        return False
+
+    async def _rebuilt(self, partition: int, group: Group) -> bool:
+        """Whether every model of the group was rebuilt; those rebuilt when the others were not
+        leave."""
         async with self.store.reading() as conn:
-            stored = await positions.all_positions(conn)
+            stored = await positions.read_all(conn, group.names, partition)
         rebuilt = [
             model
-            for model in self.models
-            if stored[model.name].generation != self.generations[model.name]
+            for model in group.models
+            if stored[model.name].generation != group.generations[model.name]
         ]
-        return bool(rebuilt) and self._leave(rebuilt)
+        return bool(rebuilt) and await self._leave(partition, group, rebuilt)
 
-    async def _apply(self, batch: Sequence[Message]) -> None:
+    # ------------------------------------------------------------------ applying
+
+    def _received(self, batch: Sequence[Message]) -> list[Received]:
+        """The batch decoded, in stream order, each message once (a redelivery may repeat
+        one)."""
+        unique = {message.sequence: message for message in batch}
+        return [
+            Received(sequence, message.subject, message.data, self.partitions)
+            for sequence, message in sorted(unique.items())
+        ]
+
+    async def _apply(self, partition: int, group: Group, batch: Sequence[Received]) -> None:
         try:
-            await self._despite_store_trouble(lambda: self._transact(batch, self.models))
-        except Rebuilt:
+            await self._transact(partition, group, batch, group.models)
+        except (Rebuilt, OutOfStep):
             raise
         except Exception as error:
-            if len(batch) == 1 and len(self.models) == 1:
-                await self._retry_or_park(batch[0], self.models[0], error)
+            if self.transient(error):
+                raise
+            if len(batch) == 1 and len(group.models) == 1:
+                await self._retry_or_park(partition, group, batch[0], group.models[0], error)
                 return
-            self.log.warning(
+            self._log(partition, group).warning(
                 "batch failed: applying its messages one at a time",
                 first=batch[0].sequence,
                 last=batch[-1].sequence,
                 error=describe(error),
             )
             for message in batch:
-                for model in list(self.models):
-                    await self._retry_or_park(message, model, None)
+                for model in list(group.models):
+                    if model in group.models:  # it may have left meanwhile (rebuilt)
+                        await self._retry_or_park(partition, group, message, model, None)
 
     async def _retry_or_park(
-        self, message: Message, model: ReadModel, failure: Exception | None
+        self,
+        partition: int,
+        group: Group,
+        message: Received,
+        model: ReadModel,
+        failure: Exception | None,
     ) -> None:
         """Apply one message to one model, with backoff between tries; park it for the model
         after the last try."""
@@ -420,51 +523,39 @@ class Worker:
                 await asyncio.sleep(self.retry.delay(tries))
             tries += 1
             try:
-                await self._despite_store_trouble(lambda: self._transact([message], [model]))
+                await self._transact(partition, group, [message], [model])
                 return
-            except Rebuilt:
+            except (Rebuilt, OutOfStep):
                 raise
             except Exception as error:
+                if self.transient(error):
+                    raise
                 failure = error
         reason = describe(failure) if failure is not None else "failed"
-        await self._despite_store_trouble(lambda: self._transact([message], [model], reason, tries))
-
-    async def _despite_store_trouble(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Run ``attempt`` until the database lets it finish; other errors go to the caller."""
-        troubles = 0
-        while True:
-            try:
-                return await attempt()
-            except Exception as error:
-                if not is_store_trouble(error):
-                    raise
-                troubles += 1
-                delay = self.retry.delay(troubles)
-                self.log.warning(
-                    "read-model database unavailable", error=describe(error), in_s=delay
-                )
-                await asyncio.sleep(delay)
+        await self._transact(partition, group, [message], [model], reason, tries)
 
     async def _transact(
         self,
-        batch: Sequence[Message],
+        partition: int,
+        group: Group,
+        batch: Sequence[Received],
         models: Sequence[ReadModel],
         park_reason: str | None = None,
         tries: int = 1,
     ) -> None:
         """Apply (or park, with ``park_reason``) the messages of ``batch`` each of ``models``
         has not seen, and move those models to the batch's last sequence, in one transaction.
-        Models rebuilt since this worker started them are left out, and leave it."""
+        Models rebuilt since this worker opened the partition are left out, and leave it."""
         last = batch[-1]
         async with self.store.applying() as conn:
-            stored = await positions.lock_all(conn, [model.name for model in models])
-            rebuilt = [m for m in models if stored[m.name].generation != self.generations[m.name]]
+            stored = await positions.lock_all(conn, [model.name for model in models], partition)
+            rebuilt = [m for m in models if stored[m.name].generation != group.generations[m.name]]
             moved: list[str] = []
             parked: list[ParkedMessage] = []
             for model in models:
                 if model in rebuilt:
                     continue
-                fresh = [m for m in batch if m.sequence > stored[model.name].position]
+                fresh = _fresh(model.name, stored[model.name].position, batch)
                 if not fresh:
                     continue
                 if park_reason is not None:
@@ -474,7 +565,7 @@ class Worker:
                     refused = await model.apply(conn, readable) if readable else {}
                     refused.update({m.sequence: m.problem for m in fresh if m.problem is not None})
                 parked += [
-                    self._parked(model, m, refused[m.sequence], tries)
+                    _parked(model, partition, m, refused[m.sequence], tries)
                     for m in fresh
                     if m.sequence in refused
                 ]
@@ -482,34 +573,56 @@ class Worker:
             for message in parked:
                 await park(conn, message)
             if moved:
-                await positions.advance(conn, moved, last.sequence, message_digest(last.data))
+                digest = message_digest(last.data)
+                await positions.advance(conn, moved, partition, last.sequence, digest)
         for name in moved:
-            self.positions[name] = last.sequence
-            _position_gauge(name).set(last.sequence)
+            group.positions[name] = last.sequence
+            _position_gauge(name, str(partition)).set(last.sequence)
         for message in parked:
             PARKED.labels(message.model).inc()
-            self.log.warning(
+            self._log(partition, group).warning(
                 "message parked",
                 model=message.model,
                 sequence=message.sequence,
                 subject=message.subject,
                 reason=message.reason,
             )
-        if rebuilt and self._leave(rebuilt):
+        if rebuilt and await self._leave(partition, group, rebuilt):
             raise Rebuilt(f"{', '.join(m.name for m in rebuilt)} rebuilt")
 
-    def _parked(self, model: ReadModel, message: Message, reason: str, tries: int) -> ParkedMessage:
-        return ParkedMessage(
-            model=model.name,
-            sequence=message.sequence,
-            subject=message.subject,
-            reason=reason,
-            payload=message.data,
-            attempts=tries,
-            parked_at=now(),
+    def _lag(self, partition: int, group: Group, pending: int) -> None:
+        for name in group.names:
+            _lag_gauge(name, str(partition)).set(pending)
+
+    def _log(self, partition: int, group: Group) -> structlog.typing.FilteringBoundLogger:
+        logger: structlog.typing.FilteringBoundLogger = log.bind(
+            kind=self.kind, partition=partition, models=group.names
         )
+        return logger
 
 
-def _label(names: Sequence[str]) -> str:
-    """What a worker's consumer is named after: its models, in a fixed order."""
-    return "-".join(sorted(names))
+def _fresh(model: str, position: int, batch: Sequence[Received]) -> list[Received]:
+    """The messages of ``batch`` after ``position``: exactly those that follow it (a partition's
+    stream has no gaps), else :class:`OutOfStep`."""
+    fresh = [message for message in batch if message.sequence > position]
+    if fresh and (fresh[0].sequence != position + 1 or fresh[-1].sequence != position + len(fresh)):
+        raise OutOfStep(
+            f"{model} stands at {position}; the batch brings {fresh[0].sequence} to "
+            f"{fresh[-1].sequence} ({len(fresh)} messages)"
+        )
+    return fresh
+
+
+def _parked(
+    model: ReadModel, partition: int, message: Received, reason: str, tries: int
+) -> ParkedMessage:
+    return ParkedMessage(
+        model=model.name,
+        partition=partition,
+        sequence=message.sequence,
+        subject=message.subject,
+        reason=reason,
+        payload=message.data,
+        attempts=tries,
+        parked_at=now(),
+    )

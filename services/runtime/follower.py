@@ -53,6 +53,8 @@ T = TypeVar("T")
 
 RESTART_DELAYS_S = (0.2, 1.0, 2.0, 5.0)
 STREAM_WAIT_S = 0.5
+CANCEL_AGAIN_S = 0.5
+"""How long a stopped follower has to end before it is cancelled again (see :func:`stop`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +254,19 @@ class Follower:
                 await asyncio.sleep(delay)
 
 
+async def stop(task: asyncio.Task[None]) -> None:
+    """Cancel a follower's task and wait for its end, cancelling it again while it runs.
+
+    Python 3.11's ``asyncio.wait_for``, under each of nats-py's requests, returns the answer
+    that arrives as the task is cancelled and drops the cancellation: a follower cancelled at
+    that moment would go on following, and whoever waits for its end would wait forever."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_AGAIN_S)
+    with contextlib.suppress(asyncio.CancelledError, nats.errors.Error):
+        await task
+
+
 class Following:
     """The followers of one process: one per partition it holds, started by
     :meth:`gain` and stopped by :meth:`lose` (a :class:`~services.runtime.claims.Claims`'s
@@ -282,9 +297,7 @@ class Following:
         task = self._tasks.pop(index, None)
         self.followers.pop(index, None)
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, nats.errors.Error):
-                await task
+            await stop(task)
 
     async def stop(self) -> None:
         for index in list(self._tasks):

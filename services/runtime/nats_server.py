@@ -142,11 +142,11 @@ class EmbeddedNats:
             else BrokerCredentials(self.store_dir / "credentials")
         )
         self.exit_with_parent = exit_with_parent
-        self.partitions = partitions
-        """The game stream's partitions the broker users are given (their streams by name)."""
         """Linux: the server is sent SIGTERM when the thread that started it ends (the parent
         process dies, however it dies). The server also runs in a process group of its own,
         so a Ctrl-C in the terminal reaches only its parent, which stops it last."""
+        self.partitions = partitions
+        """The game stream's partitions its users are permitted (:func:`broker_users`)."""
         self._process: subprocess.Popen[bytes] | None = None
         self._lock: int | None = None
 

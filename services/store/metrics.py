@@ -1,4 +1,8 @@
-"""Prometheus metrics of the projection workers (served by the gateway's ``/metrics``)."""
+"""Prometheus metrics of the projection workers (the gateway's ``/metrics`` serves them too).
+
+Positions, lag and refusals are per read model and partition of the game stream: each partition
+is a stream of its own, followed by whichever projections process holds it.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,13 @@ from prometheus_client import Counter, Gauge
 
 POSITION = Gauge(
     "spades_projection_position",
-    "Stream sequence of the last message the read model applied or parked.",
-    ["model"],
+    "Sequence, in the partition's stream, of the last message the read model applied or parked.",
+    ["model", "partition"],
 )
 LAG = Gauge(
     "spades_projection_lag",
-    "Messages in the game stream that the read model has not reached yet.",
-    ["model"],
+    "Messages in the partition's stream that the read model has not reached yet.",
+    ["model", "partition"],
 )
 PARKED = Counter(
     "spades_projection_parked_total",
@@ -21,7 +25,7 @@ PARKED = Counter(
 )
 REFUSED = Gauge(
     "spades_projection_refused",
-    "1 while the read model refuses the stream it finds (another stream's positions, or a "
-    "rewound stream): /readyz says why.",
-    ["model"],
+    "1 while the read model refuses the stream it finds in the partition (another stream's "
+    "positions, or a rewound stream): /readyz says why.",
+    ["model", "partition"],
 )

@@ -254,7 +254,114 @@ def _standing_forfeits_v6(connection: sa.Connection) -> None:
     )
 
 
-def _webhooks_per_stream_v7(connection: sa.Connection) -> None:
+def _partitions_v7(connection: sa.Connection) -> None:
+    _positions_per_partition(connection)
+    _parked_per_partition(connection)
+    _standings_in_league_order(connection)
+
+
+def _positions_per_partition(connection: sa.Connection) -> None:
+    # A primary key cannot be changed in place on SQLite: the table is made again, under
+    # another name, filled, and renamed. Every position stored so far is partition 0's: an
+    # earlier version knew one stream, the one a deployment of one partition keeps.
+    tables = sa.MetaData()
+    sa.Table(
+        "projection_positions_v7",
+        tables,
+        sa.Column("model", sa.String(32), primary_key=True),
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("position", sa.BigInteger, nullable=False),
+        sa.Column("generation", sa.Integer, nullable=False),
+        sa.Column("updated_at", sa.Text, nullable=False),
+        sa.Column("stream", sa.Text),
+        sa.Column("stream_created", sa.Text),
+        sa.Column("digest", sa.Text),
+        sa.Column("refusal", sa.Text),
+    )
+    tables.create_all(connection)
+    columns = "model, position, generation, updated_at, stream, stream_created, digest, refusal"
+    connection.execute(
+        sa.text(
+            f"INSERT INTO projection_positions_v7 ({columns}, partition) "
+            f"SELECT {columns}, 0 FROM projection_positions"
+        )
+    )
+    _replace(connection, "projection_positions")
+
+
+def _parked_per_partition(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "parked_v7",
+        tables,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("model", sa.String(32), nullable=False),
+        sa.Column("partition", sa.Integer, nullable=False),
+        sa.Column("sequence", sa.BigInteger, nullable=False),
+        sa.Column("subject", sa.Text, nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        sa.Column("payload", sa.LargeBinary, nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("parked_at", sa.Text, nullable=False),
+        sa.UniqueConstraint(
+            "model", "partition", "sequence", name="parked_model_partition_sequence"
+        ),
+    )
+    tables.create_all(connection)
+    # New ids, in the old order: nothing refers to them, and copied ids would leave
+    # PostgreSQL's sequence of the new table behind them.
+    columns = "model, sequence, subject, reason, payload, attempts, parked_at"
+    connection.execute(
+        sa.text(
+            f"INSERT INTO parked_v7 ({columns}, partition) "
+            f"SELECT {columns}, 0 FROM parked ORDER BY id"
+        )
+    )
+    _replace(connection, "parked", sequence="parked_id_seq")
+
+
+def _replace(connection: sa.Connection, table: str, sequence: str | None = None) -> None:
+    """Drop ``table`` and give its name to ``<table>_v7`` (and on PostgreSQL the names of its
+    primary key and sequence, as a table made under that name has them)."""
+    connection.execute(sa.text(f"DROP TABLE {table}"))
+    connection.execute(sa.text(f"ALTER TABLE {table}_v7 RENAME TO {table}"))
+    if connection.dialect.name == "postgresql":
+        connection.execute(sa.text(f"ALTER INDEX {table}_v7_pkey RENAME TO {table}_pkey"))
+        if sequence is not None:
+            connection.execute(sa.text(f"ALTER SEQUENCE {table}_v7_id_seq RENAME TO {sequence}"))
+
+
+def _standings_in_league_order(connection: sa.Connection) -> None:
+    # The standings now rate a league's games in the league's order (round, then table), each
+    # game keeping its result and the ratings its players came with, so that a game applied
+    # late changes what it changes: no other order gives the same numbers. What an earlier
+    # version stored holds neither, so the standings model alone replays the stream, from a
+    # new generation (as `spades projections rebuild standings` does); the others keep theirs.
+    for column in ("league_round INTEGER", "league_table INTEGER", "result TEXT"):
+        connection.execute(sa.text(f"ALTER TABLE standing_games ADD COLUMN {column}"))
+    games = sa.Table(
+        "standing_games",
+        sa.MetaData(),
+        sa.Column("league", sa.Text),
+        sa.Column("league_round", sa.Integer),
+        sa.Column("league_table", sa.Integer),
+    )
+    sa.Index(
+        "standing_games_by_place", games.c.league, games.c.league_round, games.c.league_table
+    ).create(connection)
+    connection.execute(sa.text("DELETE FROM standing_games"))
+    connection.execute(sa.text("DELETE FROM league_standings"))
+    connection.execute(sa.text("DELETE FROM parked WHERE model = 'standings'"))
+    connection.execute(
+        sa.text(
+            "UPDATE projection_positions SET position = 0, generation = generation + 1, "
+            "stream = NULL, stream_created = NULL, digest = NULL, refusal = NULL "
+            "WHERE model = 'standings'"
+        )
+    )
+
+
+def _webhooks_per_stream_v8(connection: sa.Connection) -> None:
     # An endpoint's starting point per stream, named as the stream is (the games may be in
     # several partitions now): an earlier deployment had one games stream, SPADES_GAMES, and
     # the leagues', SPADES_LEAGUES, so its endpoints start there where they started before.
@@ -306,8 +413,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "league standings: each player's forfeits", _standing_forfeits_v6),
     Migration(
         7,
+        "positions and parked messages per partition; standings in the league's order",
+        _partitions_v7,
+    ),
+    Migration(
+        8,
         "webhooks: endpoints' starting points and positions per stream; deliveries claimed",
-        _webhooks_per_stream_v7,
+        _webhooks_per_stream_v8,
     ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
@@ -315,8 +427,9 @@ MIGRATIONS: tuple[Migration, ...] = (
 LATEST = MIGRATIONS[-1].version
 
 
-async def migrate(store: Store) -> int:
-    """Bring the database to :data:`LATEST`; return the version it was at before."""
+async def migrate(store: Store, up_to: int = LATEST) -> int:
+    """Bring the database to :data:`LATEST` (or only to ``up_to``: a test of an upgrade
+    makes the database an earlier version left); return the version it was at before."""
     async with store.writing() as conn:
         await _serialize(store, conn)
         if store.schema is not None:
@@ -327,7 +440,7 @@ async def migrate(store: Store) -> int:
         raise SchemaTooNew(
             f"the read-model database is at schema {before}; this version knows up to {LATEST}"
         )
-    for migration in MIGRATIONS:
+    for migration in MIGRATIONS[:up_to]:
         async with store.writing() as conn:
             await _serialize(store, conn)
             if await _current_version(conn) >= migration.version:

@@ -1,16 +1,25 @@
-"""Where each read model stands in the stream, and which generation of it is current.
+"""Where each read model stands in each partition of the game stream, and which generation of
+it is current.
 
-``position`` is the stream sequence of the last message the model applied (or parked); it is
-written in the same transaction as the rows that message changed, so the two never disagree.
-``generation`` goes up by one with every rebuild: a worker that started under another generation
-knows its consumer is stale (see :mod:`services.projections.rebuild`). The row also names the
-stream the position belongs to, with the digest of the message at the position, and why the
-worker refuses the stream it finds, if it does (see :mod:`services.runtime.stream_identity`).
+A row per model and partition (:mod:`contracts.partitions`): ``position`` is the sequence, in
+that partition's stream, of the last message the model applied (or parked); it is written in
+the same transaction as the rows that message changed, so the two never disagree. The positions
+of one model in different partitions are independent: each partition is its own stream, followed
+by whichever process holds it. ``generation`` goes up by one with every rebuild, in every
+partition at once: a worker that started under another generation knows its consumer is stale
+(see :mod:`services.projections.rebuild`). The row also names the stream the position belongs
+to, with the digest of the message at the position, and why the worker refuses the stream it
+finds, if it does (see :mod:`services.runtime.stream_identity`).
+
+A position moves only forward and only in order: whoever writes it holds the row's lock
+(:func:`lock_all`) and applies only the messages that come right after it, so two processes that
+hold the same partition for a moment (a lease handed over) neither apply a message twice nor skip
+one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,9 +31,10 @@ from services.store.database import Statements, fetch, insert_missing, run
 from services.store.schema import positions
 
 READ_MODELS: tuple[str, ...] = ("games", "scoreboard", "hands", "players", "standings")
-"""Every read model the projection workers keep, by name: each has a row here once its worker
-has run, and readers (``readyz``, the lag report) count those that have not as standing at 0.
-The workers' models name themselves the same (a unit test holds the two lists together)."""
+"""Every read model the projection workers keep, by name: each has a row here per partition
+once its worker has run there, and readers (``readyz``, the lag report) count those that have
+not as standing at 0. The workers' models name themselves the same (a unit test holds the two
+lists together)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,45 +73,58 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-async def ensure(conn: Statements, model: str) -> Position:
-    """The model's position, starting it at 0 (generation 0) if it has none yet."""
-    row = {"model": model, "position": 0, "generation": 0, "updated_at": _now()}
-    await insert_missing(conn, positions, [row], keys=["model"])
-    return await read(conn, model)
+def _of(model: str, partition: int) -> sa.ColumnElement[bool]:
+    return (positions.c.model == model) & (positions.c.partition == partition)
 
 
-async def read(conn: Statements, model: str) -> Position:
-    result = await conn.execute(sa.select(*_COLUMNS).where(positions.c.model == model))
-    row = result.one_or_none()
-    return Position(0, 0) if row is None else _position(row)
+async def ensure(conn: Statements, models: Sequence[str], partition: int) -> dict[str, Position]:
+    """The models' positions in ``partition``, starting each at 0 (generation 0) if it has
+    none there yet."""
+    now = _now()
+    rows = [
+        {"model": model, "partition": partition, "position": 0, "generation": 0, "updated_at": now}
+        for model in models
+    ]
+    await insert_missing(conn, positions, rows, keys=["model", "partition"])
+    return await read_all(conn, models, partition)
 
 
-async def lock(conn: Statements, model: str) -> Position:
-    """Read the model's position and hold it until the transaction ends.
+async def read_all(conn: Statements, models: Sequence[str], partition: int) -> dict[str, Position]:
+    """The models' positions in ``partition`` (0, generation 0, for a model without one)."""
+    result = await conn.execute(
+        sa.select(positions.c.model, *_COLUMNS).where(
+            positions.c.model.in_(list(models)) & (positions.c.partition == partition)
+        )
+    )
+    found = {row[0]: _position(row[1:]) for row in result}
+    return {model: found.get(model, Position(0, 0)) for model in models}
+
+
+async def lock(conn: Statements, model: str, partition: int) -> Position:
+    """Read the model's position in ``partition`` and hold it until the transaction ends.
 
     On PostgreSQL the row is locked (``FOR UPDATE``), so a worker, a rebuild and a replay of
     parked messages for the same model take turns; on SQLite the writing transaction already
     holds the database's write lock.
     """
-    result = await conn.execute(
-        sa.select(*_COLUMNS).where(positions.c.model == model).with_for_update()
-    )
+    result = await conn.execute(sa.select(*_COLUMNS).where(_of(model, partition)).with_for_update())
     row = result.one_or_none()
     if row is None:
-        raise LookupError(f"read model {model!r} has no position yet")
+        raise LookupError(f"read model {model!r} has no position in partition {partition} yet")
     return _position(row)
 
 
 _MODELS: sa.BindParameter[str] = sa.bindparam("models", expanding=True)
+_PARTITION: sa.BindParameter[int] = sa.bindparam("in_partition")
 _LOCK_ALL = (
     sa.select(positions.c.model, *_COLUMNS)
-    .where(positions.c.model.in_(_MODELS))
+    .where(positions.c.model.in_(_MODELS) & (positions.c.partition == _PARTITION))
     .order_by(positions.c.model)
     .with_for_update()
 )
 _ADVANCE = (
     positions.update()
-    .where(positions.c.model.in_(_MODELS))
+    .where(positions.c.model.in_(_MODELS) & (positions.c.partition == _PARTITION))
     .values(
         position=sa.bindparam("to_position"),
         digest=sa.bindparam("to_digest"),
@@ -111,57 +134,80 @@ _ADVANCE = (
 """The statements of every batch, built once."""
 
 
-async def lock_all(conn: Statements, models: Sequence[str]) -> dict[str, Position]:
+async def lock_all(conn: Statements, models: Sequence[str], partition: int) -> dict[str, Position]:
     """:func:`lock` for several models at once: one statement, the rows taken in name order."""
-    rows = await fetch(conn, _LOCK_ALL, {"models": list(models)})
+    rows = await fetch(conn, _LOCK_ALL, {"models": list(models), "in_partition": partition})
     found = {row[0]: _position(row[1:]) for row in rows}
     missing = [model for model in models if model not in found]
     if missing:
-        raise LookupError(f"read models {missing} have no position yet")
+        raise LookupError(f"read models {missing} have no position in partition {partition} yet")
     return found
 
 
-async def advance(conn: Statements, models: Sequence[str], sequence: int, digest: str) -> None:
-    """Move the models to ``sequence``, whose message has the SHA-256 ``digest``."""
-    parameters = {"models": list(models), "to_position": sequence, "to_digest": digest}
+async def advance(
+    conn: Statements, models: Sequence[str], partition: int, sequence: int, digest: str
+) -> None:
+    """Move the models to ``sequence`` of ``partition``'s stream, whose message has the SHA-256
+    ``digest``. The caller holds the rows (:func:`lock_all`) and has applied everything up to
+    ``sequence``."""
+    parameters = {
+        "models": list(models),
+        "in_partition": partition,
+        "to_position": sequence,
+        "to_digest": digest,
+    }
     await run(conn, _ADVANCE, {**parameters, "at": _now()})
 
 
-async def follow(conn: Statements, model: str, stream: StreamIdentity) -> None:
-    """Record that the model's position belongs to ``stream``, and that it refuses nothing."""
+async def follow(conn: Statements, model: str, partition: int, stream: StreamIdentity) -> None:
+    """Record that the model's position in ``partition`` belongs to ``stream``, and that it
+    refuses nothing."""
     await conn.execute(
         positions.update()
-        .where(positions.c.model == model)
+        .where(_of(model, partition))
         .values(stream=stream.name, stream_created=stream.created, refusal=None)
     )
 
 
-async def refuse(conn: Statements, model: str, reason: str) -> None:
-    """Record why the model's worker will not follow the stream it finds."""
-    await conn.execute(positions.update().where(positions.c.model == model).values(refusal=reason))
+async def refuse(conn: Statements, model: str, partition: int, reason: str) -> None:
+    """Record why the model's worker will not follow the stream it finds in ``partition``."""
+    await conn.execute(positions.update().where(_of(model, partition)).values(refusal=reason))
 
 
-async def restart(conn: Statements, model: str) -> Position:
-    """Put the model back at the start of the stream under a new generation (a rebuild): it
-    follows no stream until its worker starts again, and refuses none."""
-    await ensure(conn, model)
-    current = await lock(conn, model)
-    await conn.execute(
-        positions.update()
+async def restart(conn: Statements, model: str, partitions: Iterable[int]) -> None:
+    """Put the model back at the start of every partition's stream (those named, and any other
+    it has a position in) under a new generation (a rebuild): it follows no stream until its
+    workers start again, and refuses none."""
+    for partition in partitions:
+        await ensure(conn, [model], partition)
+    result = await conn.execute(
+        sa.select(positions.c.partition, positions.c.generation)
         .where(positions.c.model == model)
-        .values(
-            position=0,
-            generation=current.generation + 1,
-            updated_at=_now(),
-            stream=None,
-            stream_created=None,
-            digest=None,
-            refusal=None,
-        )
+        .order_by(positions.c.partition)
+        .with_for_update()
     )
-    return Position(0, current.generation + 1)
+    rows: list[tuple[Any, ...]] = [tuple(row) for row in result]
+    for partition, generation in rows:
+        await conn.execute(
+            positions.update()
+            .where(_of(model, partition))
+            .values(
+                position=0,
+                generation=generation + 1,
+                updated_at=_now(),
+                stream=None,
+                stream_created=None,
+                digest=None,
+                refusal=None,
+            )
+        )
 
 
-async def all_positions(conn: Statements) -> dict[str, Position]:
-    result = await conn.execute(sa.select(positions.c.model, *_COLUMNS))
-    return {row[0]: _position(row[1:]) for row in result}
+async def all_positions(conn: Statements) -> dict[str, dict[int, Position]]:
+    """Every stored position, by model and partition."""
+    result = await conn.execute(sa.select(positions.c.model, positions.c.partition, *_COLUMNS))
+    stored: dict[str, dict[int, Position]] = {}
+    for row in result:
+        values: tuple[Any, ...] = tuple(row)
+        stored.setdefault(values[0], {})[values[1]] = _position(values[2:])
+    return stored

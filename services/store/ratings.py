@@ -15,8 +15,9 @@
   figure to rank by.
 
 The model is deterministic arithmetic on floats: the same games rated in the same order give
-the same numbers to the last bit. The standings rate games in the order they ended in the game
-stream, so a rebuild of the read model gives exactly the numbers it had.
+the same numbers to the last bit. The standings rate a league's games in the league's own order
+(round, then table; :mod:`services.projections.standings`), whatever order their ends are read
+in, so a rebuild of the read model gives exactly the numbers it had.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from dataclasses import dataclass
 from openskill.models import PlackettLuce
 
 MODEL = PlackettLuce()
+
+Rating = tuple[float, float]
+"""A player's rating: ``mu, sigma``."""
 
 
 @dataclass(slots=True)
@@ -64,17 +68,24 @@ def record_game(
     """Add one finished game to the standings of its players (``units``: each unit's players,
     ``scores``: each unit's final score, ``winners``: the units that won, ``forfeited``: the
     unit that lost on time, if one did)."""
-    teams = [
-        [MODEL.rating(standings[player].mu, standings[player].sigma) for player in unit]
-        for unit in units
-    ]
-    rated = MODEL.rate(teams, ranks=[float(rank) for rank in unit_ranks(scores, winners)])
+    before = [[(standings[p].mu, standings[p].sigma) for p in unit] for unit in units]
+    after = rate(before, scores, winners)
     for unit, players in enumerate(units):
-        for player, rating in zip(players, rated[unit], strict=True):
+        for player, (mu, sigma) in zip(players, after[unit], strict=True):
             standing = standings[player]
             standing.points += scores[unit]
             standing.wins += unit in winners
             standing.games += 1
             standing.forfeits += unit == forfeited
-            standing.mu, standing.sigma = rating.mu, rating.sigma
-            standing.ordinal = rating.ordinal()
+            standing.mu, standing.sigma = mu, sigma
+            standing.ordinal = MODEL.rating(mu, sigma).ordinal()
+
+
+def rate(
+    before: Sequence[Sequence[Rating]], scores: Sequence[int], winners: Sequence[int]
+) -> list[list[Rating]]:
+    """The ratings of a finished game's players after it, from those they came with (each
+    unit's players', ``before``), its units' final ``scores`` and the ``winners``."""
+    teams = [[MODEL.rating(mu, sigma) for mu, sigma in unit] for unit in before]
+    rated = MODEL.rate(teams, ranks=[float(rank) for rank in unit_ranks(scores, winners)])
+    return [[(rating.mu, rating.sigma) for rating in unit] for unit in rated]

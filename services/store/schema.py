@@ -43,6 +43,7 @@ positions = sa.Table(
     "projection_positions",
     metadata,
     sa.Column("model", sa.String(32), primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("position", sa.BigInteger, nullable=False),
     sa.Column("generation", sa.Integer, nullable=False),
     sa.Column("updated_at", sa.Text, nullable=False),
@@ -51,25 +52,28 @@ positions = sa.Table(
     sa.Column("digest", sa.Text),
     sa.Column("refusal", sa.Text),
 )
-"""Per read model: the last stream sequence applied, and how many times it was rebuilt; the
-stream that position belongs to (its name and creation time, null until the model first
-follows one) and the SHA-256 of the message at the position; and why the worker refuses the
-stream it finds now, if it does (see :mod:`services.runtime.stream_identity`)."""
+"""Per read model and partition of the game stream: the last sequence of the partition's stream
+applied, and how many times the model was rebuilt; the stream that position belongs to (its
+name and creation time, null until the model first follows one) and the SHA-256 of the message
+at the position; and why the worker refuses the stream it finds now, if it does (see
+:mod:`services.runtime.stream_identity`)."""
 
 parked = sa.Table(
     "parked",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("model", sa.String(32), nullable=False),
+    sa.Column("partition", sa.Integer, nullable=False),
     sa.Column("sequence", sa.BigInteger, nullable=False),
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("payload", sa.LargeBinary, nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("parked_at", sa.Text, nullable=False),
-    sa.UniqueConstraint("model", "sequence", name="parked_model_sequence"),
+    sa.UniqueConstraint("model", "partition", "sequence", name="parked_model_partition_sequence"),
 )
-"""Messages a model could not apply, with the reason, until an operator replays them."""
+"""Messages a model could not apply, by the partition whose stream holds them, with the reason,
+until an operator replays them."""
 
 # --------------------------------------------------------------------------- games
 
@@ -185,10 +189,16 @@ standing_games = sa.Table(
     sa.Column("players", Json, nullable=False),
     sa.Column("ended", sa.Boolean, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("league_round", sa.Integer),
+    sa.Column("league_table", sa.Integer),
+    sa.Column("result", Json),
     sa.Index("standing_games_by_league", "league", "ended"),
+    sa.Index("standing_games_by_place", "league", "league_round", "league_table"),
 )
 """What the standings model keeps of each game: the league whose table it is (null for every
-other game, of which only the version is kept), its units' seats and who sits where."""
+other game, of which only the version is kept), its round and table there, its units' seats and
+who sits where; once it has ended, its result and the ratings its players came to it with, in
+the league's order (see :mod:`services.projections.standings`)."""
 
 league_standings = sa.Table(
     "league_standings",

@@ -25,6 +25,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from benchmarks.projections import EPOCH, GameLog, interleaved, play_game
+from contracts.partitions import ONE, Partitions
 from contracts.wire import GAMES_STREAM, game_subject
 from domain.events import AnyEvent, GameEnded, HandScored
 from domain.game import fold
@@ -33,7 +34,8 @@ from domain.table import table_for
 from services.engine.service import ensure_streams
 from services.projections.read_models import READ_MODELS
 from services.projections.service import Projections
-from services.projections.worker import RetryPolicy
+from services.projections.worker import PACE, RetryPolicy
+from services.runtime.follower import Pace
 from services.runtime.game_stream import GameStream
 from services.store import positions
 from services.store.database import Store, open_store
@@ -122,10 +124,13 @@ def random_logs(count: int, seed: int, prefix: str = "g") -> list[GameLog]:
     ]
 
 
-async def append_games(js: JetStreamContext, logs: Sequence[GameLog]) -> int:
+async def append_games(
+    js: JetStreamContext, logs: Sequence[GameLog], partitions: Partitions = ONE
+) -> int:
     """Append the games' commits through :class:`GameStream` (optimistic concurrency and
-    deduplication as the engine appends), interleaved; return the stream's last sequence."""
-    stream = GameStream(js)
+    deduplication as the engine appends), interleaved; return the last sequence appended (in
+    the last game's partition)."""
+    stream = GameStream(js, partitions)
     last_of: dict[str, int] = {}
     payloads = {log.game_id: iter(log.commits) for log in logs}
     sequence = 0
@@ -155,24 +160,53 @@ async def last_sequence(js: JetStreamContext) -> int:
 # --------------------------------------------------------------------------- read models
 
 
-def workers(store: Store, client: Client, **options: Any) -> Projections:
-    return Projections(store, client, retry=QUICK_RETRY, idle_s=0.2, **options)
+def workers(
+    store: Store, client: Client, *, batch_size: int = PACE.batch_size, **options: Any
+) -> Projections:
+    """The read models of a process that holds every partition itself."""
+    pace = Pace(batch_size, 0.2, PACE.gather_s, PACE.ack_wait_s)
+    return Projections(store, client, retry=QUICK_RETRY, pace=pace, **options)
+
+
+async def positions_in(store: Store, partition: int = 0) -> dict[str, positions.Position]:
+    """Every model's stored position in one partition."""
+    async with store.reading() as conn:
+        stored = await positions.all_positions(conn)
+    return {name: by[partition] for name, by in stored.items() if partition in by}
 
 
 async def wait_for_position(
     store: Store, sequence: int, models: Iterable[str] | None = None, within_s: float = CATCH_UP_S
 ) -> dict[str, int]:
-    """Poll until every model (or those named) stands at ``sequence``; return the positions."""
+    """Poll until every model (or those named) stands at ``sequence`` in a deployment of one
+    partition; return the positions."""
+    reached = await wait_for_positions(store, {0: sequence}, models, within_s)
+    return {name: at[0] for name, at in reached.items()}
+
+
+async def wait_for_positions(
+    store: Store,
+    sequences: dict[int, int],
+    models: Iterable[str] | None = None,
+    within_s: float = CATCH_UP_S,
+) -> dict[str, dict[int, int]]:
+    """Poll until every model (or those named) stands at ``sequences[p]`` in each partition
+    ``p``; return the positions."""
     names = list(models if models is not None else READ_MODELS)
     deadline = time.monotonic() + within_s
     while True:
         async with store.reading() as conn:
             stored = await positions.all_positions(conn)
-        reached = {name: stored[name].position for name in names if name in stored}
-        if len(reached) == len(names) and min(reached.values()) >= sequence:
+        reached = {
+            name: {
+                p: stored.get(name, {}).get(p, positions.Position(0, 0)).position for p in sequences
+            }
+            for name in names
+        }
+        if all(at[p] >= sequences[p] for at in reached.values() for p in sequences):
             return reached
         if time.monotonic() > deadline:
-            raise AssertionError(f"read models at {reached}, not {sequence}, after {within_s} s")
+            raise AssertionError(f"read models at {reached}, not {sequences}, after {within_s} s")
         await asyncio.sleep(0.02)
 
 

@@ -1,5 +1,6 @@
 """The ``standings`` read model over a real game stream: a league's own games counted in the
-order they ended, nothing else counted, and a rebuild that gives the same numbers to the bit."""
+league's order (round, then table) whatever order they end in, nothing else counted, and a
+rebuild that gives the same numbers to the bit."""
 
 from __future__ import annotations
 
@@ -10,14 +11,24 @@ import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from benchmarks.projections import GameLog, interleaved, play_game
-from contracts.wire import read_commit
+from benchmarks.projections import GameLog, play_game
+from contracts.partitions import partition_of
 from domain.events import GameEnded
 from domain.game import fold as fold_game
-from domain.league import CreateLeague, League, ScheduleRound, decide, fold, table_result
+from domain.league import (
+    CreateLeague,
+    League,
+    ScheduleRound,
+    decide,
+    fold,
+    table_of,
+    table_result,
+)
 from domain.state import Game
 from domain.table import table_for
+from services.projections.model import Delivered
 from services.projections.rebuild import rebuild
+from services.projections.standings import StandingsModel
 from services.store import queries
 from services.store.database import Store
 from services.store.ratings import Standing, record_game
@@ -84,15 +95,21 @@ def unit_scores_of(logs: list[GameLog], name: str) -> list[int]:
     return found
 
 
+def league_order(log: GameLog) -> tuple[int, int]:
+    place = table_of(log.game_id)
+    assert place is not None
+    return place.round, place.table
+
+
 def expected_standings(logs: list[GameLog], league_id: str) -> dict[str, dict[str, Any]]:
-    """The league's games counted in the order they end in the stream (``interleaved``)."""
-    by_id = {log.game_id: log for log in logs}
+    """The league's games counted in the league's order: by round, then table (in the stream
+    (``interleaved``) the games of a round end in another order, and some of the next round's
+    before them)."""
     standings: dict[str, Standing] = {}
-    for _subject, data in interleaved(logs):
-        commit = read_commit(data)
-        ended = [event for event in commit.events if isinstance(event, GameEnded)]
-        game = _final(by_id[commit.game_id])
-        if not ended or not commit.game_id.startswith(f"{league_id}-"):
+    for log in sorted(logs, key=league_order):
+        ended = [event for event in log.events if isinstance(event, GameEnded)]
+        game = _final(log)
+        if not ended or not log.game_id.startswith(f"{league_id}-"):
             continue
         units = [[seated(game)[seat] for seat in unit] for unit in table_for(game.rules).units]
         for unit in units:
@@ -133,7 +150,7 @@ def decoy(league_id: str) -> GameLog:
     )
 
 
-async def test_a_leagues_games_count_in_the_order_they_ended(
+async def test_a_leagues_games_count_in_the_leagues_order(
     store: Store, js: JetStreamContext, nats_client: Client
 ) -> None:
     teams, team_logs = played_league("teams", "partnership", 9, 3, seed=1)
@@ -170,3 +187,39 @@ async def test_a_rebuild_gives_the_same_numbers_however_the_stream_is_batched(
     async with workers(store, nats_client, models=STANDINGS, batch_size=3):
         await wait_for_position(store, last, models=STANDINGS)
     assert await stored_standings(store, "rebuilt") == before
+
+
+async def apply_in_batches(store: Store, logs: list[GameLog], sizes: random.Random) -> None:
+    """Every commit of ``logs`` (each game's in its order, the games in the order given) to a
+    standings model of its own, in batches of random sizes, one transaction each."""
+    model = StandingsModel()
+    commits = [commit for log in logs for commit in log.commits]
+    delivered = [Delivered(sequence, commit) for sequence, commit in enumerate(commits, 1)]
+    while delivered:
+        size = sizes.randint(1, 40)
+        batch, delivered = delivered[:size], delivered[size:]
+        async with store.writing() as conn:
+            assert await model.apply(conn, batch) == {}
+
+
+async def test_the_standings_are_the_same_however_partitions_interleave(store: Store) -> None:
+    """The same league games reach the model in two orders: as a stream of one partition had
+    them (round by round, each round's tables in turn), and as three partitions' streams taken
+    one after another, each backwards (the last round's games first, each round's tables in
+    another order). Every column is the same to the bit, and is the league's order's."""
+    league, logs = played_league("spread", "partnership", 12, 4, seed=6)
+    expected = expected_standings(logs, "spread")
+    streams = [[log for log in logs if partition_of(log.game_id, 3) == p] for p in range(3)]
+    orders = {
+        "one stream": logs,
+        "partitions backwards": [log for stream in streams[::-1] for log in stream[::-1]],
+    }
+    assert all(streams), "every partition has games of the league"
+    found = {}
+    for number, (name, order) in enumerate(orders.items()):
+        await rebuild(store, ["standings"])
+        await apply_in_batches(store, order, random.Random(number))
+        version, found[name] = await stored_standings(store, league.league_id)
+        assert version == len(logs)
+    assert found["one stream"] == expected
+    assert found["partitions backwards"] == expected

@@ -27,11 +27,12 @@ from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
 from services.projections.service import Projections
-from services.runtime.consumer import consumer_config, consumer_name
+from services.runtime.consumer import consumer_config
+from services.runtime.follower import Opened
 from services.runtime.nats_server import EmbeddedNats
-from services.store import positions, queries
+from services.store import queries
 from services.store.database import Store
-from services.store.lag import caught_up, projection_lag
+from services.store.lag import caught_up, lag_by_model, projection_lag
 from services.store.schema import positions as positions_table
 from tests.integration.support import credentials_of
 
@@ -41,6 +42,7 @@ from tests.integration.conftest_projections import (  # noqa: E402
     QUICK_RETRY,
     append_games,
     expected_scoreboard,
+    positions_in,
     publish_raw,
     random_logs,
     snapshot,
@@ -194,8 +196,7 @@ async def test_a_worker_killed_mid_stream_catches_up_to_a_rebuild(
         finally:
             first.kill()
             await first.wait()
-        async with store.reading() as conn:
-            at_kill = await positions.all_positions(conn)
+        at_kill = await positions_in(store)
         assert min(p.position for p in at_kill.values()) < last, "killed before the end"
 
         second = await start()
@@ -245,8 +246,7 @@ async def test_rebuilding_one_model_while_the_others_serve(
         await wait_for_position(store, last)
         before = await snapshot(store)
         assert await rebuild(store, ["scoreboard"]) == ["scoreboard"]
-        async with store.reading() as conn:
-            stored = await positions.all_positions(conn)
+        stored = await positions_in(store)
         assert stored["scoreboard"].generation == 1
         assert {name: p.position for name, p in stored.items() if name != "scoreboard"} == {
             "games": last,
@@ -275,12 +275,12 @@ async def consumers_become(js: JetStreamContext, names: set[str]) -> None:
 
 
 async def taken_back(crew: Projections, name: str) -> None:
-    """Poll until the first worker consumes for ``name`` again, knowing its generation: a
-    rebuild from then on is one it sees while it runs. (A rebuild in between, while the caught
-    up model waits to be taken back, is read as the worker starts again, and the model replays
-    with the others instead of on its own.)"""
+    """Poll until the first worker follows the partition for ``name`` again, knowing its
+    generation: a rebuild from then on is one it sees while it runs. (A rebuild in between,
+    while the caught up model waits to be taken back, is read as the partition is opened
+    again, and the model replays with the others instead of on its own.)"""
     deadline = time.monotonic() + CATCH_UP_S
-    while crew.first is None or name not in crew.first.generations:
+    while (group := crew.steady.groups.get(0)) is None or name not in group.generations:
         assert time.monotonic() < deadline, f"{name} not taken back by the first worker"
         await asyncio.sleep(0.02)
 
@@ -292,15 +292,16 @@ async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the
     the workers start, or while they run) replays on its own, and rejoins them once caught
     up, its consumer gone. The rows are those of a replay of every model."""
     logs = random_logs(6, seed=17)
-    every = {consumer_name("-".join(sorted(READ_MODELS)))}
-    # A worker of one model (before the models shared a consumer) left its consumer behind.
+    every = {"spades-projections"}
+    # Consumers of an earlier version's workers: one per model, then one for all of them.
     await js.add_consumer(GAMES_STREAM, consumer_config("games", 0, 4000))
-    detached: list[list[str]] = []
+    await js.add_consumer(GAMES_STREAM, consumer_config("-".join(sorted(READ_MODELS)), 0, 4000))
+    detached: list[tuple[int, list[str]]] = []
     detach = Projections.detach
 
-    def recorded(self: Projections, models: Sequence[ReadModel]) -> None:
-        detached.append([model.name for model in models])
-        detach(self, models)
+    async def recorded(self: Projections, partition: int, models: Sequence[ReadModel]) -> None:
+        detached.append((partition, [model.name for model in models]))
+        await detach(self, partition, models)
 
     monkeypatch.setattr(Projections, "detach", recorded)
     last = await append_games(js, logs[:3])
@@ -317,9 +318,8 @@ async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the
         last = await append_games(js, logs[5:])
         await wait_for_position(store, last)
         await consumers_become(js, every)
-    assert detached == [["hands"], ["scoreboard"]]
-    async with store.reading() as conn:
-        stored = await positions.all_positions(conn)
+    assert detached == [(0, ["hands"]), (0, ["scoreboard"])]
+    stored = await positions_in(store)
     assert {name: p.generation for name, p in stored.items()} == {
         **dict.fromkeys(READ_MODELS, 0),
         "hands": 1,
@@ -334,16 +334,63 @@ async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the
     assert await parked_messages(store) == []
 
 
+async def test_a_model_refusing_the_stream_waits_aside_while_a_rebuilt_one_replays(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    """Two models behind the others at once: one rebuilt, one whose position belongs to
+    another stream. The rebuilt one replays and rejoins the others; the refusing one waits
+    aside, its refusal recorded, and the replay follows the partition once rather than opening
+    it again at every batch for the one that cannot follow it."""
+    logs = random_logs(6, seed=61)
+    last = await append_games(js, logs[:3])
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+    elsewhere = "2000-01-01T00:00:00.000000+00:00"
+    async with store.writing() as conn:
+        await conn.execute(
+            positions_table.update()
+            .where(positions_table.c.model == "hands")
+            .values(stream_created=elsewhere)
+        )
+    await rebuild(store, ["scoreboard"])
+    last = await append_games(js, logs[3:])
+    others = [name for name in READ_MODELS if name != "hands"]
+    async with workers(store, nats_client, batch_size=5) as crew:
+        followed: list[int] = []
+        open_partition = crew.replay.open
+
+        async def counted(opened: Opened) -> int | None:
+            after = await open_partition(opened)
+            if after is not None:
+                followed.append(after)
+            return after
+
+        crew.replay.open = counted  # type: ignore[method-assign]
+        await wait_for_position(store, last, others)
+        await taken_back(crew, "scoreboard")
+        stored = await positions_in(store)
+        assert stored["hands"].refusal is not None
+        assert f"created {elsewhere}" in stored["hands"].refusal
+        assert crew.replay.busy(0), "the refusing model is looked at again"
+    assert len(followed) <= 2, followed
+    for log in logs:
+        assert await queries.scoreboard(store.engine, log.game_id) == expected_scoreboard(
+            log.events
+        )
+
+
 async def test_lag_is_reported(store: Store, js: JetStreamContext, nats_client: Client) -> None:
     last = await append_games(js, random_logs(3, seed=16))
     report = await projection_lag(store.engine, js)
-    assert {name: worker.lag for name, worker in report.items()} == dict.fromkeys(READ_MODELS, last)
+    assert lag_by_model(report) == dict.fromkeys(READ_MODELS, last)
     assert not caught_up(report, bound=10)
-    assert REGISTRY.get_sample_value("spades_projection_lag", {"model": "hands"}) == last
+    hands = {"model": "hands", "partition": "0"}
+    assert REGISTRY.get_sample_value("spades_projection_lag", hands) == last
 
     async with workers(store, nats_client):
         await wait_for_position(store, last)
         report = await projection_lag(store.engine, js)
-    assert {name: worker.lag for name, worker in report.items()} == dict.fromkeys(READ_MODELS, 0)
+    assert lag_by_model(report) == dict.fromkeys(READ_MODELS, 0)
     assert caught_up(report, bound=0)
-    assert REGISTRY.get_sample_value("spades_projection_position", {"model": "games"}) == last
+    games = {"model": "games", "partition": "0"}
+    assert REGISTRY.get_sample_value("spades_projection_position", games) == last

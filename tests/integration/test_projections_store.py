@@ -16,12 +16,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from typer.testing import CliRunner
 
 from benchmarks.projections import GameLog, GameWriter, measure, random_games
+from contracts.wire import GAMES_STREAM
 from domain.commands import CreateGame, TakeSeat
 from domain.dealing import SeededDeal
 from domain.game import decide
 from services.cli.projections import app as projections_cli
+from services.projections.model import Delivered
+from services.projections.parking import parked_messages
+from services.projections.read_models import READ_MODELS
+from services.projections.rebuild import rebuild
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
+from services.runtime.stream_identity import StreamIdentity, message_digest
 from services.store import queries
 from services.store.database import Store, open_store
 from services.store.migrations import LATEST, SchemaTooNew, migrate
@@ -32,8 +38,10 @@ pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
     append_games,
     final_state,
+    positions_in,
     publish_raw,
     random_logs,
+    snapshot,
     wait_for_position,
     workers,
 )
@@ -62,6 +70,87 @@ async def test_processes_starting_at_once_migrate_once(database_url: str) -> Non
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_database_an_earlier_version_made_keeps_its_positions(
+    database_url: str, js: JetStreamContext, nats_client: Client
+) -> None:
+    """A deployment of one partition made before partitions (schema 6): its positions become
+    partition 0's, and the workers go on from them (what they parked stays parked once); the
+    standings, whose order of rating changed, replay. The result is a replay's."""
+    store = open_store(database_url)
+    try:
+        assert await migrate(store, up_to=6) == 0
+        logs = random_logs(6, seed=41)
+        junk = await publish_raw(js, "junk", b"not a commit")
+        first = await append_games(js, logs[:3])
+        stream = GameStream(js)
+        stored = [one for log in logs[:3] for one in await stream.read(log.game_id)]
+        delivered = [Delivered(one.sequence, one.commit) for one in stored]
+        delivered.sort(key=lambda one: one.sequence)
+        identity = StreamIdentity.of(await js.stream_info(GAMES_STREAM))
+        digest = message_digest((await js.get_msg(GAMES_STREAM, first)).data or b"")
+        kept = ["games", "scoreboard", "hands", "players"]
+        async with store.writing() as conn:  # what the workers of schema 6 left
+            for name in kept:
+                assert await READ_MODELS[name].apply(conn, delivered) == {}
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO projection_positions (model, position, generation, updated_at,"
+                    " stream, stream_created, digest) VALUES (:model, :at, 0, '', :name,"
+                    " :created, :digest)"
+                ),
+                [
+                    {"model": name, "at": first, "digest": digest, **identity_row(identity)}
+                    for name in READ_MODELS
+                ],
+            )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO parked (model, sequence, subject, reason, payload, attempts,"
+                    " parked_at) VALUES (:model, :sequence, 'spades.games.junk', 'not a commit',"
+                    " :payload, 1, '')"
+                ),
+                [{"model": n, "sequence": junk, "payload": b"not a commit"} for n in READ_MODELS],
+            )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO league_standings (league, player, points, wins, games, mu,"
+                    " sigma, ordinal, forfeits) VALUES ('old', 'ann', 1, 1, 1, 25, 8, 1, 0)"
+                )
+            )
+
+        assert await migrate(store) == 6
+        upgraded = await positions_in(store)
+        assert {
+            name: (p.position, p.generation, p.stream, p.digest) for name, p in upgraded.items()
+        } == {
+            **dict.fromkeys(kept, (first, 0, identity, digest)),
+            "standings": (0, 1, None, None),
+        }
+        assert {(m.model, m.partition, m.sequence) for m in await parked_messages(store)} == {
+            (name, 0, junk) for name in kept
+        }
+        assert await queries.league_standings(store.engine, "old") == (0, [])
+
+        last = await append_games(js, logs[3:])
+        async with workers(store, nats_client):
+            await wait_for_position(store, last)
+        parked = await parked_messages(store)
+        assert {(m.model, m.partition, m.sequence, m.attempts) for m in parked} == {
+            (name, 0, junk, 1) for name in READ_MODELS
+        }, "parked once each: the four went on from their positions, the standings replayed"
+        went_on = await snapshot(store)
+        await rebuild(store)
+        async with workers(store, nats_client):
+            await wait_for_position(store, last)
+        assert await snapshot(store) == went_on
+    finally:
+        await store.close()
+
+
+def identity_row(identity: StreamIdentity) -> dict[str, str]:
+    return {"name": identity.name, "created": identity.created}
 
 
 async def test_a_new_sqlite_database_is_opened_while_another_process_holds_its_lock(

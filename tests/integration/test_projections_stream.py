@@ -31,6 +31,7 @@ from tests.integration.conftest_projections import (  # noqa: E402
     CATCH_UP_S,
     append_games,
     expected_scoreboard,
+    positions_in,
     random_logs,
     snapshot,
     wait_for_position,
@@ -65,8 +66,7 @@ async def wait_for_refusals(
     """Poll until every model's worker has recorded a refusal containing ``containing``."""
     deadline = time.monotonic() + within_s
     while True:
-        async with store.reading() as conn:
-            stored = await positions.all_positions(conn)
+        stored = await positions_in(store)
         refused = {name: p for name, p in stored.items() if p.refusal and containing in p.refusal}
         if set(refused) == set(READ_MODELS):
             return refused
@@ -132,8 +132,7 @@ async def test_a_store_kept_across_a_new_stream_refuses_it_until_rebuilt(
     for log in second:
         scoreboard = await queries.scoreboard(store.engine, log.game_id)
         assert scoreboard == expected_scoreboard(log.events), "nothing skipped"
-    async with store.reading() as conn:
-        stored = await positions.all_positions(conn)
+    stored = await positions_in(store)
     assert {p.stream for p in stored.values()} == {new}
     assert {p.refusal for p in stored.values()} == {None}
 
@@ -220,8 +219,7 @@ async def test_with_auto_rebuild_the_workers_rebuild_by_themselves(
 
 
 async def rebuilt_positions(store: Store) -> set[tuple[int, int]]:
-    async with store.reading() as conn:
-        stored = await positions.all_positions(conn)
+    stored = await positions_in(store)
     return {(p.position, p.generation) for p in stored.values()}
 
 
@@ -240,8 +238,8 @@ async def test_positions_stored_before_streams_were_recorded_are_adopted(
     last = await append_games(js, logs[2:])
     async with workers(store, nats_client):
         await wait_for_position(store, last)
+    stored = await positions_in(store)
     async with store.reading() as conn:
-        stored = await positions.all_positions(conn)
         columns = await conn.execute(sa.select(positions_table.c.digest))
     assert {p.stream for p in stored.values()} == {await identity(js)}
     assert None not in set(columns.scalars())

@@ -1,0 +1,702 @@
+"""A league night on the cluster: the whole system, two of every process, one of each killed.
+
+Three ``nats-server`` nodes on loopback form a cluster with K partitions (R3, their leaders on
+different nodes); two engines, two projection workers, two webhooks workers, two timers workers
+and two gateways run against it, each ``spades serve <kind>`` of its own with its own broker
+user, on one PostgreSQL read-model database. A league of bots that think for a while, with some
+idle players and a clock (an idle seat's turns run out and the service plays them), plays round
+after round over both gateways, and a platform's receiver takes every webhook.
+
+During one round, one process of every worker kind is killed with SIGKILL, one after another,
+and then the NATS node that leads a partition. The night then checks what the service promises:
+
+- every round ends (the league records it over);
+- every game's history is sound and audits clean;
+- the read models equal a rebuild from the streams, row for row;
+- every webhook event arrives (what each game's history makes, byte for byte), in order per
+  game, and none twice by ``webhook-id`` but what the killed webhooks process had in flight;
+- every timeout is one action: no turn of any game timed out twice;
+
+and measures how long each kind took to fail over (from the kill until the survivor holds every
+partition, read from the processes' ``/metrics``; for the node, until every partition has a
+leader again and a command is answered).
+
+``tests/integration/test_league_night.py`` runs a short night in CI; ``spades bench
+league-night`` a long one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import sqlalchemy as sa
+from nats.aio.client import Client
+
+from benchmarks.partitions import cluster
+from benchmarks.webhook_receiver import Receiver
+from contracts.partitions import Partitions
+from contracts.webhooks import EVENT_TYPES, encode_webhook
+from domain.events import TimedOut
+from services.audit.history import chain_problems
+from services.audit.replay import audit_game
+from services.bots.runner import play_game
+from services.bots.strategy import Bot
+from services.client import SpadesClient
+from services.client.leagues import LeagueClient, StartedTable
+from services.client.webhooks import WebhookClient
+from services.runtime.broker_users import ADMIN
+from services.runtime.credentials import connect_options
+from services.runtime.game_stream import GameStream, StoredCommit
+from services.runtime.leaders import leaders
+from services.runtime.nats_server import EmbeddedNats, free_ports
+from services.store.database import Store, open_store
+from services.store.schema import webhook_deliveries
+from services.webhooks.events import Seen, game_webhooks
+
+WORKERS = ("engine", "projections", "webhooks", "timers")
+KINDS = (*WORKERS, "gateway")
+PLATFORM, API_KEY = "night", "league-night-platform-key"
+HELD = re.compile(r'^spades_partitions_held\{kind="([a-z-]+)"\} ([0-9.e+]+)$', re.MULTILINE)
+QUICK_SCHEDULE = "1s,1s,2s,2s,5s,5s,10s"
+
+
+@dataclass(frozen=True)
+class NightPlan:
+    players: int = 64
+    rounds: int = 3
+    partitions: int = 3
+    idle: float = 0.1
+    """Share of the players who never act: their clocks play their seats."""
+    turn_s: float = 1.0
+    think_s: tuple[float, float] = (0.02, 0.25)
+    """A bot thinks a random while in this range before each action it sends."""
+    kill_round: int = 2
+    kill_every_s: float = 2.0
+    """Seconds between the kills, from the kill round's start."""
+    concurrency: int = 16
+    seed: int = 7
+    round_timeout_s: float = 600.0
+
+
+class Failover(msgspec.Struct):
+    kind: str
+    killed: str
+    seconds: float | None
+    """From the kill until the survivors hold every partition (None: they did not in time)."""
+
+
+class NightReport(msgspec.Struct):
+    plan: dict[str, Any]
+    seconds: float
+    rounds_finished: int
+    games: int
+    commits: int
+    timeouts: int
+    failovers: list[Failover]
+    history_problems: list[str]
+    """Games whose history is not sound or does not audit clean, with the first problem."""
+    timed_out_twice: list[str]
+    """Turns (game, version, seat) that timed out more than once."""
+    read_model_differences: list[str]
+    """Tables whose rows differ from a rebuild from the streams."""
+    webhooks_expected: int
+    webhooks_received: int
+    webhooks_missing: list[str]
+    webhooks_out_of_order: list[str]
+    webhooks_twice: int
+    """webhook-ids received more than once."""
+    webhooks_twice_not_in_flight: list[str]
+    """Of those, ids the killed webhooks process did not hold when it was killed."""
+    actions: int
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.rounds_finished == self.plan["rounds"]
+            and not self.history_problems
+            and not self.timed_out_twice
+            and not self.read_model_differences
+            and not self.webhooks_missing
+            and not self.webhooks_out_of_order
+            and not self.webhooks_twice_not_in_flight
+            and all(f.seconds is not None for f in self.failovers)
+        )
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class Process:
+    """``spades serve <kind>``, its log in a file of its own."""
+
+    def __init__(self, kind: str, number: int, port: int, env: dict[str, str], logs: Path):
+        self.kind = kind
+        self.name = f"{kind}-{number}"
+        self.port = port
+        self.env = env
+        self.log_path = logs / f"{self.name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "services.cli.main", "serve", self.kind],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class Fleet:
+    """Two of every process kind, on the cluster's nodes."""
+
+    def __init__(
+        self, nodes: list[EmbeddedNats], layout: Partitions, database_url: str, root: Path
+    ) -> None:
+        self.nodes = nodes
+        self.layout = layout
+        self.database_url = database_url
+        self.root = root
+        self.processes: list[Process] = []
+
+    @property
+    def nats_url(self) -> str:
+        return ",".join(node.url for node in self.nodes)
+
+    def env(self, kind: str, number: int, port: int) -> dict[str, str]:
+        data = self.root / f"{kind}-{number}"
+        data.mkdir(parents=True, exist_ok=True)
+        credentials = self.nodes[0].credentials_for(kind)
+        assert credentials is not None
+        own = (
+            {"SPADES_PORT": str(port)} if kind == "gateway" else {"SPADES_METRICS_PORT": str(port)}
+        )
+        return {
+            **os.environ,
+            "SPADES_NATS_URL": self.nats_url,
+            "SPADES_NATS_CREDS": str(credentials),
+            "SPADES_DATA_DIR": str(data),
+            "SPADES_PARTITIONS": str(self.layout.count),
+            "SPADES_STREAM_REPLICAS": "3",
+            "SPADES_DATABASE_URL": self.database_url,
+            "SPADES_API_KEYS": f"{PLATFORM}:{API_KEY}",
+            "SPADES_SECRET_KEY": "5" * 64,
+            "SPADES_RATE_LIMIT": "off",
+            "SPADES_WEBHOOK_ALLOW_PRIVATE": "1",
+            "SPADES_WEBHOOK_TIMEOUT_S": "5",
+            "SPADES_WEBHOOK_SCHEDULE": QUICK_SCHEDULE,
+            "SPADES_LOG_FORMAT": "json",
+            "SPADES_LOG_LEVEL": "INFO",
+            **own,
+        }
+
+    def start(self) -> None:
+        ports = iter(free_ports(2 * len(KINDS)))
+        logs = self.root / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for kind in KINDS:
+            for number in range(2):
+                port = next(ports)
+                process = Process(kind, number, port, self.env(kind, number, port), logs)
+                process.start()
+                self.processes.append(process)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.stop()
+
+    def of(self, kind: str) -> list[Process]:
+        return [p for p in self.processes if p.kind == kind]
+
+    def alive(self, kind: str) -> list[Process]:
+        return [p for p in self.of(kind) if p.alive]
+
+    async def held(self, work: str) -> int:
+        """Partitions of ``work`` held now, over the live processes that do it."""
+        kind = "webhooks" if work == "webhooks-leagues" else work
+        total = 0
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            for process in self.alive(kind):
+                with contextlib.suppress(httpx.HTTPError):
+                    text = (await http.get(f"{process.url}/metrics")).text
+                    total += sum(int(float(v)) for k, v in HELD.findall(text) if k == work)
+        return total
+
+    async def until_held(self, work: str, count: int, timeout_s: float) -> float | None:
+        started = time.monotonic()
+        while time.monotonic() - started < timeout_s:
+            if await self.held(work) == count:
+                return time.monotonic() - started
+            await asyncio.sleep(0.1)  # other processes' state, read from their metrics
+        return None
+
+    async def until_ready(self, timeout_s: float = 90.0) -> None:
+        count = self.layout.count
+        for work, wanted in (
+            ("engine", count),
+            ("projections", count),
+            ("webhooks", count),
+            ("webhooks-leagues", 1),
+            ("timers", count),
+        ):
+            took = await self.until_held(work, wanted, timeout_s)
+            if took is None:
+                raise RuntimeError(f"{work}: {await self.held(work)} of {wanted} partitions held")
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            for gateway in self.of("gateway"):
+                deadline = time.monotonic() + timeout_s
+                while True:
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await http.get(f"{gateway.url}/readyz")).status_code == 200:
+                            break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{gateway.name} is not ready")
+                    await asyncio.sleep(0.2)
+
+
+# --------------------------------------------------------------------------- the players
+
+
+class ThinkingClient(SpadesClient):
+    """A client whose actions come after a while of thought."""
+
+    def __init__(self, base_url: str, think_s: tuple[float, float], rng: random.Random) -> None:
+        super().__init__(base_url, api_key=API_KEY)
+        self._think_s = think_s
+        self._rng = rng
+        self.actions = 0
+
+    async def act(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self._rng.uniform(*self._think_s))
+        self.actions += 1
+        return await super().act(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- the night
+
+
+class Night:
+    def __init__(self, plan: NightPlan, database_url: str, root: Path) -> None:
+        self.plan = plan
+        self.layout = Partitions(plan.partitions)
+        self.database_url = database_url
+        self.root = root
+        self.failovers: list[Failover] = []
+        self.in_flight_at_kill: set[str] = set()
+        self.game_ids: list[str] = []
+        self.rounds_finished = 0
+
+    async def run(self) -> NightReport:
+        started = time.monotonic()
+        with cluster(self.root / "nats", self.layout) as nodes:
+            fleet = Fleet(nodes, self.layout, self.database_url, self.root)
+            fleet.start()
+            store = open_store(self.database_url)
+            admin = await _admin(nodes)
+            receiver = Receiver().start()
+            try:
+                await fleet.until_ready()
+                await _spread(admin, self.layout)
+                clients = [
+                    ThinkingClient(g.url, self.plan.think_s, random.Random(self.plan.seed + n))
+                    for n, g in enumerate(fleet.of("gateway"))
+                ]
+                await WebhookClient(clients[0]).create(receiver.url, EVENT_TYPES)
+                await self._league(fleet, nodes, admin, store, clients)
+                for client in clients:
+                    await client.aclose()
+                return await self._report(fleet, admin, store, receiver, started, clients)
+            finally:
+                receiver.stop()
+                await admin.close()
+                await store.close()
+                fleet.stop()
+
+    async def _league(
+        self,
+        fleet: Fleet,
+        nodes: list[EmbeddedNats],
+        admin: Client,
+        store: Store,
+        clients: list[ThinkingClient],
+    ) -> None:
+        plan = self.plan
+        names = [f"player {n}" for n in range(1, plan.players + 1)]
+        idle = frozenset(random.Random(plan.seed).sample(names, round(plan.idle * len(names))))
+        leagues = LeagueClient(clients[0])
+        clock = {"turn_s": plan.turn_s, "on_timeout": "auto", "away_after": 1}
+        rules = {"preset": "partnership", "max_hands": 1}
+        league = await leagues.create_league(
+            "league night", rules, names, rounds=plan.rounds, clock=clock, idempotency_key="night"
+        )
+        gate = asyncio.Semaphore(plan.concurrency)
+        for number in range(1, plan.rounds + 1):
+            started = await leagues.start_round(
+                league.league_id, number, idempotency_key=f"night-{number}"
+            )
+            self.game_ids += [table.game_id for table in started.tables]
+            playing = [
+                self._play(table, clients[n % len(clients)], idle, gate)
+                for n, table in enumerate(started.tables)
+            ]
+            faults = [self._faults(fleet, nodes, admin, store)] if number == plan.kill_round else []
+            async with asyncio.timeout(plan.round_timeout_s):
+                await asyncio.gather(*playing, *faults)
+                # the league records the round over itself: its state is polled over HTTP
+                while not (await leagues.round(league.league_id, number)).finished:  # noqa: ASYNC110
+                    await asyncio.sleep(0.25)
+            self.rounds_finished += 1
+
+    async def _play(
+        self,
+        table: StartedTable,
+        client: SpadesClient,
+        idle: frozenset[str],
+        gate: asyncio.Semaphore,
+    ) -> None:
+        active = {seat.seat: seat.token for seat in table.seats if seat.player not in idle}
+        async with gate:
+            if active:
+                await play_game(client, table.game_id, active, Bot, patience_s=120.0)
+
+    async def _faults(
+        self, fleet: Fleet, nodes: list[EmbeddedNats], admin: Client, store: Store
+    ) -> None:
+        """Kill one process of each worker kind, then a node leading a partition, one after
+        another, and measure each fail-over."""
+        for kind in WORKERS:
+            await asyncio.sleep(self.plan.kill_every_s)
+            victim = fleet.alive(kind)[0]
+            if kind == "webhooks":
+                self.in_flight_at_kill = await _claimed_by(store, victim.pid)
+            victim.kill()
+            works = ["webhooks", "webhooks-leagues"] if kind == "webhooks" else [kind]
+            for work in works:
+                wanted = 1 if work == "webhooks-leagues" else self.layout.count
+                took = await fleet.until_held(work, wanted, 60.0)
+                self.failovers.append(Failover(kind=work, killed=victim.name, seconds=took))
+        await asyncio.sleep(self.plan.kill_every_s)
+        placed = await leaders(admin.jetstream(), self.layout)
+        target = placed.get(1) or placed.get(0)
+        node = next(n for n in nodes if n.server_name == target)
+        killed_at = time.monotonic()
+        assert node._process is not None
+        node._process.kill()
+        node._process.wait(timeout=10)
+        took = await _until_led(admin, self.layout, target or "", 60.0)
+        self.failovers.append(
+            Failover(kind="nats-node", killed=f"{target} (a partition leader)", seconds=took)
+        )
+        if took is not None:
+            self.failovers[-1].seconds = time.monotonic() - killed_at
+
+    async def _report(
+        self,
+        fleet: Fleet,
+        admin: Client,
+        store: Store,
+        receiver: Receiver,
+        started: float,
+        clients: list[ThinkingClient],
+    ) -> NightReport:
+        js = admin.jetstream()
+        stream = GameStream(js, self.layout)
+        histories = {game: await stream.read(game) for game in self.game_ids}
+        problems = _history_problems(histories)
+        twice = _timed_out_twice(histories)
+        expected = {game: _truth(history) for game, history in histories.items()}
+        received = await _all_delivered(store, receiver, sum(map(len, expected.values())))
+        differences = await _rebuilt_differences(fleet, store, js, self.layout)
+        by_game: dict[str, list[bytes]] = {}
+        ids = Counter(request.id for request in received)
+        seen_ids: set[str] = set()
+        for request in received:
+            game = request.json.get("data", {}).get("game_id")
+            if game in expected and request.id not in seen_ids:
+                by_game.setdefault(game, []).append(request.body)
+            seen_ids.add(request.id)
+        missing, out_of_order = [], []
+        for game, bodies in expected.items():
+            got = by_game.get(game, [])
+            if sorted(got) != sorted(bodies):
+                missing.append(f"{game}: {len(got)} of {len(bodies)}")
+            elif got != bodies:
+                out_of_order.append(game)
+        repeated = {i for i, n in ids.items() if n > 1}
+        return NightReport(
+            plan=msgspec.structs.asdict(_plain(self.plan)),
+            seconds=round(time.monotonic() - started, 1),
+            rounds_finished=self.rounds_finished,
+            games=len(histories),
+            commits=sum(map(len, histories.values())),
+            timeouts=sum(_timeouts(h) for h in histories.values()),
+            failovers=self.failovers,
+            history_problems=problems,
+            timed_out_twice=twice,
+            read_model_differences=differences,
+            webhooks_expected=sum(map(len, expected.values())),
+            webhooks_received=len(received),
+            webhooks_missing=missing,
+            webhooks_out_of_order=out_of_order,
+            webhooks_twice=len(repeated),
+            webhooks_twice_not_in_flight=sorted(repeated - self.in_flight_at_kill),
+            actions=sum(client.actions for client in clients),
+        )
+
+
+class _Plan(msgspec.Struct):
+    players: int
+    rounds: int
+    partitions: int
+    idle: float
+    turn_s: float
+    kill_round: int
+
+
+def _plain(plan: NightPlan) -> _Plan:
+    return _Plan(
+        players=plan.players,
+        rounds=plan.rounds,
+        partitions=plan.partitions,
+        idle=plan.idle,
+        turn_s=plan.turn_s,
+        kill_round=plan.kill_round,
+    )
+
+
+async def _admin(nodes: list[EmbeddedNats]) -> Client:
+    import nats
+
+    return await nats.connect(
+        [node.url for node in nodes],
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.2,
+        **connect_options(nodes[0].credentials_for(ADMIN)),
+    )
+
+
+async def _spread(admin: Client, layout: Partitions, timeout_s: float = 60.0) -> None:
+    """Until the partitions lead from as many nodes as they can (the engines move them)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            placed = await leaders(admin.jetstream(), layout)
+            if None not in placed.values() and len(set(placed.values())) == min(layout.count, 3):
+                return
+        await asyncio.sleep(0.5)
+    raise RuntimeError("the partitions' leaders were not spread over the nodes")
+
+
+async def _until_led(
+    admin: Client, layout: Partitions, gone: str, timeout_s: float
+) -> float | None:
+    """Seconds until every partition has a leader that is not ``gone``."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        with contextlib.suppress(Exception):
+            placed = await leaders(admin.jetstream(), layout)
+            if all(leader and leader != gone for leader in placed.values()):
+                return time.monotonic() - started
+        await asyncio.sleep(0.1)
+    return None
+
+
+async def _claimed_by(store: Store, pid: int) -> set[str]:
+    table = webhook_deliveries
+    async with store.reading() as conn:
+        found = await conn.execute(
+            sa.select(table.c.message_id).where(
+                table.c.status == "pending", table.c.claim.like(f"%-{pid}-%")
+            )
+        )
+        return set(found.scalars())
+
+
+def _history_problems(histories: Mapping[str, list[StoredCommit]]) -> list[str]:
+    problems = []
+    for game, history in histories.items():
+        if not history:
+            problems.append(f"{game}: no history")
+            continue
+        chain = chain_problems(history)
+        if chain:
+            problems.append(f"{game}: {chain[0]}")
+            continue
+        report = audit_game(history)
+        if not report.ok:
+            problems.append(f"{game}: {report.problems[0] if report.problems else 'not ok'}")
+    return problems
+
+
+def _timeouts(history: list[StoredCommit]) -> int:
+    return sum(isinstance(e, TimedOut) for stored in history for e in stored.commit.events)
+
+
+def _timed_out_twice(histories: Mapping[str, list[StoredCommit]]) -> list[str]:
+    """Turns timed out more than once: a timeout at a version the game's history already timed
+    out at for that seat (the turn's version is the one before the commit's first event)."""
+    twice = []
+    for game, history in histories.items():
+        seen: set[tuple[int, int]] = set()
+        for stored in history:
+            commit = stored.commit
+            for event in commit.events:
+                if isinstance(event, TimedOut):
+                    turn = (commit.version - len(commit.events), event.seat)
+                    if turn in seen:
+                        twice.append(f"{game} v{turn[0]} seat {turn[1]}")
+                    seen.add(turn)
+    return twice
+
+
+def _truth(history: list[StoredCommit]) -> list[bytes]:
+    """The webhook bodies the game's history makes, in order."""
+    seen: Seen | None = None
+    bodies: list[bytes] = []
+    for stored in history:
+        seen, made = game_webhooks(seen, stored.commit)
+        bodies += [encode_webhook(one.webhook) for one in made]
+    return bodies
+
+
+async def _all_delivered(store: Store, receiver: Receiver, expected: int) -> list[Any]:
+    """What the receiver got, once the outbox has nothing pending (or two minutes passed)."""
+    table = webhook_deliveries
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        async with store.reading() as conn:
+            pending = await conn.scalar(
+                sa.select(sa.func.count()).select_from(table).where(table.c.status == "pending")
+            )
+        if not pending and len({r.id for r in receiver.received}) >= expected:
+            break
+        await asyncio.sleep(0.5)
+    return list(receiver.received)
+
+
+async def _rebuilt_differences(
+    fleet: Fleet, store: Store, js: Any, layout: Partitions
+) -> list[str]:
+    """Stop the projection workers, dump the read models, rebuild them all from the streams
+    with one worker, dump again, and name the tables whose rows differ."""
+    from services.projections.read_models import READ_MODELS
+    from services.projections.rebuild import rebuild
+
+    await _caught_up(store, js, layout)
+    for process in fleet.alive("projections"):
+        process.stop()
+    tables = [table for model in READ_MODELS.values() for table in model.tables]
+    before = {table.name: await _rows(store, table) for table in tables}
+    await rebuild(store, None, layout)
+    survivor = fleet.of("projections")[-1]
+    survivor.start()
+    await _caught_up(store, js, layout)
+    survivor.stop()
+    differences = []
+    for table in tables:
+        after = await _rows(store, table)
+        if after != before[table.name]:
+            differences.append(
+                f"{table.name}: {len(before[table.name])} rows live, {len(after)} rebuilt, "
+                f"{len(set(before[table.name]) ^ set(after))} differ"
+            )
+    return differences
+
+
+async def _rows(store: Store, table: sa.Table) -> list[tuple[Any, ...]]:
+    async with store.reading() as conn:
+        result = await conn.execute(sa.select(table).order_by(*table.primary_key.columns))
+        return [tuple(_hashable(v) for v in row) for row in result]
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return msgspec.json.encode(value)
+    return value
+
+
+async def _caught_up(store: Store, js: Any, layout: Partitions, timeout_s: float = 180.0) -> None:
+    """Until every read model stands at every partition's last sequence."""
+    from services.store import positions
+
+    deadline = time.monotonic() + timeout_s
+    lasts = {}
+    for partition in layout.indexes:
+        info = await js.stream_info(layout.stream(partition))
+        lasts[partition] = int(info.state.last_seq or 0)
+    while time.monotonic() < deadline:
+        async with store.reading() as conn:
+            stored = await positions.all_positions(conn)
+        standing = {
+            (model, partition): position.position
+            for model, by_partition in stored.items()
+            for partition, position in by_partition.items()
+        }
+        if _all_at(standing, lasts):
+            return
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"read models did not catch up with {lasts}")
+
+
+def _all_at(standing: Mapping[Any, int], lasts: Mapping[int, int]) -> bool:
+    """Whether every (model, partition) position stands at its partition's last sequence."""
+    from services.store.positions import READ_MODELS as NAMES
+
+    for name in NAMES:
+        for partition, last in lasts.items():
+            if standing.get((name, partition), 0) < last:
+                return False
+    return True
+
+
+def run(plan: NightPlan, database_url: str) -> NightReport:
+    with tempfile.TemporaryDirectory(prefix="spades-league-night-") as root:
+        return asyncio.run(Night(plan, database_url, Path(root)).run())
+
+
+def fresh_schema_url(base: str) -> str:
+    """``base`` with a schema of its own (made on first use, ``services.store.database``)."""
+    return f"{base}{'&' if '?' in base else '?'}schema=night_{secrets.token_hex(5)}"
