@@ -20,11 +20,6 @@ pytestmark = pytest.mark.e2e
 
 SHOWN_WITHIN_S = 30.0
 """A partition is claimed within seconds of a start (two renewals, ``services.runtime.claims``)."""
-CONVERTED_LATER = {
-    "projections": "p27-proj",
-}
-"""Kinds whose worker runs on the shared claims and follower in another branch of issue 27: on
-this branch alone they hold no partition yet, and show no sample of these metrics."""
 
 
 @pytest.fixture(scope="module")
@@ -117,20 +112,7 @@ def held(record: StackRecord) -> dict[str, dict[str, float]]:
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param(
-            kind,
-            marks=pytest.mark.xfail(
-                kind in CONVERTED_LATER,
-                reason=f"its worker follows partitions from branch {CONVERTED_LATER.get(kind)}",
-                strict=False,
-            ),
-        )
-        for kind in WORKERS
-    ],
-)
+@pytest.mark.parametrize("kind", WORKERS)
 def test_each_worker_shows_the_partitions_it_holds_and_no_other_kind(
     held: dict[str, dict[str, float]], kind: str
 ) -> None:

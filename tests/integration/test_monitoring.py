@@ -27,13 +27,6 @@ SEVERITIES = {"page", "ticket"}
 TARGET_LABELS = {"job", "instance"}
 """Labels Prometheus gives every series it scrapes, whatever the process says."""
 
-PENDING: dict[str, set[str]] = {}
-"""Metrics issue 27 fixed the names of, defined by the webhooks (p27-hooks) and timers
-(p27-timers) branches; on this branch alone they are not in the code yet. Empty this once they
-are merged: ``test_the_metrics_other_branches_bring_are_in_the_code`` says when."""
-PENDING_LABELS: dict[str, set[str]] = {"spades_projection_lag": {"partition"}}
-"""Labels issue 27 adds to metrics already here: the projections' gauges get ``partition``
-(p27-proj)."""
 
 METRIC_CLASSES = {
     "Counter": "counter",
@@ -168,11 +161,10 @@ def test_every_metric_the_alerts_and_the_dashboard_read_is_defined_by_the_code()
     unknown: set[str] = set()
     for query in queries():
         for name, labels in used_labels(query):
-            if name not in defined and name not in PENDING:
+            if name not in defined:
                 unknown.add(name)
                 continue
-            known = defined[name].labels if name in defined else PENDING[name]
-            allowed = known | PENDING_LABELS.get(name, set()) | TARGET_LABELS
+            allowed = defined[name].labels | TARGET_LABELS
             assert labels <= allowed, f"{name} has no label {labels - allowed}: {query}"
     assert not unknown, f"no code defines {sorted(unknown)}"
 
@@ -196,12 +188,6 @@ def test_the_alerts_and_the_dashboard_cover_every_kind_of_process() -> None:
         assert wanted in read, wanted
     dashboard = {name for query in dashboard_queries() for name, _ in used_labels(query)}
     assert read - dashboard <= {"spades_follower_position"}, "each metric has a panel"
-
-
-def test_the_metrics_other_branches_bring_are_in_the_code() -> None:
-    missing = sorted(set(PENDING) - set(defined_metrics()))
-    if missing:
-        pytest.xfail(f"not merged yet (p27-hooks, p27-timers): {missing}")
 
 
 def test_every_alert_says_how_long_how_bad_and_what_to_do() -> None:
