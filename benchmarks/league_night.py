@@ -535,9 +535,10 @@ async def _until_led(
 ) -> float | None:
     """Seconds until every partition has a leader that is not ``gone``."""
     started = time.monotonic()
+    js = admin.jetstream(timeout=1.0)  # a stream mid-election does not answer: ask again soon
     while time.monotonic() - started < timeout_s:
         with contextlib.suppress(Exception):
-            placed = await leaders(admin.jetstream(), layout)
+            placed = await leaders(js, layout)
             if all(leader and leader != gone for leader in placed.values()):
                 return time.monotonic() - started
         await asyncio.sleep(0.1)

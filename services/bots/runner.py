@@ -24,8 +24,9 @@ from services.client import ApiError, ServerSentEvent, SpadesClient
 
 T = TypeVar("T")
 
-STALE_CODES = frozenset({"not_your_turn", "wrong_phase", "conflict"})
-"""Refusals that mean the view the action was chosen from is out of date."""
+STALE_CODES = frozenset({"not_your_turn", "wrong_phase", "conflict", "game_over"})
+"""Refusals that mean the view the action was chosen from is out of date (the game may even have
+ended meanwhile: a clock played the other seats to the end while this one chose)."""
 ACTS_WITHOUT_TURN = frozenset({"hand_looked", "cards_passed"})
 """Events that never hand the turn to another seat."""
 QUIET_S = 5.0

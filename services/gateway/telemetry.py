@@ -184,4 +184,5 @@ class RequestTelemetry:
         method, route = scope["method"], _route_template(scope)
         self._counted(method, route, status).inc()
         self._timed(method, route).observe(seconds)
+        structlog.contextvars.clear_contextvars()  # the request is over: a summary is no one's
         self.access.note(method, route, scope["path"], status, seconds)

@@ -14,7 +14,9 @@ from benchmarks.league_night import Night, NightPlan, fresh_schema_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.postgres]
 
-PLAN = NightPlan(players=64, rounds=3, partitions=3, kill_round=2)
+PLAN = NightPlan(players=64, rounds=3, partitions=3, kill_round=2, turn_s=3.0, concurrency=8)
+"""Eight tables played by bots at a time on a machine of two cores; the others, and the idle
+players' seats, are played by their clocks until bots take them."""
 FAIL_OVER_S = 15.0
 """The most any kind may take to hold every partition again after a kill (the claims' renewal
 finds a killed member gone at once; the node's partitions elect new leaders)."""
