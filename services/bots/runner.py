@@ -4,8 +4,11 @@ Every seat runs two tasks. One follows the game's event stream (server-sent even
 ``Last-Event-ID`` when it drops), feeds the bot's memory and wakes the other when an event may
 have given the seat the turn. The other reads the seat's view, asks the bot for an action and
 posts it with an ``Idempotency-Key`` made of the seat and the game version it was chosen at, so
-a retry can never act twice. A refusal because the table moved on (``not_your_turn``,
-``wrong_phase``, ``conflict``) is answered by reading the view again.
+a retry can never act twice, and with the version it was chosen at (``expected_version``), so an
+action chosen from a view the table has left (the seat's clock played for it meanwhile, say) is
+refused ``conflict`` rather than tried against the table as it is now. A refusal because the
+table moved on (``not_your_turn``, ``wrong_phase``, ``conflict``, ``game_over``) is answered by
+reading the view again.
 """
 
 from __future__ import annotations
@@ -142,7 +145,9 @@ class SeatPlayer:
         key = f"bot-{self.seat}-v{version}-{action['type']}"
         try:
             result = await self._patiently(
-                lambda: self.client.act(self.game_id, self.token, action, idempotency_key=key)
+                lambda: self.client.act(
+                    self.game_id, self.token, action, idempotency_key=key, expected_version=version
+                )
             )
         except ApiError as error:
             if error.code not in STALE_CODES:

@@ -915,11 +915,14 @@ async def test_the_event_stream(client: httpx.AsyncClient) -> None:
             assert (state.event, state.id) == ("state", str(version + 2))
 
 
-def serve_gateway(nats_url: str, port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+def serve_gateway(
+    nats_url: str, port: int, data_dir: Path, log_level: str = "INFO"
+) -> subprocess.Popen[bytes]:
     """``spades serve gateway`` as its own process, logging JSON to ``data_dir/gateway.log``."""
     env = {
         **os.environ,
         "SPADES_LOG_FORMAT": "json",
+        "SPADES_LOG_LEVEL": log_level,
         "SPADES_SECRET_KEY": SIGNING_KEY,
         "SPADES_DATA_DIR": str(data_dir),
         "SPADES_NATS_CREDS": str(credentials_of("gateway")),
@@ -934,9 +937,10 @@ async def test_the_served_gateway_never_logs_a_query_string(
     shared_nats: EmbeddedNats, engine: EngineProcess, tmp_path: Path
 ) -> None:
     """The seat token of an EventSource request (``?access_token=``) and the Authorization
-    header reach no log line of ``spades serve gateway``."""
+    header reach no log line of ``spades serve gateway``, even at DEBUG, where every request
+    is written on its own line."""
     port = free_port()
-    process = serve_gateway(shared_nats.url, port, tmp_path)
+    process = serve_gateway(shared_nats.url, port, tmp_path, log_level="DEBUG")
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
             await until_serving(http, process)
