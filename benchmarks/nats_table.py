@@ -9,6 +9,7 @@ and by the engine's integration tests.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from typing import Any
@@ -20,6 +21,8 @@ from domain.game import DiscardDue, PassDue, evolve, legal_actions, seat_to_act
 from domain.state import Game, cards_held
 from services.runtime.engine_client import EngineClient, new_command_id
 from services.runtime.game_stream import GameStream
+
+UNAVAILABLE_RETRIES = 20
 
 
 class RefusedError(Exception):
@@ -47,6 +50,8 @@ class RandomTable:
         self.state: Game | None = None
         self.latencies: list[float] = []
         self.commands = 0
+        self.unavailable = 0
+        """Answers ``unavailable`` that were tried again."""
         self.avoid_blind_nil = avoid_blind_nil
 
     async def apply(self, reply: CommandReply) -> None:
@@ -60,8 +65,16 @@ class RandomTable:
             self.state = evolve(self.state, event)
 
     async def _send(self, body: Any, command_id: str | None = None) -> CommandReply:
+        """Send a command, again under the same id while the engine answers ``unavailable``
+        (its append found no stream leader for a moment, as a client retries a 503)."""
+        command_id = command_id or new_command_id()
         start = time.perf_counter()
-        reply = await self.client.send(self.game_id, body, command_id or new_command_id())
+        for retry in range(UNAVAILABLE_RETRIES):
+            reply = await self.client.send(self.game_id, body, command_id)
+            if reply.code != "unavailable":
+                break
+            self.unavailable += 1
+            await asyncio.sleep(0.05 * (retry + 1))  # the stream elects a leader meanwhile
         self.latencies.append(time.perf_counter() - start)
         self.commands += 1
         return reply

@@ -86,6 +86,7 @@ class PartitionFigures(msgspec.Struct):
     """K streams' cluster CPU per publish over one stream's."""
     command_rounds: list[CommandRound]
     commands_ratio: float
+    """K partitions' commands/s over one partition's (medians of the rounds)."""
 
 
 @contextlib.contextmanager
@@ -212,16 +213,21 @@ def _engines(nodes: list[EmbeddedNats], count: int, partitions: int) -> Iterator
         "SPADES_NATS_CREDS": str(nodes[0].credentials_for(ADMIN)),
         "SPADES_PARTITIONS": str(partitions),
         "SPADES_STREAM_REPLICAS": str(NODES),
-        "SPADES_LOG_LEVEL": os.environ.get("BENCH_ENGINE_LOG", "WARNING"),
+        "SPADES_LOG_LEVEL": "WARNING",
+        "SPADES_LOG_FORMAT": "json",
     }
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "services.cli.main", "serve", "engine"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-        )
-        for _ in range(count)
-    ]
+    logs = Path(nodes[0].store_dir).parent
+    processes = []
+    for number in range(count):
+        with (logs / f"engine-k{partitions}-{number}.log").open("ab") as log:
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "services.cli.main", "serve", "engine"],
+                    env={**env},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
     try:
         yield
     finally:
@@ -331,7 +337,9 @@ def run(
                     )
             await client.close()
             command_rounds = [
-                await _command_round(nodes, count, games, commands) for count in (1, partitions)
+                await _command_round(nodes, count, games, commands)
+                for _ in range(rounds)
+                for count in (1, partitions)
             ]
             one = [r for r in publish_rounds if r.streams == 1]
             many = [r for r in publish_rounds if r.streams == partitions]
@@ -349,7 +357,13 @@ def run(
                 cpu_ratio=round(cpu, 3),
                 command_rounds=command_rounds,
                 commands_ratio=round(
-                    command_rounds[1].commands_per_s / command_rounds[0].commands_per_s, 3
+                    statistics.median(
+                        r.commands_per_s for r in command_rounds if r.partitions == partitions
+                    )
+                    / statistics.median(
+                        r.commands_per_s for r in command_rounds if r.partitions == 1
+                    ),
+                    3,
                 ),
             )
 

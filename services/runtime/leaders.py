@@ -7,10 +7,13 @@ with its node moves to another, so after start-up and after a node comes back se
 partitions may be led from one node. :func:`spread` moves each partition's leader to the node it
 is assigned (the partitions taken in order, round the nodes that hold its replicas, sorted by
 name) with JetStream's own leader step-down and its ``preferred`` placement (nats-server 2.11+):
-nothing but the Raft election itself moves a leader.
+nothing but the Raft election itself moves a leader. Each partition's node is worked out from
+every node that holds a replica, whether it is current or not, so that a replica lagging for a
+moment (under load) never moves leaders back and forth; a partition is moved only to a node
+that is current.
 
 The engine holding partition 0 runs it at start-up and every :data:`EVERY_S`. A node that is
-down is nobody's target (its partitions go round the others until it is back).
+down or behind is not moved to (its partitions stay where they are until it is back).
 """
 
 from __future__ import annotations
@@ -51,10 +54,12 @@ async def spread(js: JetStreamContext, partitions: Partitions) -> dict[int, str]
         cluster = info.cluster
         if cluster is None or not cluster.replicas:
             return {}
+        peers = {r.name for r in cluster.replicas if r.name}
         healthy = {r.name for r in cluster.replicas if r.name and r.current and not r.offline}
         if cluster.leader:
+            peers.add(cluster.leader)
             healthy.add(cluster.leader)
-        nodes |= healthy
+        nodes |= peers  # every node, healthy or not: the assignment must not follow a lag
         current[partition] = (cluster.leader, healthy)
     order = sorted(nodes)
     moves: dict[int, str] = {}
