@@ -213,7 +213,7 @@ def _engines(nodes: list[EmbeddedNats], count: int, partitions: int) -> Iterator
         "SPADES_NATS_CREDS": str(nodes[0].credentials_for(ADMIN)),
         "SPADES_PARTITIONS": str(partitions),
         "SPADES_STREAM_REPLICAS": str(NODES),
-        "SPADES_LOG_LEVEL": "WARNING",
+        "SPADES_LOG_LEVEL": os.environ.get("SPADES_BENCH_ENGINE_LOG_LEVEL", "WARNING"),
         "SPADES_LOG_FORMAT": "json",
     }
     logs = Path(nodes[0].store_dir).parent
