@@ -108,7 +108,7 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
                 info = await again.stream_info(stream)
                 expected = STREAMS[stream](1)
                 assert info.config.deny_delete
-                assert info.config.deny_purge
+                assert info.config.deny_purge == expected.deny_purge
                 assert info.config.subjects == expected.subjects
                 assert info.created != (await js.stream_info(stream)).created, "made anew"
         finally:
