@@ -5,10 +5,13 @@ and its restore."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -22,6 +25,7 @@ from services.archive.moving import Pass, archive_games
 from services.audit.replay import audit_game
 from services.backup.deployment import restore_backup, take_backup
 from services.engine.service import ensure_streams
+from services.projections.rebuild import rebuild
 from services.runtime.broker_users import ADMIN
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_archive import (
@@ -34,7 +38,10 @@ from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
-from tests.integration.support import EngineProcess
+from services.store.database import open_store
+from services.store.migrations import migrate
+from tests.integration.support import EngineProcess, ProjectionsProcess
+from tests.integration.test_gateway import ServedGateway, gateway_settings
 
 pytestmark = pytest.mark.integration
 
@@ -260,3 +267,81 @@ def _archived(game_id: str, history: list[StoredCommit]) -> ArchivedGame:
         digest=history_digest(commits),
         commits=commits,
     )
+
+
+async def _answers(http: httpx.AsyncClient, game_id: str, version: int) -> dict[str, Any]:
+    """What the gateway answers of a finished game: its state, events, hand record,
+    scoreboard and audit (once the read models hold its last version)."""
+    base = f"/v1/games/{game_id}"
+    answers: dict[str, Any] = {}
+    for name, path in {
+        "state": base,
+        "events": f"{base}/events?limit=1000",
+        "hand": f"{base}/hands/1?min_version={version}",
+        "scoreboard": f"{base}/scoreboard?min_version={version}",
+        "audit": f"{base}/audit",
+    }.items():
+        answer = await http.get(path)
+        assert answer.status_code == 200, (path, answer.text)
+        answers[name] = answer.json()
+    return answers
+
+
+async def _replayed_events(http: httpx.AsyncClient, game_id: str, version: int) -> list[int]:
+    """The versions an event stream resumed from ``Last-Event-ID: 0`` sends, up to ``version``."""
+    seen: list[int] = []
+    headers = {"Last-Event-ID": "0"}
+    async with http.stream("GET", f"/v1/games/{game_id}/events/stream", headers=headers) as body:
+        async for line in body.aiter_lines():
+            if line.startswith("id:"):
+                seen.append(int(line[3:]))
+                if seen[-1] >= version:
+                    break
+    return seen
+
+
+async def test_the_gateway_and_rebuilt_read_models_answer_an_archived_game_as_before(
+    nats_server: EmbeddedNats, nats_client: Client, engine: EngineProcess, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    workers = ProjectionsProcess(nats_server.url, tmp_path, env={"SPADES_DATA_DIR": str(data_dir)})
+    workers.start()
+    settings = gateway_settings(nats_server.url, data_dir)
+    try:
+        client = EngineClient(nats_client, timeout_s=10)
+        await wait_for_engine(client)
+        table = await _play(client, GameStream(nats_client.jetstream()), "served-1", 3)
+        await table.play_out()
+        assert table.state is not None
+        version = table.state.version
+        with ServedGateway(settings, min_version_wait_s=20.0) as served:
+            async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+                before = await _answers(http, table.game_id, version)
+                assert before["audit"]["ok"]
+                done = await archive_games(nats_client.jetstream(), ONE, idle_since=time.time() + 1)
+                assert [moved.game_id for moved in done.moved] == [table.game_id]
+                assert await _subject_count(nats_client.jetstream(), ONE, table.game_id) == 1
+                warm = await _answers(http, table.game_id, version)  # its cache saw the game
+        with ServedGateway(settings, min_version_wait_s=20.0) as served:  # one that never did
+            async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+                cold = await _answers(http, table.game_id, version)
+                replayed = await _replayed_events(http, table.game_id, version)
+                assert warm == before
+                assert cold == before
+                assert replayed == [e["version"] for e in before["events"]["events"]]
+
+                # The read models rebuilt from the streams hold the archived game again.
+                store = open_store(settings.read_model_database_url)
+                try:
+                    await migrate(store)
+                    assert await rebuild(store) != []
+                finally:
+                    await store.close()
+                rebuilt = await _answers(http, table.game_id, version)
+                assert rebuilt["hand"] == before["hand"]
+                assert rebuilt["scoreboard"] == before["scoreboard"]
+                listed = (await http.get("/v1/games")).json()
+                assert table.game_id in json.dumps(listed)
+    finally:
+        workers.stop()
