@@ -34,7 +34,7 @@ from services.runtime.game_archive import (
     history_digest,
     pack,
 )
-from services.runtime.game_stream import GameStream, StoredCommit
+from services.runtime.game_stream import GameStream, StoredCommit, games_stream_config
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
@@ -345,3 +345,21 @@ async def test_the_gateway_and_rebuilt_read_models_answer_an_archived_game_as_be
                 assert table.game_id in json.dumps(listed)
     finally:
         workers.stop()
+
+
+async def test_a_stream_made_before_archiving_still_starts_and_is_left_as_it_is(
+    nats_server: EmbeddedNats, nats_client: Client
+) -> None:
+    js = nats_client.jetstream()
+    earlier = games_stream_config()
+    earlier.deny_purge = True  # as every version before archiving made it
+    await js.add_stream(earlier)
+    await fill(nats_client, ONE, finished_histories(1, prefix="kept"))
+
+    await ensure_streams(js)  # what an engine of this version does at start-up
+
+    assert (await js.stream_info(ONE.stream(0))).config.deny_purge
+    done = await archive_games(js, ONE, idle_since=time.time() + 1)
+    assert done.moved == []
+    assert "denies purges" in done.left[ONE.stream(0)]
+    assert await _subject_count(js, ONE, "kept-000000") == 121
