@@ -24,6 +24,7 @@ from contracts.wire import ARCHIVE_STREAM, ActRequest, CreateGameRequest
 from services.archive.moving import Pass, archive_games
 from services.audit.replay import audit_game
 from services.backup.deployment import restore_backup, take_backup
+from services.backup.repartition import MigrationError, migrate_partitions
 from services.engine.service import ensure_streams
 from services.projections.rebuild import rebuild
 from services.runtime.broker_users import ADMIN
@@ -254,6 +255,9 @@ async def test_a_pass_resumes_a_write_that_was_not_purged_and_never_purges_a_dif
     assert archived == 3  # the resumed game's first write was used, not written again
     for game in histories:
         assert _as_stored(await GameStream(js, ONE).read(game)) == _as_stored(before[game])
+    # Moving games into partitions would change the sequences their archive keeps: refused.
+    with pytest.raises(MigrationError, match="archived"):
+        await migrate_partitions(js, Partitions(3))
 
 
 def _archived(game_id: str, history: list[StoredCommit]) -> ArchivedGame:
