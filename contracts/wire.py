@@ -234,6 +234,11 @@ request_decoder = msgspec.json.Decoder(CommandRequest)
 # :class:`LeagueCommit` per accepted (or refused) command, appended with the same optimistic
 # concurrency and deduplication as a game's.
 
+ARCHIVE_STREAM = "SPADES_ARCHIVE"
+ARCHIVE_SUBJECTS = "spades.archive.*"
+"""The archive of finished games: one message per archived game, ``spades.archive.<game_id>``,
+its whole history compressed (:mod:`services.runtime.game_archive`)."""
+
 LEAGUES_STREAM = "SPADES_LEAGUES"
 ROUND_WATCH_CONSUMER = "spades-league-rounds"
 """The engines' shared durable consumer of the game stream that finishes league rounds as their

@@ -35,7 +35,7 @@ from nats.aio.client import Client
 from nats.js import api
 
 from contracts.partitions import ONE, Partitions
-from contracts.wire import LEAGUES_STREAM
+from contracts.wire import ARCHIVE_STREAM, LEAGUES_STREAM
 from services.backup.chain import base_of, check_extendable, check_same_stream, read_chain
 from services.backup.manifest import (
     FULL,
@@ -49,6 +49,7 @@ from services.backup.manifest import (
 )
 from services.backup.outside import NOT_KEPT, OUTSIDE_THE_STREAM
 from services.backup.stream_copy import Progress, export_stream, import_stream, stream_created
+from services.runtime.game_archive import archive_stream_config
 from services.runtime.game_stream import deployed_partitions, games_stream_config
 from services.runtime.league_stream import leagues_stream_config
 from services.runtime.nats import ensure_stream
@@ -57,12 +58,14 @@ from services.runtime.settings import Settings
 
 def streams_of(partitions: Partitions) -> dict[str, Callable[[int], api.StreamConfig]]:
     """Every stream a backup of a deployment of ``partitions`` copies, in order (each game
-    partition, then the leagues), with its definition (given the replicas)."""
+    partition, the leagues, then the archive of finished games), with its definition (given
+    the replicas)."""
     streams: dict[str, Callable[[int], api.StreamConfig]] = {
         partitions.stream(p): functools.partial(_partition_config, partitions, p)
         for p in partitions.indexes
     }
     streams[LEAGUES_STREAM] = leagues_stream_config
+    streams[ARCHIVE_STREAM] = archive_stream_config
     return streams
 
 

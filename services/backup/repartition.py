@@ -34,6 +34,7 @@ import nats.js.errors
 from nats.js import JetStreamContext, api
 
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
+from contracts.wire import ARCHIVE_STREAM
 from services.backup.manifest import BackupError
 from services.backup.stream_copy import stored_messages
 from services.runtime.game_stream import MOVED_KEY, partition_stream_configs
@@ -86,6 +87,7 @@ async def migrate_partitions(
     moved_to = (old.config.metadata or {}).get(MOVED_KEY)
     if moved_to:
         raise MigrationError(f"{LEGACY_STREAM} was moved into {moved_to} partitions already")
+    await _check_nothing_archived(js)
     for stream in partitions.streams:
         await _check_absent_or_empty(js, stream)
     for config in partition_stream_configs(partitions, replicas):
@@ -109,6 +111,20 @@ async def migrate_partitions(
         f"{partitions.count} partitions ({', '.join(map(str, moved.per_partition))})"
     )
     return moved
+
+
+async def _check_nothing_archived(js: JetStreamContext) -> None:
+    """Refuse to move games some of which are archived: an archived game's history is kept at
+    the sequences of its stream, which a move changes (archive after the move, not before)."""
+    try:
+        archive = await js.stream_info(ARCHIVE_STREAM)
+    except nats.js.errors.NotFoundError:
+        return
+    if archive.state.messages:
+        raise MigrationError(
+            f"{archive.state.messages} games are archived ({ARCHIVE_STREAM}): their histories "
+            f"are kept at {LEGACY_STREAM}'s sequences, which a move would change"
+        )
 
 
 async def _check_absent_or_empty(js: JetStreamContext, stream: str) -> None:

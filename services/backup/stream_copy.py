@@ -6,6 +6,12 @@ stream, from its start (a full backup) or from the sequence after a base's last 
 up to the last sequence seen when the backup began; writing publishes each message with its own
 headers and checks that it lands at its own sequence, so an increment's file continues the
 stream that its base's files restored.
+
+A game stream may skip sequences: the commits of finished games that archiving purged
+(:mod:`services.runtime.game_archive`; the archive stream is backed up with the others). A
+restore keeps every message at its own sequence all the same: each sequence skipped is taken by
+a message on a subject no game has (:func:`gap_subject`), and those are purged once the file is
+published.
 """
 
 from __future__ import annotations
@@ -69,11 +75,6 @@ async def export_stream(
     up to its last sequence then, to ``streams/<name>.jsonl`` under ``folder``."""
     name = str(info.config.name)
     last = int(info.state.last_seq or 0)
-    if info.state.num_deleted or (last and info.state.first_seq != 1):
-        raise BackupError(
-            f"stream {name} has deleted messages (it starts at {info.state.first_seq}): its "
-            "sequences could not be restored as they are"
-        )
     relative = f"streams/{name}.jsonl"
     path = folder / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,18 +82,25 @@ async def export_stream(
     size = count = 0
     with path.open("wb") as out:
         async with contextlib.aclosing(stored_messages(js, name, last, after=after)) as messages:
+            previous = after
             async for message in messages:
                 count += 1
-                if message.sequence != after + count:
-                    raise BackupError(f"stream {name}: message {after + count} was not delivered")
+                if message.sequence <= previous:
+                    raise BackupError(f"stream {name}: message {message.sequence} came twice")
+                previous = message.sequence
                 line = _encode(message) + b"\n"
                 out.write(line)
                 digest.update(line)
                 size += len(line)
                 if progress is not None and count % FETCH_BATCH == 0:
                     progress(count)
-    if after + count != last:
-        raise BackupError(f"stream {name}: {count} messages copied of {last - after}")
+    if last > after and previous != last:
+        raise BackupError(f"stream {name}: copied up to {previous}, not {last}")
+    if not after and count != int(info.state.messages or 0):
+        raise BackupError(
+            f"stream {name}: {count} messages copied of the {info.state.messages} it held "
+            "(was a pass of `spades archive` running? take the backup again)"
+        )
     return StreamCopy(
         name=name,
         file=relative,
@@ -155,7 +163,7 @@ async def import_stream(
     restore with the reason."""
     pending: deque[tuple[int, asyncio.Future[api.PubAck]]] = deque()
     try:
-        count = await _publish(js, copy, folder, pending, progress)
+        count, gaps = await _publish(js, copy, folder, pending, progress)
         while pending:
             await _landed(copy.name, *pending.popleft())
     finally:
@@ -163,7 +171,16 @@ async def import_stream(
             future.cancel()
     if count != copy.messages:
         raise BackupError(f"{copy.file} holds {count} messages; the manifest says {copy.messages}")
+    if gaps:
+        await js.purge_stream(copy.name, subject=gap_subject(copy))
     return count
+
+
+def gap_subject(copy: StreamCopy) -> str:
+    """The subject a restore fills a stream's skipped sequences on: one of the stream's own
+    (its first wildcard's last token made ``~gap``), which no game or league id can be."""
+    tokens = copy.subjects[0].split(".")
+    return ".".join([*tokens[:-1], "~gap"])
 
 
 async def _publish(
@@ -172,22 +189,63 @@ async def _publish(
     folder: Path,
     pending: deque[tuple[int, asyncio.Future[api.PubAck]]],
     progress: Progress | None,
-) -> int:
-    count = 0
+) -> tuple[int, int]:
+    """Publish the file's messages, each at its own sequence; how many, and how many skipped
+    sequences were filled."""
+    count = gaps = 0
+    expected = copy.first_sequence
+    lasts: dict[str, int] = {}
+    """Each subject's last sequence published, where the file skips sequences."""
     with (folder / copy.file).open("rb") as source:
         for line in source:
             message = _decode(line)
-            expected = copy.first_sequence + count
             count += 1
-            if message.sequence != expected:
-                raise BackupError(f"{copy.file}: message {expected} is missing")
-            future = await js.publish_async(message.subject, message.data, headers=message.headers)
-            pending.append((message.sequence, future))
-            if len(pending) >= IN_FLIGHT:
-                await _landed(copy.name, *pending.popleft())
+            if message.sequence < expected or message.sequence > copy.last_sequence:
+                raise BackupError(f"{copy.file}: message {message.sequence} is out of order")
+            while expected < message.sequence:  # purged by archiving: filled, purged after
+                gaps += 1
+                await _in_flight(js, copy, pending, expected, gap_subject(copy), b"", None)
+                expected += 1
+            headers = message.headers
+            if gaps:
+                headers = _unpurged(headers, lasts.get(message.subject, 0))
+                lasts[message.subject] = message.sequence
+            await _in_flight(
+                js, copy, pending, message.sequence, message.subject, message.data, headers
+            )
+            expected += 1
             if progress is not None and count % FETCH_BATCH == 0:
                 progress(count)
-    return count
+    if count and expected != copy.last_sequence + 1:
+        raise BackupError(f"{copy.file} ends at {expected - 1}, not {copy.last_sequence}")
+    return count, gaps
+
+
+def _unpurged(headers: dict[str, str] | None, last: int) -> dict[str, str] | None:
+    """A message's headers without the subject sequence it expected to follow when that one
+    was purged (a commit archived since: the subject's last published message is older): the
+    rest is checked as it was."""
+    key = api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value
+    if headers is None or key not in headers or not headers[key].isdigit():
+        return headers
+    if int(headers[key]) <= last:
+        return headers
+    return {name: value for name, value in headers.items() if name != key}
+
+
+async def _in_flight(
+    js: JetStreamContext,
+    copy: StreamCopy,
+    pending: deque[tuple[int, asyncio.Future[api.PubAck]]],
+    sequence: int,
+    subject: str,
+    data: bytes,
+    headers: dict[str, str] | None,
+) -> None:
+    future = await js.publish_async(subject, data, headers=headers)
+    pending.append((sequence, future))
+    if len(pending) >= IN_FLIGHT:
+        await _landed(copy.name, *pending.popleft())
 
 
 async def _landed(stream: str, sequence: int, future: asyncio.Future[api.PubAck]) -> None:

@@ -9,6 +9,7 @@ import typer
 import typer.core
 
 from services.cli import (
+    archive,
     audit,
     backup,
     bench,
@@ -54,6 +55,7 @@ app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(partitions.app, name="partitions")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
+app.command("archive")(archive.archive)
 app.command("backup")(backup.backup)
 app.command("restore")(backup.restore)
 app.command("bots")(bots.play_bots)

@@ -56,6 +56,7 @@ from services.runtime.checkpoints import Checkpoints
 from services.runtime.claims import Claims
 from services.runtime.credentials import faststream_security
 from services.runtime.follower import Following
+from services.runtime.game_archive import archive_stream_config
 from services.runtime.game_stream import GameStream, ensure_partitions, game_partitions
 from services.runtime.leaders import EVERY_S as LEADERS_EVERY_S
 from services.runtime.leaders import spread
@@ -108,10 +109,11 @@ CHANNELS = (
 async def ensure_streams(
     js: JetStreamContext, replicas: int = 1, partitions: Partitions = ONE
 ) -> None:
-    """Create the game partitions' streams and the league stream from their definitions, or
-    bring them in line."""
+    """Create the game partitions' streams, the league stream and the archive of finished
+    games from their definitions, or bring them in line."""
     await ensure_partitions(js, partitions, replicas)
     await ensure_stream(js, leagues_stream_config(replicas))
+    await ensure_stream(js, archive_stream_config(replicas))
 
 
 async def follow_when_contested(

@@ -4,7 +4,9 @@ Each event's ``id:`` is its version, so a client that reconnects with ``Last-Eve
 events after it and no ``state``; an id the game has not reached (or not a version at all) gets
 a fresh ``state``. The events come from a JetStream ordered consumer on the game's subject,
 started right after the last commit already rendered: nothing is missed or sent twice between
-the state and the first event. Idle streams get a keep-alive comment.
+the state and the first event. A client that resumes behind the game is sent what it missed
+from the game's history first (read as every history is, from the archive too). Idle streams
+get a keep-alive comment.
 
 A stream opened with a seat token lasts as long as the token: it ends when the token expires,
 and right after the event that issues the seat a new token (which revokes this one).
@@ -26,7 +28,7 @@ from nats.js import JetStreamContext, api
 from starlette.responses import StreamingResponse
 
 from contracts.wire import commit_seconds, read_commit
-from domain.events import SeatTokenReissued
+from domain.events import AnyEvent, SeatTokenReissued
 from domain.game import evolve
 from domain.state import Game
 from domain.timing import apply_commit
@@ -119,6 +121,11 @@ def _state_frame(game: Game, reader: Reader) -> bytes:
     return format_sse_event(data_str=data, event="state", id=str(game.version))
 
 
+def _event_frame(version: int, event: AnyEvent, reader: Reader) -> bytes:
+    data = event_json(event, reader).decode()
+    return format_sse_event(data_str=data, event=str(event.__struct_config__.tag), id=str(version))
+
+
 def _clock_frame(game: Game) -> bytes:
     """The clock after a commit (each seat's bank, away, the deadline of the seat on turn):
     public, without an id (a client resumes by its events)."""
@@ -136,14 +143,19 @@ async def frames(
     """The stream's bytes, until the client goes or NATS does."""
     game = start.game
     seen = start.resume_after
-    from_sequence = start.sequence + 1
     if seen is None:
         yield _state_frame(game, reader)
         seen = game.version
-    elif seen < game.version:
-        from_sequence = 1  # replay the game's subject from its start, skipping what was seen
     try:
-        async with _following(js, stream, game.game_id, from_sequence) as subscription:
+        if seen < game.version:  # what the client missed, from the history (archived or not)
+            for stored in await stream.read(game.game_id, until=start.sequence):
+                for version, event in versioned(stored.commit):
+                    if version > seen:
+                        yield _event_frame(version, event, reader)
+                        seen = version
+                        if start.revokes(event):
+                            return
+        async with _following(js, stream, game.game_id, start.sequence + 1) as subscription:
             while True:
                 if start.expired():
                     return
@@ -155,10 +167,7 @@ async def frames(
                 commit = read_commit(message.data)
                 for version, event in versioned(commit):
                     if version > seen:
-                        data = event_json(event, reader).decode()
-                        yield format_sse_event(
-                            data_str=data, event=str(event.__struct_config__.tag), id=str(version)
-                        )
+                        yield _event_frame(version, event, reader)
                         seen = version
                         if start.revokes(event):
                             return

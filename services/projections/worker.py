@@ -59,11 +59,14 @@ import structlog
 from nats.aio.client import Client
 
 from contracts.partitions import Partitions
-from services.projections.model import Delivered, ReadModel, Unreadable
+from contracts.wire import read_commit
+from services.projections.model import Delivered, ReadModel, Refusals, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
 from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
 from services.runtime.follower import Message, Opened, Pace
+from services.runtime.game_archive import GameArchive
+from services.runtime.game_stream import may_follow_archived
 from services.runtime.stream_identity import (
     AUTO_REBUILD_VARIABLE,
     REBUILD_COMMAND,
@@ -136,9 +139,11 @@ class Crew(Protocol):
 
 
 class Received:
-    """A stream message as a worker holds it: decoded once, kept for parking."""
+    """A stream message as a worker holds it: decoded once, kept for parking; with the
+    archived commits of its game that come before it when it begins an archived game's
+    subject."""
 
-    __slots__ = ("data", "delivered", "problem", "sequence", "subject")
+    __slots__ = ("archived", "data", "delivered", "problem", "sequence", "subject")
 
     def __init__(self, sequence: int, subject: str, data: bytes, partitions: Partitions) -> None:
         self.sequence = sequence
@@ -146,6 +151,7 @@ class Received:
         self.data = data
         self.delivered: Delivered | None = None
         self.problem: str | None = None
+        self.archived: list[Delivered] = []
         try:
             self.delivered = Delivered.read(sequence, subject, data, partitions)
         except Unreadable as error:
@@ -222,6 +228,7 @@ class Worker:
         self.auto_rebuild = auto_rebuild
         """Rebuild the models from the stream, rather than wait, when they refuse the stream."""
         self.groups: dict[int, Group] = {}
+        self.archive = GameArchive(client.jetstream())
 
     # ------------------------------------------------------------------ the crew's side
 
@@ -285,8 +292,10 @@ class Worker:
         if group is None or not group.models:
             return False
         group.undelivered = 0
+        received = self._received(batch)
+        await self._with_archived(received)
         try:
-            await self._apply(partition, group, self._received(batch))
+            await self._apply(partition, group, received)
         except Rebuilt:
             self._log(partition, group).info("read models rebuilt: replaying the stream")
             return False
@@ -351,7 +360,9 @@ class Worker:
                         opened.partition.stream, start.position
                     )
                 except nats.js.errors.NotFoundError:
-                    return f"the message at position {start.position} is gone from {found.name}"
+                    # Archived since (a finished game's commit, purged once in the archive): the
+                    # stream's identity and its end still vouch for the position.
+                    return refusal(start.followed, found, last)
                 at_position = digests[start.position] = message_digest(message.data or b"")
         return refusal(start.followed, found, last, at_position)
 
@@ -485,6 +496,21 @@ class Worker:
             for sequence, message in sorted(unique.items())
         ]
 
+    async def _with_archived(self, batch: Sequence[Received]) -> None:
+        """Give each message that begins an archived game's subject the game's archived commits
+        before it (:mod:`services.runtime.game_archive`): a model that replays the stream
+        (rebuilt, or behind when the game was archived) applies the whole game there, at the
+        place of its last commit; one that applied them when they were in the stream skips them
+        (their versions are its own already)."""
+        for message in batch:
+            delivered = message.delivered
+            if delivered is None or not may_follow_archived(delivered.commit):
+                continue
+            archived = await self.archive.before(delivered.commit.game_id, message.sequence)
+            message.archived = [
+                Delivered(commit.sequence, read_commit(commit.data)) for commit in archived
+            ]
+
     async def _apply(self, partition: int, group: Group, batch: Sequence[Received]) -> None:
         try:
             await self._transact(partition, group, batch, group.models)
@@ -555,14 +581,20 @@ class Worker:
             for model in models:
                 if model in rebuilt:
                     continue
-                fresh = _fresh(model.name, stored[model.name].position, batch)
+                fresh = await self._fresh(partition, model.name, stored[model.name].position, batch)
                 if not fresh:
                     continue
                 if park_reason is not None:
                     refused = {message.sequence: park_reason for message in fresh}
                 else:
-                    readable = [m.delivered for m in fresh if m.delivered is not None]
-                    refused = await model.apply(conn, readable) if readable else {}
+                    readable = [
+                        delivered
+                        for m in fresh
+                        if m.delivered is not None
+                        for delivered in (*m.archived, m.delivered)
+                    ]
+                    applied = await model.apply(conn, readable) if readable else {}
+                    refused = _on_stream(applied, fresh)
                     refused.update({m.sequence: m.problem for m in fresh if m.problem is not None})
                 parked += [
                     _parked(model, partition, m, refused[m.sequence], tries)
@@ -590,6 +622,39 @@ class Worker:
         if rebuilt and await self._leave(partition, group, rebuilt):
             raise Rebuilt(f"{', '.join(m.name for m in rebuilt)} rebuilt")
 
+    async def _fresh(
+        self, partition: int, model: str, position: int, batch: Sequence[Received]
+    ) -> list[Received]:
+        """The messages of ``batch`` after ``position``: exactly those the stream holds after
+        it, else :class:`OutOfStep`. Where sequences skip (what archiving purged), the stream
+        is asked whether it holds anything in between."""
+        fresh = [message for message in batch if message.sequence > position]
+        expected = position + 1
+        for message in fresh:
+            if message.sequence != expected and not await self._purged(
+                partition, expected, message.sequence
+            ):
+                raise OutOfStep(
+                    f"{model} stands at {position}; the batch brings {fresh[0].sequence} to "
+                    f"{fresh[-1].sequence} ({len(fresh)} messages), and the stream holds "
+                    f"messages after {expected - 1} before {message.sequence}"
+                )
+            expected = message.sequence + 1
+        return fresh
+
+    async def _purged(self, partition: int, first: int, then: int) -> bool:
+        """Whether a partition's stream holds no message from ``first`` up to ``then``."""
+        try:
+            message = await self.client.jetstream().get_msg(
+                self.partitions.stream(partition),
+                first,
+                subject=self.partitions.subjects(partition),
+                next=True,
+            )
+        except nats.js.errors.NotFoundError:
+            return False
+        return message.seq is not None and message.seq >= then
+
     def _lag(self, partition: int, group: Group, pending: int) -> None:
         for name in group.names:
             _lag_gauge(name, str(partition)).set(pending)
@@ -601,16 +666,16 @@ class Worker:
         return logger
 
 
-def _fresh(model: str, position: int, batch: Sequence[Received]) -> list[Received]:
-    """The messages of ``batch`` after ``position``: exactly those that follow it (a partition's
-    stream has no gaps), else :class:`OutOfStep`."""
-    fresh = [message for message in batch if message.sequence > position]
-    if fresh and (fresh[0].sequence != position + 1 or fresh[-1].sequence != position + len(fresh)):
-        raise OutOfStep(
-            f"{model} stands at {position}; the batch brings {fresh[0].sequence} to "
-            f"{fresh[-1].sequence} ({len(fresh)} messages)"
-        )
-    return fresh
+def _on_stream(refused: Refusals, fresh: Sequence[Received]) -> Refusals:
+    """A model's refusals, each of an archived commit given to the message it came with (the
+    message parked is one of the stream)."""
+    carried = {d.sequence: m.sequence for m in fresh for d in m.archived}
+    if not carried:
+        return refused
+    on_stream: Refusals = {}
+    for sequence, reason in refused.items():
+        on_stream.setdefault(carried.get(sequence, sequence), reason)
+    return on_stream
 
 
 def _parked(

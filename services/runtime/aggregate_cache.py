@@ -87,6 +87,15 @@ class Loaded(Generic[S, C]):
         self.versions.append(self.version)
         self.sequences.append(stored.sequence)
 
+    def reset(self) -> None:
+        """Forget everything applied, to apply the history again from its start."""
+        self.state = None
+        self.sequence = 0
+        self.digest = GENESIS
+        self.answered = {}
+        self.versions = []
+        self.sequences = []
+
     def sequence_through(self, version: int) -> int:
         """The stream sequence of the last commit at or below ``version`` (0 for none): a
         read after it starts with the first commit that holds a later event."""
@@ -125,8 +134,14 @@ class AggregateCache(Generic[L]):
         return self._held.get(key)
 
     async def catch_up(self, held: L) -> None:
-        """Apply the commits other processes appended since ``held.sequence``."""
-        for stored in await self._stream.read(held.key, after=held.sequence):
+        """Apply the commits other processes appended since ``held.sequence``. Commits that do
+        not follow the held chain (a history changed under it: a game archived meanwhile, read
+        back whole) make it read the whole history again."""
+        commits = await self._stream.read(held.key, after=held.sequence)
+        if commits and commits[0].commit.previous != held.digest:
+            held.reset()
+            commits = await self._stream.read(held.key)
+        for stored in commits:
             held.apply(stored)
 
     def observe(self, sequence: int, subject: str, data: bytes) -> bool:

@@ -20,7 +20,10 @@ What each process really does on NATS, and so what it is given:
   through durable consumers (``_consumes``), keeping its positions in a checkpoint bucket;
 - every worker kind renews its leases and membership under its own keys of the claims bucket
   (``_claims``), and keeps positions outside a database under its own keys (``_checkpoints``);
-- nobody but ``admin`` may delete or purge a stream or a message, or touch another stream.
+- every process that reads games reads the archive of finished games (``_reads``), which the
+  engine declares (it never writes to it);
+- nobody but ``admin`` may delete or purge a stream or a message, or touch another stream:
+  ``spades archive``, which writes the archive and purges what it archived, is the operator's.
 
 ``admin`` is the operator's user, for the CLI tools that read the stream or manage it (audit,
 ``projections lag``, backups to come): everything, like the account's owner.
@@ -34,6 +37,7 @@ import msgspec
 
 from contracts.partitions import ANY_ENGINE_SUBJECTS, LEGACY_STREAM, ONE, Partitions
 from contracts.wire import (
+    ARCHIVE_STREAM,
     LEAGUE_COMMAND_SUBJECTS,
     LEAGUE_SUBJECTS,
     LEAGUES_STREAM,
@@ -185,6 +189,9 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                     for subject in _declares(games[p], game_subjects[p])
                 ),
                 *_declares(LEAGUES_STREAM, LEAGUE_SUBJECTS),
+                f"$JS.API.STREAM.CREATE.{ARCHIVE_STREAM}",
+                f"$JS.API.STREAM.UPDATE.{ARCHIVE_STREAM}",
+                *_reads(ARCHIVE_STREAM),
                 *(subject for stream in games for subject in _follows(stream, "round-watch")),
                 *_each(games, _leads),
                 *_reads(LEAGUES_STREAM),
@@ -202,6 +209,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 LEAGUE_COMMAND_SUBJECTS,
                 *_each(games, _reads),
                 *_reads(LEAGUES_STREAM),
+                *_reads(ARCHIVE_STREAM),
                 *checks,
             ),
             subscribe=(_inbox("gateway"),),
@@ -211,6 +219,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
             publish=(
                 *_each(games, _consumes),
                 *_consumes(LEAGUES_STREAM),
+                *_reads(ARCHIVE_STREAM),
                 *_claims("projections"),
                 *checks,
             ),
@@ -222,6 +231,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
             publish=(
                 *sends,
                 *(subject for stream in games for subject in _follows(stream, "timers")),
+                *_reads(ARCHIVE_STREAM),
                 *_claims("timers"),
                 *_checkpoints("timers"),
                 *checks,
@@ -234,6 +244,7 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
             publish=(
                 *(subject for stream in games for subject in _follows(stream, "webhooks")),
                 *_follows(LEAGUES_STREAM, "webhooks-leagues"),
+                *_reads(ARCHIVE_STREAM),
                 # the one consumer of the game stream an earlier version followed it with
                 f"$JS.API.CONSUMER.DELETE.{games[0]}.spades-webhooks-games",
                 *_claims("webhooks"),

@@ -263,6 +263,17 @@ class JetStreamEventStore(Generic[C]):
             return 0
         return message.seq
 
+    async def first_sequence(self, key: str) -> int:
+        """The stream sequence of the first commit of the subject the stream still holds, 0
+        when it holds none (an archived game's first is its last commit at the archiving)."""
+        stored = await self._next(_encode(self._subject_of(key)), 1)
+        return 0 if stored is None else stored.sequence
+
+    async def last(self, key: str) -> Stored[C] | None:
+        """The subject's last commit, None when it has none."""
+        message = await self._find(b'{"last_by_subj":%s}' % _encode(self._subject_of(key)))
+        return None if message is None else self.stored(message.seq, message.data)
+
     async def _next(self, subject: bytes, cursor: int) -> Stored[C] | None:
         """The subject's first commit at or after stream sequence ``cursor``, None when it has
         none (``subject`` JSON-encoded)."""

@@ -7,17 +7,24 @@ gateway's reads, the caches, the audit) need not know that there are several. A 
 is a partition's own, and a game's commits are all in one partition: a sequence read with a game
 means something in that game's stream. What follows a stream as it is appended follows one
 partition at a time (:class:`PartitionStream`).
+
+A finished game may have been archived (:mod:`services.runtime.game_archive`): its subject
+then begins with its last commit of the time, the earlier ones being in the archive at their
+own sequences. :meth:`GameStream.read` and :meth:`GameStream.read_one` put them back where they
+were, so that no reader needs to know which games are archived.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import TypeAlias
 
 import nats.js.errors
 from nats.js import JetStreamContext, api
 
 from contracts.partitions import LEGACY_STREAM, ONE, PARTITIONS_KEY, Partitions
-from contracts.wire import Commit, read_commit
+from contracts.wire import GENESIS, Commit, read_commit
+from domain.events import GameEnded
 from services.runtime.event_store import (
     AppendConflict,
     DuplicateCommand,
@@ -28,6 +35,7 @@ from services.runtime.event_store import (
     history_stream_config,
 )
 from services.runtime.follower import Partition
+from services.runtime.game_archive import ArchiveError, GameArchive
 from services.runtime.nats import ensure_stream
 
 MIGRATE_COMMAND = "spades partitions migrate"
@@ -70,13 +78,21 @@ def games_stream_config(
     partitions: Partitions = ONE,
     partition: int = 0,
 ) -> api.StreamConfig:
-    """The one definition of a partition's stream, used to create or check it at start-up."""
+    """The one definition of a partition's stream, used to create or check it at start-up.
+
+    Unlike the other streams of histories, a partition's stream allows purges: archiving a
+    finished game (:mod:`services.runtime.game_archive`) purges its commits, once they are in
+    the archive. Only the operator's user may purge (:mod:`services.runtime.broker_users`). A
+    stream made before archiving denies purges, and JetStream never lets a stream stop denying
+    them: its games stay in it (``spades archive`` says so) until it is made anew, by a
+    restore from a backup."""
     config = history_stream_config(
         partitions.stream(partition),
         partitions.subjects(partition),
         replicas,
         duplicate_window_s,
     )
+    config.deny_purge = False
     if not partitions.legacy:
         config.metadata = partitions.metadata(partition)
     return config
@@ -101,12 +117,14 @@ class PartitionStream(JetStreamEventStore[Commit]):
 
 
 class GameStream:
-    """Read and append the commits of games on JetStream, each in its partition's stream."""
+    """Read and append the commits of games on JetStream, each in its partition's stream, and
+    of archived games in the archive too."""
 
     def __init__(self, js: JetStreamContext, partitions: Partitions = ONE) -> None:
         self.partitions = partitions
         self.parts = [PartitionStream(js, partitions, p) for p in partitions.indexes]
         self._one = self.parts[0] if partitions.legacy else None
+        self.archive = GameArchive(js)
 
     def part(self, game_id: str) -> PartitionStream:
         """The stream of the game's partition."""
@@ -136,13 +154,63 @@ class GameStream:
     async def read(
         self, key: str, after: int = 0, *, limit: int | None = None, until: int | None = None
     ) -> list[StoredCommit]:
-        return await self.part(key).read(key, after, limit=limit, until=until)
+        """As :meth:`EventStore.read`, archived commits included. A history whose chain breaks
+        (the game was being archived while it was read) is read again."""
+        commits = await self._read(key, after, limit, until)
+        if _unbroken(commits):
+            return commits
+        commits = await self._read(key, after, limit, until)
+        if not _unbroken(commits):
+            raise ArchiveError(f"the history of game {key} read does not hold together")
+        return commits
+
+    async def _read(
+        self, key: str, after: int, limit: int | None, until: int | None
+    ) -> list[StoredCommit]:
+        part = self.part(key)
+        commits = await part.read(key, after, limit=limit, until=until)
+        if not commits or not may_follow_archived(commits[0].commit):
+            return commits
+        first = commits[0].sequence
+        if after and await part.first_sequence(key) != first:
+            return commits  # the commits before ``first`` are still in the stream
+        archived = [
+            self.stored(commit.sequence, commit.data)
+            for commit in await self.archive.through(key, first)
+            if commit.sequence > after and (until is None or commit.sequence <= until)
+        ]
+        if until is not None:
+            commits = [stored for stored in commits if stored.sequence <= until]
+        merged = archived + commits
+        return merged if limit is None else merged[:limit]
 
     async def read_one(self, key: str, sequence: int) -> StoredCommit:
-        return await self.part(key).read_one(key, sequence)
+        """As :meth:`EventStore.read_one`; a commit archived is read from the archive."""
+        try:
+            return await self.part(key).read_one(key, sequence)
+        except nats.js.errors.NotFoundError:
+            archived = await self.archive.commit(key, sequence)
+            if archived is None:
+                raise
+            return self.stored(archived.sequence, archived.data)
 
     async def append(self, key: str, data: bytes, *, expected: int, command_id: str) -> int:
         return await self.part(key).append(key, data, expected=expected, command_id=command_id)
+
+
+def may_follow_archived(commit: Commit) -> bool:
+    """Whether a game's subject may begin with this commit once the game is archived: only a
+    finished game is, and its last commit then holds its end or a refusal after it."""
+    if commit.previous == GENESIS:
+        return False
+    return commit.refusal is not None or any(type(event) is GameEnded for event in commit.events)
+
+
+def _unbroken(commits: list[StoredCommit]) -> bool:
+    """Whether each commit names the one before it as its previous."""
+    return all(
+        later.commit.previous == earlier.digest for earlier, later in itertools.pairwise(commits)
+    )
 
 
 def game_partitions(partitions: Partitions) -> list[Partition]:

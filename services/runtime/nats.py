@@ -103,15 +103,21 @@ async def connect(
 
 
 async def ensure_stream(js: JetStreamManager, config: StreamConfig) -> StreamInfo:
-    """Create the stream, or bring an existing one of that name to `config`."""
+    """Create the stream, or bring an existing one of that name to `config`. A stream that
+    denies deletes or purges keeps denying them (JetStream refuses to lift either)."""
     try:
         # Adding a stream that exists with the same configuration succeeds unchanged.
         return await js.add_stream(config)
     except BadRequestError as error:
         if error.err_code != STREAM_NAME_IN_USE:
             raise
+    found = (await js.stream_info(str(config.name))).config
+    kept = config.evolve(
+        deny_delete=bool(config.deny_delete or found.deny_delete),
+        deny_purge=bool(config.deny_purge or found.deny_purge),
+    )
     log.info("updating stream configuration", stream=config.name)
-    return await js.update_stream(config)
+    return await js.update_stream(kept)
 
 
 def _is_refusal(error: Exception) -> bool:

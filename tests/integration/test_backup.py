@@ -13,7 +13,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from typer.testing import CliRunner, Result
 
-from contracts.wire import GAMES_STREAM, LEAGUES_STREAM, league_subject
+from contracts.wire import ARCHIVE_STREAM, GAMES_STREAM, LEAGUES_STREAM, league_subject
 from services.backup.deployment import STREAMS, restore_backup, take_backup
 from services.backup.manifest import FULL, MANIFEST_FILE, BackupError
 from services.backup.outside import NOT_KEPT
@@ -54,7 +54,7 @@ async def fill(js: JetStreamContext) -> dict[str, int]:
             stream=LEAGUES_STREAM,
             headers={"Nats-Msg-Id": f"league-{n}", "X-Spades-Note": f"note {n}"},
         )
-    return {GAMES_STREAM: games_last, LEAGUES_STREAM: ack.seq}
+    return {GAMES_STREAM: games_last, LEAGUES_STREAM: ack.seq, ARCHIVE_STREAM: 0}
 
 
 async def every_message(js: JetStreamContext, stream: str, last: int) -> list[tuple[object, ...]]:
@@ -80,6 +80,7 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
     assert [(s.name, s.messages, s.last_sequence) for s in manifest.streams] == [
         (GAMES_STREAM, lasts[GAMES_STREAM], lasts[GAMES_STREAM]),
         (LEAGUES_STREAM, lasts[LEAGUES_STREAM], lasts[LEAGUES_STREAM]),
+        (ARCHIVE_STREAM, 0, 0),
     ]
     assert [(k.name, k.file) for k in manifest.outside] == [
         ("signing key", "secret.key"),
@@ -108,7 +109,7 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
                 info = await again.stream_info(stream)
                 expected = STREAMS[stream](1)
                 assert info.config.deny_delete
-                assert info.config.deny_purge
+                assert info.config.deny_purge == expected.deny_purge
                 assert info.config.subjects == expected.subjects
                 assert info.created != (await js.stream_info(stream)).created, "made anew"
         finally:

@@ -15,7 +15,7 @@ from nats.js import JetStreamContext
 from benchmarks.commands import wait_for_engine
 from benchmarks.nats_table import RandomTable
 from contracts.partitions import Partitions
-from contracts.wire import LEAGUES_STREAM
+from contracts.wire import ARCHIVE_STREAM, LEAGUES_STREAM
 from services.backup.deployment import restore_backup, take_backup
 from services.backup.manifest import BackupError
 from services.runtime.broker_users import ADMIN
@@ -82,7 +82,11 @@ async def test_every_partition_is_backed_up_and_restored_message_for_message(
             engine.stop()
 
     assert manifest.partitions == 3
-    assert [copy.name for copy in manifest.streams] == [*THREE.streams, LEAGUES_STREAM]
+    assert [copy.name for copy in manifest.streams] == [
+        *THREE.streams,
+        LEAGUES_STREAM,
+        ARCHIVE_STREAM,
+    ]
     assert all(copy.messages for copy in manifest.streams[:3])
 
     with EmbeddedNats(tmp_path / "fresh", partitions=THREE) as fresh:

@@ -217,7 +217,9 @@ async def test_the_gateway_cannot_delete_purge_or_loosen_a_stream(
 
     after = {stream: await stream_state(admin, stream) for stream in streams}
     assert after == before
-    assert after[GAMES_STREAM][2:] == (True, True)  # still deny_delete, deny_purge
+    # Still deny_delete; a game stream allows purges, but to the operator's archiving only.
+    assert after[GAMES_STREAM][2:] == (True, False)
+    assert after[LEAGUES_STREAM][2:] == (True, True)
     assert (await admin_js.consumer_info(GAMES_STREAM, durable)).name == durable
     assert len(await GameStream(admin_js).read(table.game_id)) > 0
 
