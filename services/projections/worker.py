@@ -34,7 +34,10 @@ the workers run: a rebuild raises a model's generation, seen under the position 
 batch and by each idle fetch) leaves for the second (:data:`REPLAY_KIND`), which replays the
 partition on a consumer of its own while the first goes on; once the replay has caught up with
 the stream, the first takes the model back. When every model of a group is rebuilt, the first
-worker opens the partition again from the new position (0) and replays it itself.
+worker opens the partition again from the new position (0) and replays it itself. Whichever
+worker replays a rebuilt model to the end of the partition's stream says the rebuild is over
+there (:func:`services.store.positions.rebuilt`): until then ``/readyz`` counts the model's lag
+there as the rebuild's progress.
 
 Before it follows a partition, and again after every reconnection to NATS (the follower opens
 the stream again), the worker checks, for each model, that the stream it finds is the one the
