@@ -203,6 +203,48 @@ def partitions(
     Console().print(table)
 
 
+@app.command("rebuild")
+def rebuild(
+    games: Annotated[int, typer.Option(help="Finished games in the stream.")] = 2000,
+    count: Annotated[int, typer.Option("--partitions", "-k", help="K, the partitions.")] = 3,
+    workers: Annotated[int, typer.Option(help="Projections processes sharing them.")] = 2,
+    model: Annotated[str, typer.Option(help="The one model rebuilt alone.")] = "hands",
+    database_url: Annotated[
+        str | None,
+        typer.Option("--database-url", help="PostgreSQL to rebuild into (default: SQLite)."),
+    ] = None,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """A rebuild of one read model and of every one, K partitions replayed by projections
+    processes that share them (and the first replay, into empty tables)."""
+    from benchmarks.rebuild import run
+
+    figures = run(games, count, workers, database_url, model)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(
+        title=f"rebuild: {figures.games:,} games, {figures.messages:,} messages, "
+        f"{figures.partitions} partition(s), {figures.workers} worker(s), {figures.store}"
+    )
+    for column in ("replay", "seconds", "ms a game", "CPU s of each worker"):
+        table.add_column(column, justify="left" if column == "replay" else "right")
+    table.add_row(
+        "first, every model",
+        f"{figures.first_replay_s:.1f}",
+        f"{figures.first_replay_s * 1000 / figures.games:.2f}",
+        "",
+    )
+    for name, seconds, cpu in (
+        (f"rebuild {figures.model}", figures.model_s, figures.model_cpu_s),
+        ("rebuild --all", figures.all_s, figures.all_cpu_s),
+    ):
+        spent = " + ".join(f"{one:.1f}" for one in cpu)
+        table.add_row(name, f"{seconds:.1f}", f"{seconds * 1000 / figures.games:.2f}", spent)
+    Console().print(table)
+    typer.echo(f"partitions held: {figures.held}")
+
+
 @app.command("gets")
 def gets(
     subjects: Annotated[int, typer.Option(min=1, help="Histories in each stream.")] = 500,

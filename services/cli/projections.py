@@ -162,16 +162,28 @@ def replay_parked_command(model: ModelOption = None) -> None:
 def rebuild_command(
     name: Annotated[str | None, typer.Argument(help="The read model to rebuild.")] = None,
     every: Annotated[bool, typer.Option("--all", help="Rebuild every read model.")] = False,
+    partition: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            help="Rebuild only this partition of the game stream (repeat for more); "
+            "games, scoreboard and hands only.",
+        ),
+    ] = None,
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait until the running workers have replayed.")
     ] = False,
 ) -> None:
-    """Rebuild a read model (or all) from the stream, every partition; the others keep serving.
+    """Rebuild a read model (or all) from the stream, every partition (or those named); the
+    others keep serving, and so does the gateway (``/readyz`` names the rebuild).
 
-    The running workers notice within a second and replay each partition; with no worker
-    running, the next start replays. Read models whose positions belong to another stream
-    (NATS was reset or restored, or the database is another deployment's) are brought back
-    with ``--all``.
+    The running workers notice within a second and replay the partitions, each where it is
+    followed, at once; with no worker running, the next start replays. ``--partition`` empties
+    only the rows of that partition's games: the players' counters and the leagues' standings
+    hold games of every partition and are rebuilt whole. Read models whose positions belong
+    to another stream (NATS was reset or restored, or the database is another deployment's)
+    are brought back with ``--all``.
     """
     from services.projections.rebuild import rebuild
 
@@ -180,8 +192,18 @@ def rebuild_command(
     _check_model(name)
     settings = _stream_settings() if wait else _read_model_settings()
     names = None if every else [name or ""]
-    rebuilt = _with_store(settings, lambda store: rebuild(store, names, settings.layout))
-    typer.echo(f"reset {', '.join(rebuilt)}: the workers replay the stream")
+    only = partition or None
+
+    async def reset(store: Store) -> list[str]:
+        return await rebuild(store, names, settings.layout, only=only)
+
+    try:
+        rebuilt = _with_store(settings, reset)
+    except ValueError as error:  # AcrossPartitions, or a partition the stream has not
+        raise typer.BadParameter(str(error), param_hint="--partition") from None
+    where = "" if only is None else f" in partition{'s' if len(only) > 1 else ''} "
+    where += "" if only is None else ", ".join(map(str, sorted(set(only))))
+    typer.echo(f"reset {', '.join(rebuilt)}{where}: the workers replay the stream")
     if wait:
         _reported(lambda: asyncio.run(_wait_replayed(settings, rebuilt)))
 
@@ -200,8 +222,9 @@ def lag_command(
     json: Annotated[bool, typer.Option("--json", help="One JSON line.")] = False,
 ) -> None:
     """Each read model's position in each partition of the game stream and how far it is behind
-    there, and why it refuses a partition's stream, if it does (exit status 1 then). ``--json``
-    gives each model's lag over every partition."""
+    there, whether a rebuild replays it there (and moves), and why it refuses a partition's
+    stream, if it does (exit status 1 then). ``--json`` gives each model's lag over every
+    partition."""
     from services.store.lag import lag_by_model, refusals
 
     settings = _stream_settings()
@@ -211,16 +234,19 @@ def lag_command(
         typer.echo(msgspec.json.encode(lag_by_model(report)).decode())
     else:
         table = Table(title="projection lag")
-        left = ("model", "refuses the stream")
-        for column in ("model", "partition", "position", "stream", "lag", "refuses the stream"):
+        left = ("model", "rebuild", "refuses the stream")
+        columns = ("model", "partition", "position", "stream", "lag", "rebuild")
+        for column in (*columns, "refuses the stream"):
             table.add_column(column, justify="left" if column in left else "right")
         for worker in report.values():
+            rebuild = "replaying" if worker.rebuilding else "stalled" if worker.stalled else ""
             table.add_row(
                 worker.model,
                 str(worker.partition),
                 str(worker.position),
                 str(worker.last_sequence),
                 str(worker.lag),
+                rebuild,
                 worker.refusal or "",
             )
         console.print(table)

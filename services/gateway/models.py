@@ -741,3 +741,11 @@ class Readiness(Health):
     projections: dict[str, int] = Field(
         description="Each read model's lag behind the game stream, in messages."
     )
+    rebuilding: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="The read models a rebuild replays now (`spades projections rebuild`): "
+        "for each, the messages each partition it replays (by index) has yet to give it. A "
+        "model rebuilt answers with what it has replayed so far; its rebuild's lag does not "
+        "make the service unready while the replay moves.",
+        examples=[{"hands": {"0": 1234, "2": 0}}],
+    )

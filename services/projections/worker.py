@@ -34,7 +34,10 @@ the workers run: a rebuild raises a model's generation, seen under the position 
 batch and by each idle fetch) leaves for the second (:data:`REPLAY_KIND`), which replays the
 partition on a consumer of its own while the first goes on; once the replay has caught up with
 the stream, the first takes the model back. When every model of a group is rebuilt, the first
-worker opens the partition again from the new position (0) and replays it itself.
+worker opens the partition again from the new position (0) and replays it itself. Whichever
+worker replays a rebuilt model to the end of the partition's stream says the rebuild is over
+there (:func:`services.store.positions.rebuilt`): until then ``/readyz`` counts the model's lag
+there as the rebuild's progress.
 
 Before it follows a partition, and again after every reconnection to NATS (the follower opens
 the stream again), the worker checks, for each model, that the stream it finds is the one the
@@ -172,6 +175,9 @@ class Group:
     generations: dict[str, int] = field(default_factory=dict)
     refusals: dict[str, str] = field(default_factory=dict)
     """Per model, why it does not follow the stream it finds now (absent while it does)."""
+    rebuilding: set[str] = field(default_factory=set)
+    """The models a rebuild replays the partition for, as of the last opening: once they have
+    caught up with the stream, the worker says their rebuild is over."""
     split: bool = False
     """Whether the models behind the others were sent to replay on their own (at the first
     opening of the partition)."""
@@ -198,6 +204,7 @@ class Group:
             self.models.remove(model)
             self.positions.pop(model.name, None)
             self.generations.pop(model.name, None)
+            self.rebuilding.discard(model.name)
 
 
 class Worker:
@@ -280,6 +287,7 @@ class Worker:
                 await self._leave(partition, group, behind)
         group.positions = {name: starts[name].position for name in group.names}
         group.generations = {name: starts[name].generation for name in group.names}
+        group.rebuilding = {n for n in group.names if starts[n].rebuilding_since is not None}
         for name, position in group.positions.items():
             _position_gauge(name, str(partition)).set(position)
         after = min(group.positions.values())
@@ -306,6 +314,8 @@ class Worker:
             return False
         pending = batch[-1].msg.metadata.num_pending
         self._lag(partition, group, pending)
+        if pending == 0 and group.rebuilding:
+            await self._rebuilt_through(partition, group)
         return not self._regroup(partition, group, caught_up=pending == 0)
 
     async def idle(self, opened: Opened) -> bool:
@@ -315,6 +325,8 @@ class Worker:
             return group is not None and not group.joining
         if await self._undelivered(opened, group):
             return False
+        if not group.undelivered and group.rebuilding:
+            await self._rebuilt_through(partition, group)
         rebuilt = await self._rebuilt(partition, group)
         return not (rebuilt or self._regroup(partition, group, caught_up=True))
 
@@ -484,6 +496,18 @@ class Worker:
             if stored[model.name].generation != group.generations[model.name]
         ]
         return bool(rebuilt) and await self._leave(partition, group, rebuilt)
+
+    async def _rebuilt_through(self, partition: int, group: Group) -> None:
+        """The group has applied the partition's stream to its end: the rebuilds it replayed
+        the partition for are over there (unless another one began since)."""
+        for name in sorted(group.rebuilding):
+            async with self.store.writing() as conn:
+                over = await positions.rebuilt(conn, name, partition, group.generations[name])
+            if over:
+                self._log(partition, group).info(
+                    "read model rebuilt: the partition is replayed", model=name
+                )
+        group.rebuilding.clear()
 
     # ------------------------------------------------------------------ applying
 

@@ -29,3 +29,9 @@ REFUSED = Gauge(
     "positions, or a rewound stream): /readyz says why.",
     ["model", "partition"],
 )
+REBUILDING = Gauge(
+    "spades_projection_rebuilding",
+    "1 while a rebuild of the read model replays the partition (its lag is what it has yet to "
+    "replay; /readyz does not count it while the position moves).",
+    ["model", "partition"],
+)

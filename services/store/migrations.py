@@ -402,6 +402,11 @@ def _webhooks_per_stream_v8(connection: sa.Connection) -> None:
     sa.Index("webhook_deliveries_by_due", *due).create(connection)
 
 
+def _rebuilds_under_way_v9(connection: sa.Connection) -> None:
+    # Null in every row: no rebuild begun before this version is told apart from a lag.
+    connection.execute(sa.text("ALTER TABLE projection_positions ADD COLUMN rebuilding_since TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -421,6 +426,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "webhooks: endpoints' starting points and positions per stream; deliveries claimed",
         _webhooks_per_stream_v8,
     ),
+    Migration(9, "positions: a rebuild under way, since when", _rebuilds_under_way_v9),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

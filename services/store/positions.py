@@ -9,7 +9,9 @@ by whichever process holds it. ``generation`` goes up by one with every rebuild,
 partition at once: a worker that started under another generation knows its consumer is stale
 (see :mod:`services.projections.rebuild`). The row also names the stream the position belongs
 to, with the digest of the message at the position, and why the worker refuses the stream it
-finds, if it does (see :mod:`services.runtime.stream_identity`).
+finds, if it does (see :mod:`services.runtime.stream_identity`); and, while a rebuild replays
+the partition, when the rebuild began: set by the rebuild, cleared by the worker that has
+replayed the partition to its end (``readyz`` tells a rebuild under way from a lag by it).
 
 A position moves only forward and only in order: whoever writes it holds the row's lock
 (:func:`lock_all`) and applies only the messages that come right after it, so two processes that
@@ -44,6 +46,10 @@ class Position:
     stream: StreamIdentity | None = None
     digest: str | None = None
     refusal: str | None = None
+    rebuilding_since: str | None = None
+    """When the rebuild that replays the partition began (None: none is under way)."""
+    updated_at: str = ""
+    """When the position last moved (or was reset), as :func:`now` writes it."""
 
     @property
     def followed(self) -> Followed:
@@ -57,20 +63,31 @@ _COLUMNS = (
     positions.c.stream_created,
     positions.c.digest,
     positions.c.refusal,
+    positions.c.rebuilding_since,
+    positions.c.updated_at,
 )
 
 
 def _position(row: Any) -> Position:
     """A position row (selected with :data:`_COLUMNS`, in that order) as a :class:`Position`."""
-    position, generation, stream_name, stream_created, digest, refusal = row
+    position, generation, stream_name, stream_created, digest, refusal, since, updated = row
     stream = None
     if stream_name is not None and stream_created is not None:
         stream = StreamIdentity(stream_name, stream_created)
-    return Position(position, generation, stream, digest, refusal)
+    return Position(position, generation, stream, digest, refusal, since, updated)
 
 
-def _now() -> str:
+def now() -> str:
+    """The time as position rows record it (``updated_at``, ``rebuilding_since``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def written_at(stamp: str) -> datetime | None:
+    """A time :func:`now` wrote (None for what it did not: the rows of schema 6 and before)."""
+    try:
+        return datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
 
 
 def _of(model: str, partition: int) -> sa.ColumnElement[bool]:
@@ -80,9 +97,9 @@ def _of(model: str, partition: int) -> sa.ColumnElement[bool]:
 async def ensure(conn: Statements, models: Sequence[str], partition: int) -> dict[str, Position]:
     """The models' positions in ``partition``, starting each at 0 (generation 0) if it has
     none there yet."""
-    now = _now()
+    at = now()
     rows = [
-        {"model": model, "partition": partition, "position": 0, "generation": 0, "updated_at": now}
+        {"model": model, "partition": partition, "position": 0, "generation": 0, "updated_at": at}
         for model in models
     ]
     await insert_missing(conn, positions, rows, keys=["model", "partition"])
@@ -156,7 +173,7 @@ async def advance(
         "to_position": sequence,
         "to_digest": digest,
     }
-    await run(conn, _ADVANCE, {**parameters, "at": _now()})
+    await run(conn, _ADVANCE, {**parameters, "at": now()})
 
 
 async def follow(conn: Statements, model: str, partition: int, stream: StreamIdentity) -> None:
@@ -174,19 +191,24 @@ async def refuse(conn: Statements, model: str, partition: int, reason: str) -> N
     await conn.execute(positions.update().where(_of(model, partition)).values(refusal=reason))
 
 
-async def restart(conn: Statements, model: str, partitions: Iterable[int]) -> None:
-    """Put the model back at the start of every partition's stream (those named, and any other
-    it has a position in) under a new generation (a rebuild): it follows no stream until its
-    workers start again, and refuses none."""
-    for partition in partitions:
+async def restart(
+    conn: Statements, model: str, partitions: Iterable[int], *, elsewhere: bool = True
+) -> None:
+    """Put the model back at the start of each of ``partitions``' streams (and, with
+    ``elsewhere``, of any other partition it has a position in) under a new generation, as
+    rebuilding since now (a rebuild): it follows no stream there until its workers start
+    again, and refuses none."""
+    chosen = sorted(set(partitions))
+    for partition in chosen:
         await ensure(conn, [model], partition)
-    result = await conn.execute(
-        sa.select(positions.c.partition, positions.c.generation)
-        .where(positions.c.model == model)
-        .order_by(positions.c.partition)
-        .with_for_update()
+    query = sa.select(positions.c.partition, positions.c.generation).where(
+        positions.c.model == model
     )
+    if not elsewhere:
+        query = query.where(positions.c.partition.in_(chosen))
+    result = await conn.execute(query.order_by(positions.c.partition).with_for_update())
     rows: list[tuple[Any, ...]] = [tuple(row) for row in result]
+    began = now()
     for partition, generation in rows:
         await conn.execute(
             positions.update()
@@ -194,13 +216,26 @@ async def restart(conn: Statements, model: str, partitions: Iterable[int]) -> No
             .values(
                 position=0,
                 generation=generation + 1,
-                updated_at=_now(),
+                updated_at=began,
                 stream=None,
                 stream_created=None,
                 digest=None,
                 refusal=None,
+                rebuilding_since=began,
             )
         )
+
+
+async def rebuilt(conn: Statements, model: str, partition: int, generation: int) -> bool:
+    """Record that the model has replayed ``partition`` to the end of its stream under
+    ``generation``: the rebuild is over there (whether one was under way). False when another
+    rebuild has begun since."""
+    result = await conn.execute(
+        positions.update()
+        .where(_of(model, partition) & (positions.c.generation == generation))
+        .values(rebuilding_since=None)
+    )
+    return bool(result.rowcount)
 
 
 async def all_positions(conn: Statements) -> dict[str, dict[int, Position]]:

@@ -51,12 +51,15 @@ positions = sa.Table(
     sa.Column("stream_created", sa.Text),
     sa.Column("digest", sa.Text),
     sa.Column("refusal", sa.Text),
+    sa.Column("rebuilding_since", sa.Text),
 )
 """Per read model and partition of the game stream: the last sequence of the partition's stream
 applied, and how many times the model was rebuilt; the stream that position belongs to (its
 name and creation time, null until the model first follows one) and the SHA-256 of the message
-at the position; and why the worker refuses the stream it finds now, if it does (see
-:mod:`services.runtime.stream_identity`)."""
+at the position; why the worker refuses the stream it finds now, if it does (see
+:mod:`services.runtime.stream_identity`); and, while a rebuild replays the partition, when that
+rebuild began (null once the model has caught up with the stream: see
+:mod:`services.projections.rebuild`)."""
 
 parked = sa.Table(
     "parked",

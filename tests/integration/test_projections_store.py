@@ -367,11 +367,27 @@ async def test_the_operator_commands(
         games, _ = await queries.list_games(store.engine)
         assert len(games) == 2
 
+        in_0 = await asyncio.to_thread(spades_projections, "rebuild", "games", "-p", "0", "--wait")
+        assert in_0.exit_code == 0, in_0.output
+        assert "reset games in partition 0" in in_0.stdout
+        assert len((await queries.list_games(store.engine))[0]) == 2
+
+    across = await asyncio.to_thread(spades_projections, "rebuild", "--all", "--partition", "0")
+    assert across.exit_code == 2
+    assert "players, standings cannot be rebuilt in some partitions alone" in said(across.output)
+    beyond = await asyncio.to_thread(spades_projections, "rebuild", "hands", "--partition", "1")
+    assert beyond.exit_code == 2
+    assert "no partition 1" in said(beyond.output)
     unknown = await asyncio.to_thread(spades_projections, "rebuild", "nonsense")
     assert unknown.exit_code == 2
     unnamed = await asyncio.to_thread(spades_projections, "rebuild")
     assert unnamed.exit_code == 2
     assert "give --all" in unnamed.output
+
+
+def said(output: str) -> str:
+    """A command's message without the box and line breaks its error is printed in."""
+    return " ".join(output.replace("│", " ").split())
 
 
 async def test_the_benchmark_measures_what_it_published() -> None:

@@ -15,7 +15,15 @@ from services.gateway.deps import Services
 from services.gateway.models import Health, Readiness
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
-from services.store.lag import caught_up, lag_by_model, projection_lag, refusals
+from services.store.lag import (
+    REBUILD_STALL_S,
+    behind,
+    lag_by_model,
+    projection_lag,
+    rebuilds,
+    refusals,
+    stalled_rebuilds,
+)
 
 router = APIRouter(tags=["service"])
 
@@ -36,7 +44,8 @@ async def readyz(services: Services) -> Any:
     """NATS is reached, the game stream's partitions are there, every read model follows each
     of them (its positions belong to that stream: not to another one, nor beyond its end) and
     is caught up within ``READY_LAG`` messages over all of them (each model's lag, summed over
-    the partitions, is in ``projections``)."""
+    the partitions, is in ``projections``). A partition a rebuild replays does not count while
+    the replay moves: ``rebuilding`` gives what each such partition has yet to replay."""
     if not services.connection.is_connected:
         raise ProblemError("unavailable", "not connected to NATS")
     streams = services.stream
@@ -52,11 +61,29 @@ async def readyz(services: Services) -> Any:
     refused = refusals(report)
     if refused is not None:
         raise ProblemError("unavailable", refused)
-    lag = lag_by_model(report)
-    if not caught_up(report, READY_LAG):
-        behind = ", ".join(f"{name} {count}" for name, count in lag.items() if count > READY_LAG)
-        raise ProblemError("unavailable", f"read models behind the stream: {behind}")
-    return {"status": "ok", "projections": lag}
+    late = behind(report, READY_LAG)
+    if late:
+        stalled = stalled_rebuilds(report)
+        named = ", ".join(
+            f"{name} {count}" + _stalled(stalled.get(name, [])) for name, count in late.items()
+        )
+        raise ProblemError("unavailable", f"read models behind the stream: {named}")
+    rebuilding = {
+        name: {str(partition): left for partition, left in by_partition.items()}
+        for name, by_partition in rebuilds(report).items()
+    }
+    return {"status": "ok", "projections": lag_by_model(report), "rebuilding": rebuilding}
+
+
+def _stalled(partitions: list[int]) -> str:
+    """What a model's stalled rebuild adds to the reason it is behind."""
+    if not partitions:
+        return ""
+    where = f"partition{'s' if len(partitions) > 1 else ''} {', '.join(map(str, partitions))}"
+    return (
+        f" (its rebuild has not moved for {REBUILD_STALL_S:.0f} s in {where}: "
+        "is a projections worker running?)"
+    )
 
 
 @router.get(
