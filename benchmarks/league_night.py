@@ -413,6 +413,9 @@ class Night:
             if kind == "webhooks":
                 self.in_flight_at_kill = await _claimed_by(store, victim.pid)
             victim.kill()
+            if kind == "webhooks":
+                # what it claimed between the first look and the kill was in flight too
+                self.in_flight_at_kill |= await _claimed_by(store, victim.pid)
             works = ["webhooks", "webhooks-leagues"] if kind == "webhooks" else [kind]
             for work in works:
                 wanted = 1 if work == "webhooks-leagues" else self.layout.count
