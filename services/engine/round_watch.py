@@ -41,7 +41,7 @@ from domain.events import GameEnded
 from domain.league import table_of
 from services.engine.league_engine import LeagueEngine
 from services.runtime.checkpoints import Checkpoint, Checkpoints, Fenced
-from services.runtime.follower import Message, Opened, Pace
+from services.runtime.follower import Message, Opened, Pace, end_after
 
 log = structlog.get_logger("spades.engine")
 
@@ -125,10 +125,10 @@ class RoundWatch:
 
     async def open(self, opened: Opened) -> int | None:
         """The checkpoint's position in this stream; 0 (every end again: they change nothing)
-        for a stream it does not belong to."""
+        for a stream it does not belong to, or one whose end comes before it."""
         checkpoint = await self._checkpoints.read(opened.partition.stream)
         position = checkpoint.position if checkpoint.belongs_to(opened.identity) else 0
-        if position > opened.last:
+        if position > await end_after(self._checkpoints.js, opened, position):
             position = 0
         self._written[opened.partition.stream] = (position, self._clock())
         self._applied[opened.partition.stream] = position

@@ -63,7 +63,7 @@ from services.projections.model import Delivered, ReadModel, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
 from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
-from services.runtime.follower import Message, Opened, Pace
+from services.runtime.follower import Message, Opened, Pace, end_after
 from services.runtime.stream_identity import (
     AUTO_REBUILD_VARIABLE,
     REBUILD_COMMAND,
@@ -325,10 +325,12 @@ class Worker:
         """Why each model that must not follow the stream found refuses it; those that may
         follow it, recording its identity."""
         partition = opened.partition.index
+        furthest = max((start.position for start in starts.values()), default=0)
+        last = await end_after(self.client.jetstream(), opened, furthest)
         digests: dict[int, str] = {}
         refused = {}
         for name, start in starts.items():
-            reason = await self._refusal(opened, start, digests)
+            reason = await self._refusal(opened, last, start, digests)
             if reason is None:
                 await self._follow(opened, name, start)
             else:
@@ -339,9 +341,11 @@ class Worker:
         return refused
 
     async def _refusal(
-        self, opened: Opened, start: positions.Position, digests: dict[int, str]
+        self, opened: Opened, last: int, start: positions.Position, digests: dict[int, str]
     ) -> str | None:
-        found, last = opened.identity, opened.last
+        """Why a model at ``start`` refuses the stream opened, whose last sequence, read after
+        the positions were (:func:`~services.runtime.follower.end_after`), is ``last``."""
+        found = opened.identity
         at_position = None
         if start.digest is not None and 0 < start.position <= last:
             at_position = digests.get(start.position)

@@ -12,6 +12,8 @@ The loop:
 1. **Open.** Ask the stream for its identity and last sequence, and the handler where it stands
    (:meth:`Handler.open`): the handler checks the identity against its stored position and
    refuses a stream its position does not belong to (None: the follower waits and asks again).
+   Its position, read after the stream, may lie beyond the end read: only an end read after it
+   tells a rewound stream (:func:`end_after`).
    The handler's durable consumer on that stream is made to deliver from the position on,
    unless it stands exactly there.
 2. **Batch.** Fetch what the stream has (up to ``batch_size``); while the stream is busy, wait
@@ -41,6 +43,7 @@ import nats.js.errors
 import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 
 from services.runtime.consumer import Durable
 from services.runtime.event_store import stream_sequence
@@ -102,6 +105,26 @@ class Opened:
     identity: StreamIdentity
     last: int
     """Its last sequence then."""
+
+
+async def end_after(js: JetStreamContext, opened: Opened, position: int) -> int:
+    """The last sequence of the stream opened to hold ``position`` against, where a handler
+    read the position after the follower opened the stream: :attr:`Opened.last`, or, when the
+    position lies beyond it, the stream's last sequence read now.
+
+    A position beyond the stream's end means a rewound stream only against an end read after
+    it: a former holder of the partition may have stored a position past ``opened.last`` in
+    between (a lease handed over). A stream made again since keeps ``opened.last``: it is not
+    the stream opened."""
+    if position <= opened.last:
+        return opened.last
+    try:
+        info = await js.stream_info(opened.partition.stream)
+    except nats.js.errors.NotFoundError:
+        return opened.last
+    if StreamIdentity.of(info) != opened.identity:
+        return opened.last
+    return int(info.state.last_seq or 0)
 
 
 class Handler(Protocol):

@@ -50,7 +50,7 @@ from contracts.webhooks import encode_webhook, type_of
 from contracts.wire import LEAGUE_SUBJECTS, LEAGUES_STREAM, Commit, LeagueCommit
 from domain.league import League
 from services.runtime.event_store import EventStore, Stored
-from services.runtime.follower import Message, Opened, Pace, Partition
+from services.runtime.follower import Message, Opened, Pace, Partition, end_after
 from services.runtime.game_stream import GameStream
 from services.runtime.league_stream import LeagueStream
 from services.runtime.stream_identity import StreamIdentity
@@ -286,9 +286,10 @@ class Ingest:
         """Where to follow the stream from, recorded: the stored position if it belongs to the
         stream found (or where every endpoint's interest begins, if that is later), else where
         the endpoints' interest begins (see the module's docstring)."""
-        stream, found, last = opened.partition.stream, opened.identity, opened.last
+        stream, found = opened.partition.stream, opened.identity
         async with self.store.writing() as conn:
             held = await outbox.lock_position(conn, stream)
+            last = await end_after(self.js, opened, held.position)
             same = held.known and held.stream_created == found.created and held.position <= last
             # Where an endpoint asks for more than the stream holds, it was registered on
             # another stream: it hears of this one from its end.

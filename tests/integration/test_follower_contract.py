@@ -420,22 +420,18 @@ class FollowerContract:
             assert made == names
 
 
-MOVED_PAST = "test_a_position_moved_past_the_end_read_before_it_is_followed_on"
 TWO_HOLDERS = "test_two_holders_apply_only_what_follows_their_position"
 DELIVERED_AGAIN = "test_a_batch_delivered_again_is_skipped"
 STORE_TROUBLE = "test_store_trouble_is_waited_out_batch_by_batch"
-REWOUND = "takes a position stored past the end the follower read before it for a rewound stream"
 
 
 class TestProjections(FollowerContract):
     harness_class = ProjectionsHarness
-    broken: ClassVar[dict[str, str]] = {MOVED_PAST: REWOUND}
 
 
 class TestWebhooks(FollowerContract):
     harness_class = WebhooksHarness
     broken: ClassVar[dict[str, str]] = {
-        MOVED_PAST: REWOUND,
         TWO_HOLDERS: "applies a batch that does not follow its position",
         DELIVERED_AGAIN: "records a message delivered twice in one batch twice",
     }
@@ -449,7 +445,6 @@ class TestLeagueWebhooks(FollowerContract):
 class TestRoundWatch(FollowerContract):
     harness_class = RoundWatchHarness
     broken: ClassVar[dict[str, str]] = {
-        MOVED_PAST: REWOUND,
         TWO_HOLDERS: "applies a batch that does not follow its position",
         DELIVERED_AGAIN: "asks again for the round ends of a batch delivered again",
         STORE_TROUBLE: "asks again for the round ends of a batch tried again",
@@ -459,6 +454,5 @@ class TestRoundWatch(FollowerContract):
 class TestTimers(FollowerContract):
     harness_class = TimersHarness
     broken: ClassVar[dict[str, str]] = {
-        MOVED_PAST: REWOUND,
         TWO_HOLDERS: "applies a batch that does not follow its position",
     }
