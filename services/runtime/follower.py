@@ -20,8 +20,10 @@ The loop:
    ``gather_s`` for more, so that one commit of the handler's store covers what a busy stream
    appends meanwhile.
 3. **Apply.** :meth:`Handler.apply` commits the batch and its position together (or skips what
-   is at or below it). Store trouble (:meth:`Handler.transient`) is retried with backoff and no
-   limit: the messages are fine. Anything else restarts the follower from the stored position.
+   is at or below it), and opens the stream again rather than apply a batch that does not
+   follow the position (:func:`after`). Store trouble (:meth:`Handler.transient`) is retried
+   with backoff and no limit: the messages are fine. Anything else restarts the follower from
+   the stored position.
 4. **Acknowledge** the batch's last message (``AckAll``), only after the commit: a crash before
    it delivers the batch again, and the handler skips what it has.
 
@@ -105,6 +107,29 @@ class Opened:
     identity: StreamIdentity
     last: int
     """Its last sequence then."""
+
+
+def after(position: int, batch: Sequence[Message]) -> list[Message] | None:
+    """The messages of ``batch`` after ``position``, each once and in stream order, when they
+    follow it without a gap; None when they do not.
+
+    A partition's stream has no gaps (it denies deletes and purges): a batch that skips a
+    sequence after the position was delivered in part to another holder of the partition (two
+    processes on its one consumer for a moment, a lease handed over), and applying it would
+    move the position past messages nobody applied. The handler opens the stream again instead
+    (:meth:`Handler.apply` returns False). What is at or below the position, and a copy of a
+    message taken already (delivered again), is passed over."""
+    taken: list[Message] = []
+    following = position + 1
+    for message in batch:
+        sequence = message.sequence
+        if sequence < following:
+            continue
+        if sequence > following:
+            return None
+        taken.append(message)
+        following += 1
+    return taken
 
 
 async def end_after(js: JetStreamContext, opened: Opened, position: int) -> int:

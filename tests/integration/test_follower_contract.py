@@ -431,15 +431,10 @@ class TestProjections(FollowerContract):
 
 class TestWebhooks(FollowerContract):
     harness_class = WebhooksHarness
-    broken: ClassVar[dict[str, str]] = {
-        TWO_HOLDERS: "applies a batch that does not follow its position",
-        DELIVERED_AGAIN: "records a message delivered twice in one batch twice",
-    }
 
 
 class TestLeagueWebhooks(FollowerContract):
     harness_class = LeagueWebhooksHarness
-    broken = TestWebhooks.broken
 
 
 class TestRoundWatch(FollowerContract):
