@@ -439,11 +439,6 @@ class TestLeagueWebhooks(FollowerContract):
 
 class TestRoundWatch(FollowerContract):
     harness_class = RoundWatchHarness
-    broken: ClassVar[dict[str, str]] = {
-        TWO_HOLDERS: "applies a batch that does not follow its position",
-        DELIVERED_AGAIN: "asks again for the round ends of a batch delivered again",
-        STORE_TROUBLE: "asks again for the round ends of a batch tried again",
-    }
 
 
 class TestTimers(FollowerContract):
