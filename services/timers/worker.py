@@ -33,7 +33,7 @@ from nats.aio.client import Client
 
 from services.runtime.checkpoints import Checkpoint, Checkpoints, Fenced
 from services.runtime.engine_client import EngineClient
-from services.runtime.follower import Message, Opened, Pace, end_after
+from services.runtime.follower import Message, Opened, Pace, after, end_after
 from services.runtime.game_stream import GameStream
 from services.timers.clocks import Clocks, Entry, RunningClocks
 from services.timers.metrics import CLOCKS, OVERDUE
@@ -240,8 +240,21 @@ class Timers:
         return position
 
     async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
+        """Learn the batch's commits after the position; False, to open the stream again, when
+        it does not follow the position (another timer holding the partition for a moment was
+        delivered what comes between: its clocks would be missed, and checkpointed so)."""
         keeper = self.keepers[opened.partition.index]
-        keeper.learn(batch)
+        fresh = after(keeper.applied, batch)
+        if fresh is None:
+            log.warning(
+                "timers: a batch that does not follow the position: opening the stream again",
+                partition=opened.partition.index,
+                position=keeper.applied,
+                first=batch[0].sequence,
+                last=batch[-1].sequence,
+            )
+            return False
+        keeper.learn(fresh)
         if self._clock() - keeper.written_at >= CHECKPOINT_EVERY_S:
             await self._checkpoint(opened, keeper)
         return True
