@@ -82,7 +82,6 @@ from services.webhooks.ingest import (
     league_folds,
 )
 from services.webhooks.interest import EndpointWatch
-from tests.integration.conftest_projections import QUICK_RETRY
 
 [GAMES] = game_partitions(ONE)
 TWO_PLAYERS = {"preset": "two-player", "max_hands": 1}
@@ -308,7 +307,7 @@ class ProjectionsHarness(DatabaseHarness):
     on_another_stream = "refuses"
 
     def handler(self, trouble: Trouble | None = None, *, every_batch: bool = False) -> Handler:
-        crew = Projections(self.store_for(trouble), self.client, retry=QUICK_RETRY)
+        crew = Projections(self.store_for(trouble), self.client)
         return crew.steady
 
     async def append(self, names: Sequence[str]) -> list[int]:
