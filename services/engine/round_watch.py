@@ -8,7 +8,9 @@ a crash or a fail-over loses no game's end, the new holder reads from the checkp
 league's table games matter (their ids say so, :func:`table_of`), and of those only a commit that
 ends the game: anything else is passed over unread. The checkpoint is written at most every
 :data:`CHECKPOINT_EVERY_S` (and when the stream goes quiet): ends found again after a crash were
-dealt with already and change nothing.
+dealt with already and change nothing. Within a holder's hold, each commit is dealt with once: a
+batch delivered again is passed over, and one that does not follow the position (another engine
+holding the partition for a moment was delivered what comes between) opens the stream again.
 
 For a table's end the watch asks the league engine, in its own process, to finish the table's
 round (:class:`~contracts.wire.FinishRoundRequest`, under the command id ``round-end-<game>``).
@@ -41,7 +43,7 @@ from domain.events import GameEnded
 from domain.league import table_of
 from services.engine.league_engine import LeagueEngine
 from services.runtime.checkpoints import Checkpoint, Checkpoints, Fenced
-from services.runtime.follower import Message, Opened, Pace
+from services.runtime.follower import Message, Opened, Pace, after, end_after
 
 log = structlog.get_logger("spades.engine")
 
@@ -125,17 +127,32 @@ class RoundWatch:
 
     async def open(self, opened: Opened) -> int | None:
         """The checkpoint's position in this stream; 0 (every end again: they change nothing)
-        for a stream it does not belong to."""
+        for a stream it does not belong to, or one whose end comes before it."""
         checkpoint = await self._checkpoints.read(opened.partition.stream)
         position = checkpoint.position if checkpoint.belongs_to(opened.identity) else 0
-        if position > opened.last:
+        if position > await end_after(self._checkpoints.js, opened, position):
             position = 0
         self._written[opened.partition.stream] = (position, self._clock())
         self._applied[opened.partition.stream] = position
         return position
 
     async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
-        for message in batch:
+        """Ask for the rounds the batch's ends may end, for the commits after the position
+        only (a batch delivered again, or tried again after store trouble, asks for none
+        twice); False, to open the stream again, when the batch does not follow the position
+        (another engine holding the partition for a moment was delivered what comes between)."""
+        stream = opened.partition.stream
+        fresh = await after(self._checkpoints.js, opened.partition, self._applied[stream], batch)
+        if fresh is None:
+            log.warning(
+                "round watch: a batch that does not follow the position: opening the stream again",
+                stream=stream,
+                position=self._applied[stream],
+                first=batch[0].sequence,
+                last=batch[-1].sequence,
+            )
+            return False
+        for message in fresh:
             game_id = message.subject.rpartition(".")[2]
             try:
                 request = finish_request(game_id, message.data)
@@ -144,8 +161,11 @@ class RoundWatch:
                 request = None
             if request is not None:
                 await self._finish(game_id, request)
-        last = self._applied[opened.partition.stream] = batch[-1].sequence
-        _, at = self._written.get(opened.partition.stream, (0, 0.0))
+                self._applied[stream] = message.sequence  # dealt with, should the rest fail
+        if fresh:
+            self._applied[stream] = fresh[-1].sequence
+        last = self._applied[stream]
+        _, at = self._written.get(stream, (0, 0.0))
         if self._clock() - at >= CHECKPOINT_EVERY_S:
             await self._checkpoint(opened, last)
         return True

@@ -67,7 +67,7 @@ from services.projections.model import Delivered, ReadModel, Refusals, Unreadabl
 from services.projections.parking import ParkedMessage, describe, now, park
 from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
-from services.runtime.follower import Message, Opened, Pace
+from services.runtime.follower import Message, Opened, Pace, Partition, end_after, purged
 from services.runtime.game_archive import GameArchive
 from services.runtime.game_stream import may_follow_archived
 from services.runtime.stream_identity import (
@@ -346,10 +346,12 @@ class Worker:
         """Why each model that must not follow the stream found refuses it; those that may
         follow it, recording its identity."""
         partition = opened.partition.index
+        furthest = max((start.position for start in starts.values()), default=0)
+        last = await end_after(self.client.jetstream(), opened, furthest)
         digests: dict[int, str] = {}
         refused = {}
         for name, start in starts.items():
-            reason = await self._refusal(opened, start, digests)
+            reason = await self._refusal(opened, last, start, digests)
             if reason is None:
                 await self._follow(opened, name, start)
             else:
@@ -360,9 +362,11 @@ class Worker:
         return refused
 
     async def _refusal(
-        self, opened: Opened, start: positions.Position, digests: dict[int, str]
+        self, opened: Opened, last: int, start: positions.Position, digests: dict[int, str]
     ) -> str | None:
-        found, last = opened.identity, opened.last
+        """Why a model at ``start`` refuses the stream opened, whose last sequence, read after
+        the positions were (:func:`~services.runtime.follower.end_after`), is ``last``."""
+        found = opened.identity
         at_position = None
         if start.digest is not None and 0 < start.position <= last:
             at_position = digests.get(start.position)
@@ -655,8 +659,8 @@ class Worker:
         fresh = [message for message in batch if message.sequence > position]
         expected = position + 1
         for message in fresh:
-            if message.sequence != expected and not await self._purged(
-                partition, expected, message.sequence
+            if message.sequence != expected and not await purged(
+                self.client.jetstream(), self._partition(partition), expected, message.sequence
             ):
                 raise OutOfStep(
                     f"{model} stands at {position}; the batch brings {fresh[0].sequence} to "
@@ -666,18 +670,8 @@ class Worker:
             expected = message.sequence + 1
         return fresh
 
-    async def _purged(self, partition: int, first: int, then: int) -> bool:
-        """Whether a partition's stream holds no message from ``first`` up to ``then``."""
-        try:
-            message = await self.client.jetstream().get_msg(
-                self.partitions.stream(partition),
-                first,
-                subject=self.partitions.subjects(partition),
-                next=True,
-            )
-        except nats.js.errors.NotFoundError:
-            return False
-        return message.seq is not None and message.seq >= then
+    def _partition(self, index: int) -> Partition:
+        return Partition(index, self.partitions.stream(index), self.partitions.subjects(index))
 
     def _lag(self, partition: int, group: Group, pending: int) -> None:
         for name in group.names:

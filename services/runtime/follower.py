@@ -12,14 +12,18 @@ The loop:
 1. **Open.** Ask the stream for its identity and last sequence, and the handler where it stands
    (:meth:`Handler.open`): the handler checks the identity against its stored position and
    refuses a stream its position does not belong to (None: the follower waits and asks again).
+   Its position, read after the stream, may lie beyond the end read: only an end read after it
+   tells a rewound stream (:func:`end_after`).
    The handler's durable consumer on that stream is made to deliver from the position on,
    unless it stands exactly there.
 2. **Batch.** Fetch what the stream has (up to ``batch_size``); while the stream is busy, wait
    ``gather_s`` for more, so that one commit of the handler's store covers what a busy stream
    appends meanwhile.
 3. **Apply.** :meth:`Handler.apply` commits the batch and its position together (or skips what
-   is at or below it). Store trouble (:meth:`Handler.transient`) is retried with backoff and no
-   limit: the messages are fine. Anything else restarts the follower from the stored position.
+   is at or below it), and opens the stream again rather than apply a batch that does not
+   follow the position (:func:`after`). Store trouble (:meth:`Handler.transient`) is retried
+   with backoff and no limit: the messages are fine. Anything else restarts the follower from
+   the stored position.
 4. **Acknowledge** the batch's last message (``AckAll``), only after the commit: a crash before
    it delivers the batch again, and the handler skips what it has.
 
@@ -41,6 +45,7 @@ import nats.js.errors
 import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 
 from services.runtime.consumer import Durable
 from services.runtime.event_store import stream_sequence
@@ -102,6 +107,62 @@ class Opened:
     identity: StreamIdentity
     last: int
     """Its last sequence then."""
+
+
+async def after(
+    js: JetStreamContext, partition: Partition, position: int, batch: Sequence[Message]
+) -> list[Message] | None:
+    """The messages of ``batch`` after ``position``, each once and in stream order, when they
+    follow it without a gap; None when they do not.
+
+    A batch that skips a sequence the stream holds after the position was delivered in part to
+    another holder of the partition (two processes on its one consumer for a moment, a lease
+    handed over), and applying it would move the position past messages nobody applied. The
+    handler opens the stream again instead (:meth:`Handler.apply` returns False). Sequences the
+    stream no longer holds (what archiving purged: :func:`purged` asks) are no gap. What is at
+    or below the position, and a copy of a message taken already (delivered again), is passed
+    over."""
+    taken: list[Message] = []
+    following = position + 1
+    for message in batch:
+        sequence = message.sequence
+        if sequence < following:
+            continue
+        if sequence > following and not await purged(js, partition, following, sequence):
+            return None
+        taken.append(message)
+        following = sequence + 1
+    return taken
+
+
+async def purged(js: JetStreamContext, partition: Partition, first: int, then: int) -> bool:
+    """Whether a partition's stream holds no message from ``first`` up to before ``then``: they
+    were purged (a finished game archived), not delivered to someone else."""
+    try:
+        message = await js.get_msg(partition.stream, first, subject=partition.subjects, next=True)
+    except nats.js.errors.NotFoundError:
+        return False
+    return message.seq is not None and message.seq >= then
+
+
+async def end_after(js: JetStreamContext, opened: Opened, position: int) -> int:
+    """The last sequence of the stream opened to hold ``position`` against, where a handler
+    read the position after the follower opened the stream: :attr:`Opened.last`, or, when the
+    position lies beyond it, the stream's last sequence read now.
+
+    A position beyond the stream's end means a rewound stream only against an end read after
+    it: a former holder of the partition may have stored a position past ``opened.last`` in
+    between (a lease handed over). A stream made again since keeps ``opened.last``: it is not
+    the stream opened."""
+    if position <= opened.last:
+        return opened.last
+    try:
+        info = await js.stream_info(opened.partition.stream)
+    except nats.js.errors.NotFoundError:
+        return opened.last
+    if StreamIdentity.of(info) != opened.identity:
+        return opened.last
+    return int(info.state.last_seq or 0)
 
 
 class Handler(Protocol):

@@ -33,7 +33,7 @@ from nats.aio.client import Client
 
 from services.runtime.checkpoints import Checkpoint, Checkpoints, Fenced
 from services.runtime.engine_client import EngineClient
-from services.runtime.follower import Message, Opened, Pace
+from services.runtime.follower import Message, Opened, Pace, after, end_after
 from services.runtime.game_stream import GameStream
 from services.timers.clocks import Clocks, Entry, RunningClocks
 from services.timers.metrics import CLOCKS, OVERDUE
@@ -209,7 +209,8 @@ class Timers:
         keeper = Timekeeper(
             index, Clocks(self.timeouts.seen), self.timeouts, self._slots, self._now
         )
-        running = self._resumable(checkpoint, opened)
+        last = await end_after(self._client.jetstream(), opened, checkpoint.position)
+        running = self._resumable(checkpoint, opened, last)
         began = self._clock()
         if running is None:
             position = opened.last
@@ -239,8 +240,21 @@ class Timers:
         return position
 
     async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
+        """Learn the batch's commits after the position; False, to open the stream again, when
+        it does not follow the position (another timer holding the partition for a moment was
+        delivered what comes between: its clocks would be missed, and checkpointed so)."""
         keeper = self.keepers[opened.partition.index]
-        keeper.learn(batch)
+        fresh = await after(self._client.jetstream(), opened.partition, keeper.applied, batch)
+        if fresh is None:
+            log.warning(
+                "timers: a batch that does not follow the position: opening the stream again",
+                partition=opened.partition.index,
+                position=keeper.applied,
+                first=batch[0].sequence,
+                last=batch[-1].sequence,
+            )
+            return False
+        keeper.learn(fresh)
         if self._clock() - keeper.written_at >= CHECKPOINT_EVERY_S:
             await self._checkpoint(opened, keeper)
         return True
@@ -279,8 +293,9 @@ class Timers:
 
     # ----------------------------------------------------------------------- checkpoints
 
-    def _resumable(self, checkpoint: Checkpoint, opened: Opened) -> RunningClocks | None:
-        """The running clocks of the checkpoint, if it is this stream's (None: survey it)."""
+    def _resumable(self, checkpoint: Checkpoint, opened: Opened, last: int) -> RunningClocks | None:
+        """The running clocks of the checkpoint, if it is this stream's and stands in it (up to
+        ``last``, its end read after the checkpoint was); None: survey the stream."""
         stream = opened.partition.stream
         if not checkpoint.belongs_to(opened.identity):
             if checkpoint.stream:
@@ -291,12 +306,12 @@ class Timers:
                     found=str(opened.identity),
                 )
             return None
-        if checkpoint.position > opened.last:
+        if checkpoint.position > last:
             log.warning(
                 "the timers' checkpoint is past the stream's end: surveying it",
                 stream=stream,
                 position=checkpoint.position,
-                last=opened.last,
+                last=last,
             )
             return None
         try:

@@ -9,7 +9,10 @@ owning platform that subscribe to each event type, and recorded with the stream'
 in one transaction; only then is the batch acknowledged. A crash before the commit loses nothing
 (the batch comes again); after it, the batch comes again and is skipped (its sequences are at or
 below the position). The position row is locked while a batch is recorded, and only moves
-forward: a process that lost the partition a moment ago records nothing the new holder did.
+forward: a process that lost the partition a moment ago records nothing the new holder did. And
+a batch that does not follow the position (while two processes hold the partition, each is
+delivered part of the stream) is not recorded: the stream is opened again at the stored
+position, so that no commit is passed over.
 
 Which platforms have endpoints is known from the :class:`~.interest.EndpointWatch` before any
 database work: a commit of another platform is skipped (by its subject alone, once its game's
@@ -50,7 +53,7 @@ from contracts.webhooks import encode_webhook, type_of
 from contracts.wire import LEAGUE_SUBJECTS, LEAGUES_STREAM, Commit, LeagueCommit
 from domain.league import League
 from services.runtime.event_store import EventStore, Stored
-from services.runtime.follower import Message, Opened, Pace, Partition
+from services.runtime.follower import Message, Opened, Pace, Partition, after, end_after
 from services.runtime.game_stream import GameStream
 from services.runtime.league_stream import LeagueStream
 from services.runtime.stream_identity import StreamIdentity
@@ -286,9 +289,10 @@ class Ingest:
         """Where to follow the stream from, recorded: the stored position if it belongs to the
         stream found (or where every endpoint's interest begins, if that is later), else where
         the endpoints' interest begins (see the module's docstring)."""
-        stream, found, last = opened.partition.stream, opened.identity, opened.last
+        stream, found = opened.partition.stream, opened.identity
         async with self.store.writing() as conn:
             held = await outbox.lock_position(conn, stream)
+            last = await end_after(self.js, opened, held.position)
             same = held.known and held.stream_created == found.created and held.position <= last
             # Where an endpoint asks for more than the stream holds, it was registered on
             # another stream: it hears of this one from its end.
@@ -318,11 +322,21 @@ class Ingest:
 
     async def apply(self, opened: Opened, batch: Sequence[Message]) -> bool:
         """Record the deliveries of a batch and move the position past it; False when the
-        endpoints want what was mapped without them (follow again from the stored position),
-        or when none is left (follow again once there is one)."""
+        batch does not follow the position or the endpoints want what was mapped without them
+        (follow again from the stored position), or when none is left (follow again once there
+        is one)."""
         stream = opened.partition.stream
         place = self.places[stream]
-        fresh = [message for message in batch if message.sequence > place.position]
+        fresh = await after(self.js, opened.partition, place.position, batch)
+        if fresh is None:
+            self.log.warning(
+                "a batch that does not follow the position: opening the stream again",
+                stream=stream,
+                position=place.position,
+                first=batch[0].sequence,
+                last=batch[-1].sequence,
+            )
+            return False
         if not fresh:
             return True
         interest = self.watch.interest(stream)
