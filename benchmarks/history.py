@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import msgspec
-from nats.aio.client import Client
 from nats.js import JetStreamContext, api
 
 from benchmarks.league_night import (
@@ -245,12 +244,14 @@ async def measure(
             # The whole stack stops, the server last, and starts again, the server first (as
             # `spades up` does); the table's clock runs on, so a turn is overdue by then.
             fleet.stop()
+            await admin.close()
             server.stop()
             began = time.monotonic()
             await asyncio.to_thread(server.start)
             await asyncio.to_thread(server.wait_until_healthy)
             nats_start_s = time.monotonic() - began
-            await _reconnected(admin)
+            admin = await _admin([server])
+            js = admin.jetstream()
             watch, subscription = await _watch_table(js, layout)  # nothing commits yet
             fleet.start()
             ready = await fleet.until_ready()
@@ -267,7 +268,7 @@ async def measure(
 
             held_s, moved_s = await _kill_timers(fleet, js, layout, watch)
             await subscription.unsubscribe()
-            table = {TABLE: await stream.read(TABLE)}
+            table = {TABLE: await GameStream(js, layout).read(TABLE)}
             problems += _timed_out_twice(table) + _history_problems(table)
             stream_bytes = 0
             for p in layout.indexes:
@@ -333,13 +334,6 @@ async def _watch_table(
         deliver_policy=api.DeliverPolicy.NEW,
     )
     return watch, subscription
-
-
-async def _reconnected(connection: Client, timeout_s: float = 30.0) -> None:
-    """Until the connection is back on the restarted server (it reconnects by itself)."""
-    async with asyncio.timeout(timeout_s):
-        while not connection.is_connected:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
 
 
 def database_bytes(root: Path) -> int:
