@@ -73,6 +73,14 @@ WORKERS = ("engine", "projections", "webhooks", "timers")
 KINDS = (*WORKERS, "gateway")
 PLATFORM, API_KEY = "night", "league-night-platform-key"
 HELD = re.compile(r'^spades_partitions_held\{kind="([a-z-]+)"\} ([0-9.e+]+)$', re.MULTILINE)
+WORKS = {
+    "engine": ("engine",),
+    "projections": ("projections",),
+    "webhooks": ("webhooks", "webhooks-leagues"),
+    "timers": ("timers",),
+}
+"""The work each worker kind claims partitions of (``spades_partitions_held``'s label)."""
+READY_POLL_S = 0.1
 QUICK_SCHEDULE = "1s,1s,2s,2s,5s,5s,10s"
 
 
@@ -152,8 +160,11 @@ class Process:
         self.env = env
         self.log_path = logs / f"{self.name}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        """When it was last started (``time.time()``)."""
 
     def start(self) -> None:
+        self.started = time.time()
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "services.cli.main", "serve", self.kind],
@@ -191,15 +202,22 @@ class Process:
 
 
 class Fleet:
-    """Two of every process kind, on the cluster's nodes."""
+    """``per_kind`` of every process kind (two by default), on the nodes given (a cluster's, or
+    one server); the streams have as many replicas as there are nodes, three at most."""
 
     def __init__(
-        self, nodes: list[EmbeddedNats], layout: Partitions, database_url: str, root: Path
+        self,
+        nodes: list[EmbeddedNats],
+        layout: Partitions,
+        database_url: str,
+        root: Path,
+        per_kind: int = 2,
     ) -> None:
         self.nodes = nodes
         self.layout = layout
         self.database_url = database_url
         self.root = root
+        self.per_kind = per_kind
         self.processes: list[Process] = []
 
     @property
@@ -220,7 +238,7 @@ class Fleet:
             "SPADES_NATS_CREDS": str(credentials),
             "SPADES_DATA_DIR": str(data),
             "SPADES_PARTITIONS": str(self.layout.count),
-            "SPADES_STREAM_REPLICAS": "3",
+            "SPADES_STREAM_REPLICAS": str(min(3, len(self.nodes))),
             "SPADES_DATABASE_URL": self.database_url,
             "SPADES_API_KEYS": f"{PLATFORM}:{API_KEY}",
             "SPADES_SECRET_KEY": "5" * 64,
@@ -234,15 +252,20 @@ class Fleet:
         }
 
     def start(self) -> None:
-        ports = iter(free_ports(2 * len(KINDS)))
-        logs = self.root / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        for kind in KINDS:
-            for number in range(2):
-                port = next(ports)
-                process = Process(kind, number, port, self.env(kind, number, port), logs)
+        """Start every process: made on the first call, the same ones again (their ports, data
+        directories and logs) once stopped."""
+        if not self.processes:
+            ports = iter(free_ports(self.per_kind * len(KINDS)))
+            logs = self.root / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            for kind in KINDS:
+                for number in range(self.per_kind):
+                    port = next(ports)
+                    env = self.env(kind, number, port)
+                    self.processes.append(Process(kind, number, port, env, logs))
+        for process in self.processes:
+            if not process.alive:
                 process.start()
-                self.processes.append(process)
 
     def stop(self) -> None:
         for process in self.processes:
@@ -273,28 +296,41 @@ class Fleet:
             await asyncio.sleep(0.1)  # other processes' state, read from their metrics
         return None
 
-    async def until_ready(self, timeout_s: float = 90.0) -> None:
-        count = self.layout.count
-        for work, wanted in (
-            ("engine", count),
-            ("projections", count),
-            ("webhooks", count),
-            ("webhooks-leagues", 1),
-            ("timers", count),
-        ):
-            took = await self.until_held(work, wanted, timeout_s)
-            if took is None:
-                raise RuntimeError(f"{work}: {await self.held(work)} of {wanted} partitions held")
+    async def until_ready(self, timeout_s: float = 90.0) -> dict[str, float]:
+        """Until every kind is ready (each watched at once): the seconds from each kind's
+        last start until it was."""
+        took = await asyncio.gather(*(self.ready_after(kind, timeout_s) for kind in KINDS))
+        return dict(zip(KINDS, took, strict=True))
+
+    async def ready_after(self, kind: str, timeout_s: float) -> float:
+        """Seconds from the last start of ``kind``'s processes until they are ready: a worker
+        kind's live processes hold every partition of its work between them (their
+        ``/metrics``), every gateway answers ``/readyz`` (the engine and the read models
+        caught up)."""
+        started = max(process.started for process in self.of(kind))
+        deadline = time.monotonic() + timeout_s
+        while not await self._ready(kind):
+            if time.monotonic() > deadline:
+                held = {work: await self.held(work) for work in WORKS.get(kind, ())}
+                raise RuntimeError(f"{kind} is not ready (partitions held: {held})")
+            await asyncio.sleep(READY_POLL_S)  # other processes' state, read over HTTP
+        return time.time() - started
+
+    def wanted(self, work: str) -> int:
+        """The partitions of ``work``: the leagues' stream is one."""
+        return 1 if work == "webhooks-leagues" else self.layout.count
+
+    async def _ready(self, kind: str) -> bool:
+        if kind in WORKS:
+            return all([await self.held(work) == self.wanted(work) for work in WORKS[kind]])
         async with httpx.AsyncClient(timeout=2.0) as http:
-            for gateway in self.of("gateway"):
-                deadline = time.monotonic() + timeout_s
-                while True:
-                    with contextlib.suppress(httpx.HTTPError):
-                        if (await http.get(f"{gateway.url}/readyz")).status_code == 200:
-                            break
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{gateway.name} is not ready")
-                    await asyncio.sleep(0.2)
+            for gateway in self.of(kind):
+                try:
+                    if (await http.get(f"{gateway.url}/readyz")).status_code != 200:
+                        return False
+                except httpx.HTTPError:
+                    return False
+        return True
 
 
 # --------------------------------------------------------------------------- the players
@@ -416,10 +452,8 @@ class Night:
             if kind == "webhooks":
                 # what it claimed between the first look and the kill was in flight too
                 self.in_flight_at_kill |= await _claimed_by(store, victim.pid)
-            works = ["webhooks", "webhooks-leagues"] if kind == "webhooks" else [kind]
-            for work in works:
-                wanted = 1 if work == "webhooks-leagues" else self.layout.count
-                took = await fleet.until_held(work, wanted, 60.0)
+            for work in WORKS[kind]:
+                took = await fleet.until_held(work, fleet.wanted(work), 60.0)
                 self.failovers.append(Failover(kind=work, killed=victim.name, seconds=took))
         await asyncio.sleep(self.plan.kill_every_s)
         placed = await leaders(admin.jetstream(), self.layout)

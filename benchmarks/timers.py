@@ -516,24 +516,30 @@ def member_pid(member: str) -> int:
     return int(member.rsplit("-", 2)[1])
 
 
-async def checkpointed_at(js: JetStreamContext, stream: str) -> int:
-    """The position of the timers' checkpoint of ``stream`` (0: none yet)."""
+async def checkpointed_at(js: JetStreamContext, stream: str, kind: str = TIMERS) -> int:
+    """The position of ``kind``'s checkpoint of ``stream`` (0: none yet); the timers' unless
+    told (the engines' round watch keeps one too)."""
     try:
         kv = await js.key_value(CHECKPOINTS_BUCKET)
-        entry = await kv.get(f"{TIMERS}.{stream}")
+        entry = await kv.get(f"{kind}.{stream}")
     except nats.js.errors.NotFoundError:
         return 0
     return msgspec.json.decode(entry.value or b"{}", type=Checkpoint).position
 
 
 async def until_checkpointed(
-    js: JetStreamContext, partitions: Partitions, positions: dict[int, int], timeout_s: float
+    js: JetStreamContext,
+    partitions: Partitions,
+    positions: dict[int, int],
+    timeout_s: float,
+    kind: str = TIMERS,
 ) -> None:
-    """Until each partition's timers checkpoint is at or past its position in ``positions``."""
+    """Until each partition's checkpoint of ``kind`` (the timers' unless told) is at or past its
+    position in ``positions``."""
     async with asyncio.timeout(timeout_s):
         for partition, position in positions.items():
             stream = partitions.stream(partition)
-            while await checkpointed_at(js, stream) < position:  # noqa: ASYNC110
+            while await checkpointed_at(js, stream, kind) < position:  # noqa: ASYNC110
                 await asyncio.sleep(POLL_S)
 
 

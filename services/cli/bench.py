@@ -488,6 +488,54 @@ def timers_restart(history: int, partitions: int, turn_s: float, json: bool) -> 
     Console().print(table)
 
 
+@app.command("history")
+def history(
+    games: Annotated[
+        str, typer.Option(help="Sizes: finished games in the history, comma-separated.")
+    ] = "0,10000,100000",
+    count: Annotated[int, typer.Option("--partitions", "-k", min=1, help="K, the partitions.")] = 1,
+    turn_s: Annotated[float, typer.Option(min=0.1, help="The table's clock, a turn.")] = 1.0,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """For each size, a fresh stack filled with that many finished games (appended without the
+    engine, a sample audited), read once by every follower, then restarted: each process's
+    start-up time and RSS, the timer worker's start to a 1 s table's first timeout, stream and
+    database bytes per game, and a killed timer worker's table moving again; the slope of each
+    against N, per 10,000 games (near zero: a restart reads what runs, not what ended)."""
+    from benchmarks.history import run
+
+    sizes = [int(size) for size in games.split(",") if size.strip()]
+    figures = run(sizes, count, turn_s, progress=None if json else console.print)
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"history: {count} partition(s), a table on a {turn_s:g} s clock")
+    table.add_column("measure")
+    for size in figures.sizes:
+        table.add_column(f"{size.games:,} games", justify="right")
+    table.add_column("per 10k games", justify="right")
+    for name, values in figures.figures.items():
+        per = figures.per_10k[name]
+        table.add_row(
+            name, *(_figure(value) for value in values), "-" if per is None else f"{per:+,.2f}"
+        )
+    table.add_row("load average at the end", *(f"{s.load[0]:.1f}" for s in figures.sizes), "")
+    Console().print(table)
+    for size in figures.sizes:
+        for problem in size.problems:
+            typer.echo(f"{size.games:,} games: {problem}")
+        typer.echo(
+            f"{size.games:,} games: {size.audited} histories audited, "
+            + (f"{len(size.problems)} problems" if size.problems else "all clean")
+        )
+
+
+def _figure(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.2f}"
+
+
 @app.command("http")
 def http(
     games: Annotated[int, typer.Option(min=1, help="Games played at once.")] = 16,

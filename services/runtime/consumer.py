@@ -201,6 +201,15 @@ class PullFeed:
             raise ConsumerGone(self._conflict)
         return self._take(batch)
 
+    async def fetch_backlog(self, batch: int, wait_s: float) -> list[Msg]:
+        """Up to ``batch`` messages of a backlog (messages the stream has already): those the
+        open request is bringing are waited for, until the batch is full, the request is over,
+        or ``wait_s``; then what the stream has now (:meth:`fetch_now`). A batch behind a
+        backlog fills as fast as its messages come, with no pause for appends."""
+        until = min(self._until, asyncio.get_running_loop().time() + wait_s)
+        await self._wait(lambda: len(self._arrived) >= batch or not self._open(), until)
+        return await self.fetch_now(batch)
+
     async def acknowledge(self, messages: Sequence[Msg]) -> None:
         """Acknowledge each of ``messages`` on its own (``AckExplicit``), in one write.
 

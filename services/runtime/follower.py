@@ -18,7 +18,10 @@ The loop:
    unless it stands exactly there.
 2. **Batch.** Fetch what the stream has (up to ``batch_size``); while the stream is busy, wait
    ``gather_s`` for more, so that one commit of the handler's store covers what a busy stream
-   appends meanwhile.
+   appends meanwhile. Behind a backlog (messages after the batch are in the stream already),
+   the batch is filled as fast as they come instead: the wait is for appends, not for a history
+   (the round watch's quarter of a second a pull made it read 10,000 finished games in five and
+   a half minutes, ``spades bench history``).
 3. **Apply.** :meth:`Handler.apply` commits the batch and its position together (or skips what
    is at or below it), and opens the stream again rather than apply a batch that does not
    follow the position (:func:`after`). Store trouble (:meth:`Handler.transient`) is retried
@@ -273,9 +276,13 @@ class Follower:
                         return
                     continue
                 gather = busy or len(messages) > 1
-                if gather and len(messages) < pace.batch_size and pace.gather_s > 0:
-                    await asyncio.sleep(pace.gather_s)  # a batching window, not a wait for one
-                    messages += await feed.fetch_now(pace.batch_size - len(messages))
+                wanted = pace.batch_size - len(messages)
+                if gather and wanted > 0 and pace.gather_s > 0:
+                    if messages[-1].metadata.num_pending:  # the rest is in the stream already
+                        messages += await feed.fetch_backlog(wanted, pace.gather_s)
+                    else:
+                        await asyncio.sleep(pace.gather_s)  # a batching window, not a wait
+                        messages += await feed.fetch_now(wanted)
                 busy = len(messages) > 1
                 if self.client.stats["reconnects"] != reconnects:
                     return  # open the stream again before applying what the new link brought

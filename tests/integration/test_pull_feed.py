@@ -1,7 +1,7 @@
 """The pull feed of the read models, the webhooks and the round watch
 (services/runtime/consumer.py), against a real nats-server: batches in order, an idle fetch
-that times out, a deleted consumer noticed at once, and a lightly loaded stream that costs no
-pull request a message."""
+that times out, a batch behind a backlog filled whole, a deleted consumer noticed at once, and
+a lightly loaded stream that costs no pull request a message."""
 
 from __future__ import annotations
 
@@ -68,6 +68,18 @@ async def test_fetch_now_takes_what_the_stream_has_without_waiting(
     await publish(nats_client, b"1", b"2", b"3")
     assert payloads(await feed.fetch_now(2)) == [b"1", b"2"]
     assert payloads(await feed.fetch_now(2)) == [b"3"]
+
+
+async def test_a_batch_behind_a_backlog_is_filled_whole(
+    feed: PullFeed, nats_client: Client
+) -> None:
+    await publish(nats_client, *(str(n).encode() for n in range(300)))
+    first = await feed.fetch(200, 1.0)  # what has arrived: as few as one
+    rest = await feed.fetch_backlog(200 - len(first), 5.0)
+    assert payloads(first + rest) == [str(n).encode() for n in range(200)]
+    assert payloads(await feed.fetch_backlog(200, 5.0)) == [
+        str(n).encode() for n in range(200, 300)
+    ]
 
 
 async def test_a_lightly_loaded_stream_costs_no_pull_request_a_message(
