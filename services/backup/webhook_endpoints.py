@@ -19,7 +19,7 @@ import msgspec
 import sqlalchemy as sa
 
 from contracts.partitions import LEGACY_STREAM
-from contracts.wire import LEAGUES_STREAM
+from contracts.wire import ARCHIVE_STREAM, LEAGUES_STREAM
 from services.backup.manifest import MANIFEST_FILE, BackupError, KeptCopy, Manifest
 from services.runtime.settings import Settings
 from services.store.database import Store, open_store, store_url
@@ -151,6 +151,7 @@ def _read(path: Path) -> list[SavedEndpoint]:
 
 
 def _last_sequences(folder: Path) -> dict[str, int]:
-    """Every restored stream's last sequence, by name."""
+    """The last sequence of every restored stream webhooks follow, by name (not the archive:
+    what it holds was heard of in the game streams)."""
     manifest = msgspec.json.decode((folder / MANIFEST_FILE).read_bytes(), type=Manifest)
-    return {copy.name: copy.last_sequence for copy in manifest.streams}
+    return {c.name: c.last_sequence for c in manifest.streams if c.name != ARCHIVE_STREAM}

@@ -92,9 +92,11 @@ def test_contracts_never_import_services() -> None:
 # The services' layering. A service package is what one process runs; only the CLI that runs it
 # (and its own modules) may import it. Everything several services share lives in the shared
 # packages, which never import a service.
-SERVICES = frozenset({"engine", "projections", "webhooks", "gateway", "timers", "backup"})
+SERVICES = frozenset(
+    {"engine", "projections", "webhooks", "gateway", "timers", "backup", "archive"}
+)
 """Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
-timers) or a tool the CLI drives (backup)."""
+timers) or a tool the CLI drives (backup, archive)."""
 SHARED = frozenset({"runtime", "store", "audit", "client", "bots"})
 """Libraries several services and the CLI use: process plumbing and the event streams
 (runtime), the read-model database (store), audit by replay (audit), the HTTP client (client),
