@@ -105,7 +105,7 @@ def _lifespan(
         follower = Tail([(p.stream, p.subjects) for p in game_partitions(layout)], games)
         following = asyncio.create_task(_follow(follower, js))
         store = open_store(settings.read_model_database_url)
-        await migrate(store)  # the projection workers may not have started yet
+        await migrate(store, secret=secret)  # the projection workers may not have started yet
         in_flight = InFlight()
         metrics.in_flight.set_function(lambda: len(in_flight))
         app.state.gateway = Gateway(

@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contracts.partitions import MAX_PARTITIONS, Partitions
+from services.runtime.private import private_dir
 
 SIGNING_KEY_BYTES = 32
 SIGNING_KEY_FILENAME = "secret.key"
@@ -179,7 +180,7 @@ def get_settings() -> Settings:
 
 
 def _read_or_create_key_file(path: Path) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     if not path.exists():
         _create_key_file(path)
     key = path.read_bytes()
