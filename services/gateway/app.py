@@ -126,7 +126,12 @@ def _lifespan(
             store=store,
             metrics=metrics,
             audits=AuditRuns(metrics.audits),
-            caps=Caps(settings.max_league_players, settings.max_round_tables),
+            caps=Caps(
+                settings.max_league_players,
+                settings.max_round_tables,
+                games_going_on=settings.max_games_going_on,
+                min_turn_s=settings.min_turn_s,
+            ),
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
