@@ -52,7 +52,7 @@ from domain.events import AnyEvent
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.records import HandRecorder
 from domain.state import Game, cards_held
-from services.projections.read_models import READ_MODELS
+from services.projections.read_models import READ_MODELS, seal_hands
 from services.projections.service import Projections
 from services.projections.worker import BATCH_SIZE, Received
 from services.runtime.broker_users import ADMIN
@@ -433,4 +433,5 @@ def run(
     postgres_url: str | None,
     progress: Callable[[str], None] | None = None,
 ) -> ProjectionFigures:
+    seal_hands(secrets.token_bytes(32))  # fresh read models: any key seals their hands
     return asyncio.run(measure(games, seed, postgres_url, progress))

@@ -111,3 +111,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         name = report.nodeid.split("@", 1)[0]  # without the xdist group suffix
         reason = str(reason).removeprefix("Skipped: ")
         terminalreporter.write_line(f"SKIPPED {name}: {reason}", yellow=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hands_sealed() -> None:
+    """The hands model of the tests' own processes seals with a key of theirs, as a projections
+    process does with the service's (services started as processes read their own)."""
+    from services.projections.read_models import seal_hands
+
+    seal_hands(b"the tests' service key")  # conftest_projections.TESTS_KEY

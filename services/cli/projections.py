@@ -148,9 +148,11 @@ def parked(
 def replay_parked_command(model: ModelOption = None) -> None:
     """Apply the parked messages again, oldest first; those that apply are forgotten."""
     from services.projections.parking import replay_parked
+    from services.projections.read_models import seal_hands
 
     _check_model(model)
     settings = _read_model_settings()
+    seal_hands(settings.signing_key())  # the stack's: the hands in progress are sealed with it
     outcome = _with_store(settings, lambda store: replay_parked(store, model, settings.layout))
     typer.echo(f"{len(outcome.applied)} applied, {len(outcome.still_parked)} still parked")
     if outcome.still_parked:

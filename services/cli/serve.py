@@ -10,9 +10,17 @@ from services.cli.projections import serve as serve_projections
 from services.runtime.logging import configure_logging
 from services.runtime.loop import run as run_service
 from services.runtime.metrics import serve_metrics
+from services.runtime.private import private_umask
 from services.runtime.settings import get_settings
 
 app = typer.Typer(no_args_is_help=True, help="Run one service as its own process.")
+
+
+@app.callback()
+def private() -> None:
+    """Every file a service writes (the read-model database, the key file) is its user's."""
+    private_umask()
+
 
 GRACEFUL_SHUTDOWN_S = 3
 """How long open event streams may hold a stopping gateway."""

@@ -50,6 +50,7 @@ from services.runtime.nats_server import (
     free_ports,
 )
 from services.runtime.orphans import dies_with_parent
+from services.runtime.private import private_dir, private_umask
 from services.runtime.settings import Settings
 
 log = get_logger("spades.up")
@@ -170,7 +171,8 @@ def gateway_listens(url: str) -> bool:
 
 def run_stack(settings: Settings) -> int:
     """Run until a signal; return the exit status."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_umask()  # every file of the stack, nats-server's and the services', is its user's
+    private_dir(settings.data_dir)
     settings.signing_key()  # made once here, so every child reads the same key file
     stopping = threading.Event()
 

@@ -105,7 +105,7 @@ def _lifespan(
         follower = Tail([(p.stream, p.subjects) for p in game_partitions(layout)], games)
         following = asyncio.create_task(_follow(follower, js))
         store = open_store(settings.read_model_database_url)
-        await migrate(store)  # the projection workers may not have started yet
+        await migrate(store, secret=secret)  # the projection workers may not have started yet
         in_flight = InFlight()
         metrics.in_flight.set_function(lambda: len(in_flight))
         app.state.gateway = Gateway(
@@ -126,7 +126,12 @@ def _lifespan(
             store=store,
             metrics=metrics,
             audits=AuditRuns(metrics.audits),
-            caps=Caps(settings.max_league_players, settings.max_round_tables),
+            caps=Caps(
+                settings.max_league_players,
+                settings.max_round_tables,
+                games_going_on=settings.max_games_going_on,
+                min_turn_s=settings.min_turn_s,
+            ),
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),

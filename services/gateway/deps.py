@@ -68,10 +68,13 @@ class Gateway:
 
 @dataclass(frozen=True, slots=True)
 class Caps:
-    """How large a league may be, and how many tables one round may seat."""
+    """How large a league may be, and how many tables one round may seat; a platform's
+    quotas: its games going on at once, and the shortest turn a clock may give."""
 
     league_players: int
     round_tables: int
+    games_going_on: int = 1000
+    min_turn_s: float = 0.0
 
 
 async def gateway(request: Request) -> Gateway:

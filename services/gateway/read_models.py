@@ -122,6 +122,10 @@ class ReadModels(Protocol):
         """Wait until the standings count ``version`` of the league's games."""
         ...
 
+    async def games_going_on(self, platform: str | None) -> int:
+        """How many of the platform's games are not finished, as the game list knows."""
+        ...
+
 
 def _plain(row: Mapping[str, Any]) -> dict[str, Any]:
     """A database row's mapping with plain ``str`` keys (SQLAlchemy hands out ``quoted_name``)."""
@@ -180,3 +184,6 @@ class ProjectionReadModels:
 
     async def wait_for_league_version(self, league_id: str, version: int, timeout_s: float) -> bool:
         return await queries.wait_for_league_version(self._engine, league_id, version, timeout_s)
+
+    async def games_going_on(self, platform: str | None) -> int:
+        return await queries.games_going_on(self._engine, platform)

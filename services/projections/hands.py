@@ -5,6 +5,13 @@ event of the hand from its deal on. Those of the hand in progress are kept in ``
 (in the same transactions as the position), so a worker restarted mid-hand loses nothing and
 never has to read the game back from the stream. No record, and so no card, is visible before
 the hand is over.
+
+Those events are the hand's secrets (every seat's cards, the deck, the cards passed and kept;
+the seed is revealed only with the score), and nothing but this model reads them: no endpoint
+shows them, and what endpoints show of a hand in progress comes from the game itself. So they
+are kept sealed (:mod:`services.runtime.sealing`, under the service's key, bound to the game):
+a copy of the database tells nothing of a hand being played. The model refuses to save without
+its key (:func:`services.projections.read_models.seal_hands`).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from domain.events import (
 )
 from domain.records import HandRecord, HandRecorder
 from services.projections.model import PerGameModel
+from services.runtime.sealing import Sealer, Unsealable
 from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import hand_progress, hand_records
 
@@ -120,36 +128,60 @@ class Recorders:
 
     def __init__(self, capacity: int = 4096) -> None:
         self._capacity = capacity
-        self._kept: OrderedDict[str, tuple[int, bytes, HandRecorder, list[AnyEvent]]] = (
+        self._kept: OrderedDict[str, tuple[int, bytes, HandRecorder, list[AnyEvent], bytes]] = (
             OrderedDict()
         )
 
-    def take(self, game_id: str, version: int, stored: bytes) -> HandProgress:
+    def take(self, game_id: str, version: int, sealed: bytes, sealer: Sealer) -> HandProgress:
+        """The game's progress as ``sealed`` holds it: the recorder kept, if it was saved as
+        exactly that; else the events opened, to be fed again."""
         kept = self._kept.pop(game_id, None)
-        if kept is None or kept[:2] != (version, stored):
-            return HandProgress(game_id, version, stored)
-        return HandProgress(game_id, version, stored, recorder=kept[2], pending=kept[3])
+        if kept is None or kept[:2] != (version, sealed):
+            return HandProgress(game_id, version, open_progress(sealer, sealed, game_id))
+        return HandProgress(game_id, version, kept[4], recorder=kept[2], pending=kept[3])
 
-    def keep(self, progress: HandProgress, stored: bytes) -> None:
+    def keep(self, progress: HandProgress, sealed: bytes, stored: bytes) -> None:
+        """Keep the recorder of ``progress``, saved as ``sealed`` (``stored`` opened)."""
         if progress.recorder is None:
             return
-        entry = (progress.version, stored, progress.recorder, progress.pending)
+        entry = (progress.version, sealed, progress.recorder, progress.pending, stored)
         self._kept[progress.game_id] = entry
         while len(self._kept) > self._capacity:
             self._kept.popitem(last=False)
+
+
+def open_progress(sealer: Sealer, sealed: bytes, game_id: str) -> bytes:
+    """A game's pending events as :class:`HandsModel` sealed them. A row that does not open
+    but is a JSON array was written in the clear (by an earlier version, during a rolling
+    upgrade): it is taken as it is, and sealed when the game is saved next."""
+    try:
+        return sealer.open(sealed, game_id)
+    except Unsealable:
+        if sealed.startswith(b"[") and sealed.endswith(b"]"):
+            return sealed
+        raise
 
 
 class HandsModel(PerGameModel[HandProgress]):
     name = "hands"
     tables = (hand_records, hand_progress)
 
-    def __init__(self) -> None:
+    def __init__(self, sealer: Sealer | None = None) -> None:
         self.recorders = Recorders()
+        self.sealer = sealer
+        """Seals the hands in progress; None until the process gives it the service's key."""
+
+    def _sealing(self) -> Sealer:
+        if self.sealer is None:
+            raise RuntimeError("the hands model keeps hands in progress sealed: it needs the key")
+        return self.sealer
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
         rows = await fetch(conn, *where_in(hand_progress, "game_id", game_ids))
-        take = self.recorders.take
-        return {game_id: take(game_id, version, pending) for game_id, version, pending in rows}
+        take, sealer = self.recorders.take, self._sealing()
+        return {
+            game_id: take(game_id, version, sealed, sealer) for game_id, version, sealed in rows
+        }
 
     def fold(self, state: HandProgress | None, commit: Commit) -> HandProgress:
         if state is None:
@@ -162,7 +194,9 @@ class HandsModel(PerGameModel[HandProgress]):
         return state
 
     async def save(self, conn: Statements, states: dict[str, HandProgress]) -> None:
-        pending = {game_id: state.pending_bytes() for game_id, state in states.items()}
+        seal = self._sealing().seal
+        stored = {game_id: state.pending_bytes() for game_id, state in states.items()}
+        pending = {game_id: seal(events, game_id) for game_id, events in stored.items()}
         progress = [
             {"game_id": s.game_id, "version": s.version, "pending": pending[s.game_id]}
             for s in states.values()
@@ -175,4 +209,4 @@ class HandsModel(PerGameModel[HandProgress]):
         await upsert(conn, hand_progress, progress, keys=["game_id"])
         await upsert(conn, hand_records, records, keys=["game_id", "hand"])
         for game_id, state in states.items():
-            self.recorders.keep(state, pending[game_id])
+            self.recorders.keep(state, pending[game_id], stored[game_id])

@@ -10,11 +10,21 @@ from services.projections.model import ReadModel
 from services.projections.players import PlayersModel
 from services.projections.scoreboard import ScoreboardModel
 from services.projections.standings import StandingsModel
+from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 
 READ_MODELS: dict[str, ReadModel] = {
     model.name: model
     for model in (GamesModel(), ScoreboardModel(), HandsModel(), PlayersModel(), StandingsModel())
 }
+
+
+def seal_hands(secret: bytes) -> None:
+    """Give the hands model the service's key: it keeps the hands in progress sealed, and
+    refuses to load or save them before it has the key (a process folding games calls this
+    once, at start)."""
+    hands = READ_MODELS["hands"]
+    assert isinstance(hands, HandsModel)
+    hands.sealer = Sealer(secret, HANDS_IN_PROGRESS)
 
 
 def read_models(names: Iterable[str] | None = None) -> list[ReadModel]:

@@ -27,7 +27,7 @@ from nats.aio.client import Client
 
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
 from services.projections.model import ReadModel
-from services.projections.read_models import READ_MODELS, read_models
+from services.projections.read_models import READ_MODELS, read_models, seal_hands
 from services.projections.worker import (
     BATCH_SIZE,
     DEFAULT_RETRY,
@@ -233,6 +233,9 @@ async def run_projections(
         reason = await check_partitions(js, layout)
         if reason is not None:
             raise LayoutError(reason)
+        secret = settings.signing_key()
+        seal_hands(secret)
+        await migrate(store, secret=secret)  # the sealing steps, which need the key
         await projections.start()
         claims = Claims(
             js,

@@ -37,6 +37,7 @@ from contracts.partitions import ONE, Partitions
 from services.runtime.broker_users import authorization_config
 from services.runtime.credentials import BrokerCredentials
 from services.runtime.orphans import dies_with_parent
+from services.runtime.private import PRIVATE_UMASK, private_dir
 
 LOOPBACK = "127.0.0.1"
 BINARY_NAME = "nats-server"
@@ -185,7 +186,7 @@ class EmbeddedNats:
         """Start the server and return once it accepts clients with JetStream enabled."""
         if self.is_running:
             return
-        self.store_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.store_dir)
         lock = self._lock_store()
         self.credentials.ensure()
         _write_private(self.config_path, self._render_config())
@@ -200,6 +201,8 @@ class EmbeddedNats:
                 process_group=0,
                 # The locked descriptor: the lock lives as long as the server does.
                 pass_fds=(lock,),
+                # Its JetStream files hold every deal and seed: its user's alone.
+                umask=PRIVATE_UMASK,
                 # Unsafe only with other threads running: asked for by `spades up`, which has
                 # none (the kernel ties the server to the thread that starts it, see orphans).
                 preexec_fn=dies_with_parent() if self.exit_with_parent else None,  # noqa: PLW1509

@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contracts.partitions import MAX_PARTITIONS, Partitions
+from services.runtime.private import private_dir
 
 SIGNING_KEY_BYTES = 32
 SIGNING_KEY_FILENAME = "secret.key"
@@ -55,6 +56,12 @@ class Settings(BaseSettings):
     """The most players a league may have."""
     max_round_tables: int = Field(default=64, ge=1)
     """The most tables one round of a league may seat."""
+    max_games_going_on: int = Field(default=1000, ge=1)
+    """A platform's quota of games not finished at once (a league round's tables included);
+    past it, a new game or round is 429 ``rate_limited``."""
+    min_turn_s: float = Field(default=3.0, ge=0)
+    """The shortest turn a game's or a league's clock may give (a timeout is a command the
+    service makes: a tiny ``turn_s`` with ``auto`` is a bot game nobody plays)."""
     trusted_proxies: str = ""
     """Comma-separated addresses of proxies whose ``X-Forwarded-For`` names the client (the
     rate limit's per-address buckets); unset, the connection's own address counts."""
@@ -179,7 +186,7 @@ def get_settings() -> Settings:
 
 
 def _read_or_create_key_file(path: Path) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     if not path.exists():
         _create_key_file(path)
     key = path.read_bytes()

@@ -41,6 +41,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from services.runtime.private import private_dir, private_file
 from services.store.schema import Json
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -433,7 +434,7 @@ def open_store(raw_url: str, *, pool_size: int = 5) -> Store:
 
 def _sqlite_engine(url: sa.URL) -> AsyncEngine:
     if url.database and url.database != ":memory:":
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        _private_database(Path(url.database))
     engine = create_async_engine(
         url, hide_parameters=True, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     )
@@ -454,6 +455,16 @@ def _sqlite_engine(url: sa.URL) -> AsyncEngine:
         connection.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _private_database(path: Path) -> None:
+    """The database file created 0600 before SQLite opens it (its ``-wal`` and ``-shm`` take
+    the file's mode), in a 0700 directory; files an earlier version left readable are made
+    private too. It holds the hands in progress (sealed) and the webhook endpoints."""
+    private_dir(path.parent)
+    private_file(path, create=True)
+    for suffix in ("-wal", "-shm", "-journal"):
+        private_file(path.with_name(path.name + suffix))
 
 
 def _sqlite_in_loop(url: sa.URL) -> sa.Engine:

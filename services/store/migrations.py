@@ -21,6 +21,13 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.runtime.sealing import (
+    HANDS_IN_PROGRESS,
+    WEBHOOK_SECRETS,
+    Sealer,
+    Unsealable,
+    is_sealed,
+)
 from services.store.database import Store
 from services.store.schema import Json, schema_version
 
@@ -33,6 +40,9 @@ class Migration:
     version: int
     description: str
     apply: Callable[[sa.Connection], None]
+    sealing: Callable[[sa.Connection, bytes], None] | None = None
+    """For a step that seals what is stored (``apply`` then does nothing): it needs the
+    service's secret key, and waits for a process that has it (see :func:`migrate`)."""
 
 
 class SchemaTooNew(RuntimeError):
@@ -407,6 +417,38 @@ def _rebuilds_under_way_v9(connection: sa.Connection) -> None:
     connection.execute(sa.text("ALTER TABLE projection_positions ADD COLUMN rebuilding_since TEXT"))
 
 
+def _nothing(_connection: sa.Connection) -> None:
+    """A step whose work is its ``sealing``."""
+
+
+def _sealed_webhook_secrets_v10(connection: sa.Connection, secret: bytes) -> None:
+    # Every endpoint's secret sealed where it is kept (its row), as the gateway now stores it.
+    sealer = Sealer(secret, WEBHOOK_SECRETS)
+    endpoints = sa.table("webhook_endpoints", sa.column("id"), sa.column("secret"))
+    rows = connection.execute(sa.select(endpoints.c.id, endpoints.c.secret)).all()
+    for endpoint_id, stored in rows:
+        if not is_sealed(stored):
+            connection.execute(
+                endpoints.update()
+                .where(endpoints.c.id == endpoint_id)
+                .values(secret=sealer.seal_text(stored, endpoint_id))
+            )
+    # And every hand in progress, as the hands model now keeps them (bound to the game).
+    hands = Sealer(secret, HANDS_IN_PROGRESS)
+    progress = sa.table("hand_progress", sa.column("game_id"), sa.column("pending"))
+    for game_id, pending in connection.execute(
+        sa.select(progress.c.game_id, progress.c.pending)
+    ).all():
+        try:
+            hands.open(pending, game_id)
+        except Unsealable:
+            connection.execute(
+                progress.update()
+                .where(progress.c.game_id == game_id)
+                .values(pending=hands.seal(pending, game_id))
+            )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -427,15 +469,25 @@ MIGRATIONS: tuple[Migration, ...] = (
         _webhooks_per_stream_v8,
     ),
     Migration(9, "positions: a rebuild under way, since when", _rebuilds_under_way_v9),
+    Migration(
+        10,
+        "webhook endpoints' secrets and hands in progress sealed with the service's key",
+        _nothing,
+        _sealed_webhook_secrets_v10,
+    ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 
 LATEST = MIGRATIONS[-1].version
 
 
-async def migrate(store: Store, up_to: int = LATEST) -> int:
+async def migrate(store: Store, up_to: int = LATEST, *, secret: bytes | None = None) -> int:
     """Bring the database to :data:`LATEST` (or only to ``up_to``: a test of an upgrade
-    makes the database an earlier version left); return the version it was at before."""
+    makes the database an earlier version left); return the version it was at before.
+
+    A step that seals (``Migration.sealing``) needs the service's ``secret``: without it (a
+    command run apart from the services) the steps stop before it, and the first service
+    that starts with its key takes them on."""
     async with store.writing() as conn:
         await _serialize(store, conn)
         if store.schema is not None:
@@ -451,6 +503,10 @@ async def migrate(store: Store, up_to: int = LATEST) -> int:
             await _serialize(store, conn)
             if await _current_version(conn) >= migration.version:
                 continue
+            if migration.sealing is not None:
+                if secret is None:
+                    break
+                await conn.run_sync(migration.sealing, secret)
             await conn.run_sync(migration.apply)
             await conn.execute(
                 schema_version.insert().values(

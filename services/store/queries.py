@@ -262,6 +262,21 @@ async def wait_for_league_version(
     return await _wait_until(lambda: league_version(engine, league), version, timeout)
 
 
+GOING_ON = ("waiting", "playing")
+"""The statuses of a game not finished."""
+
+
+async def games_going_on(engine: AsyncEngine, platform: str | None) -> int:
+    """How many of the platform's games are not finished (``None``: those of no platform),
+    as far as the game list has heard (through its status index: the games going on, not the
+    history)."""
+    games = tables.games
+    owner = games.c.platform.is_(None) if platform is None else games.c.platform == platform
+    query = sa.select(sa.func.count()).select_from(games).where(games.c.status.in_(GOING_ON), owner)
+    async with engine.connect() as conn:
+        return int(await conn.scalar(query) or 0)
+
+
 async def game_summaries(engine: AsyncEngine, game_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The game list's summaries of those of ``game_ids`` it has, by game id."""
     games = tables.games

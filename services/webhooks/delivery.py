@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.runtime import webhook_signing as signing
 from services.runtime.claims import member_id
+from services.runtime.sealing import Sealer
 from services.runtime.webhook_addresses import AddressRefused
 from services.store.database import Store, is_store_trouble
 from services.store.webhook_endpoints import rfc3339
@@ -95,13 +96,21 @@ class Sender:
         client: httpx.AsyncClient,
         timeout_s: float,
         clock: Callable[[], float] = time.time,
+        *,
+        secrets: Sealer | None = None,
     ) -> None:
         self.client = client
         self.timeout_s = timeout_s
         self.clock = clock
+        self.secrets = secrets
+        """Opens the endpoints' secrets as the database keeps them (sealed); None for
+        secrets given in the clear (a test's endpoint that no gateway registered)."""
 
     async def send(self, due: outbox.Due) -> Outcome:
-        headers = signing.headers(due.secret, due.message_id, int(self.clock()), due.body)
+        secret = due.secret
+        if self.secrets is not None:
+            secret = self.secrets.open_text(secret, due.endpoint_id)
+        headers = signing.headers(secret, due.message_id, int(self.clock()), due.body)
         try:
             async with asyncio.timeout(self.timeout_s):
                 async with self.client.stream(

@@ -29,6 +29,7 @@ from services.runtime.follower import Following
 from services.runtime.game_stream import LayoutError, check_partitions, game_partitions
 from services.runtime.loop import freeze_started_heap, until_stopped
 from services.runtime.nats import connect
+from services.runtime.sealing import WEBHOOK_SECRETS, Sealer
 from services.runtime.settings import Settings
 from services.runtime.webhook_addresses import AddressPolicy
 from services.store.database import open_store
@@ -79,6 +80,7 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
         url, "spades-webhooks", user="webhooks", credentials=settings.nats_credentials("webhooks")
     )
     store = open_store(settings.read_model_database_url)
+    secret = settings.signing_key()  # the endpoints' secrets are sealed with it
     http = delivery_client(
         AddressPolicy(allow_private=settings.webhook_allow_private),
         connections=settings.webhook_concurrency,
@@ -89,13 +91,13 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
         reason = await check_partitions(js, layout)
         if reason is not None:
             raise LayoutError(reason)
-        await migrate(store)
+        await migrate(store, secret=secret)
         with contextlib.suppress(nats.errors.Error):
             await retire_consumer(js, layout)
         watch = EndpointWatch(store)
         deliveries = Deliveries(
             store,
-            Sender(http, settings.webhook_timeout_s),
+            Sender(http, settings.webhook_timeout_s, secrets=Sealer(secret, WEBHOOK_SECRETS)),
             schedule,
             watch,
             concurrency=settings.webhook_concurrency,

@@ -112,6 +112,7 @@ class Stack:
         # Only what the test chooses: no SPADES_* setting of the machine leaks in.
         env = {key: value for key, value in os.environ.items() if not key.startswith("SPADES_")}
         env["SPADES_LOG_FORMAT"] = "json"
+        env["SPADES_MIN_TURN_S"] = "0"  # the clock tests play turns of tens of milliseconds
         if self.api_keys:
             env["SPADES_API_KEYS"] = self.api_keys
         if self.rate_limit is not None:

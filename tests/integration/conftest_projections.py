@@ -37,6 +37,7 @@ from services.projections.service import Projections
 from services.projections.worker import PACE, RetryPolicy
 from services.runtime.follower import Pace
 from services.runtime.game_stream import GameStream
+from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 from services.store import positions
 from services.store.database import Store, open_store
 from services.store.migrations import migrate
@@ -45,6 +46,8 @@ POSTGRES_VARIABLE = "SPADES_TEST_POSTGRES_URL"
 QUICK_RETRY = RetryPolicy(attempts=3, first_delay_s=0.01, factor=2.0)
 """Retries short enough for a test (the worker's backoff, not its logic, is shortened)."""
 CATCH_UP_S = 120.0
+TESTS_KEY = b"the tests' service key"
+"""The key the tests' own processes seal with (``tests/conftest.py``)."""
 
 
 # --------------------------------------------------------------------------- stores
@@ -80,9 +83,9 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
 
 @pytest.fixture
 async def store(database_url: str) -> AsyncIterator[Store]:
-    """The read-model database, migrated."""
+    """The read-model database, migrated (its sealing steps too, with the tests' key)."""
     opened = open_store(database_url)
-    await migrate(opened)
+    await migrate(opened, secret=TESTS_KEY)
     yield opened
     await opened.close()
 
@@ -211,13 +214,19 @@ async def wait_for_positions(
 
 
 async def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every read model's tables, in key order."""
+    """Every row of every read model's tables, in key order (hands in progress opened: each
+    sealing draws its own nonce)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
+    hands = Sealer(TESTS_KEY, HANDS_IN_PROGRESS)
     async with store.reading() as conn:
         for model in READ_MODELS.values():
             for table in model.tables:
                 query = sa.select(table).order_by(*table.primary_key.columns)
                 rows[table.name] = [tuple(row) for row in await conn.execute(query)]
+    rows["hand_progress"] = [
+        (game_id, version, hands.open(pending, game_id))
+        for game_id, version, pending in rows.get("hand_progress", [])
+    ]
     return rows
 
 

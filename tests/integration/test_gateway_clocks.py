@@ -54,7 +54,7 @@ def gateway(
     projections: ProjectionsProcess,
     data_dir: Path,
 ) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir)
+    settings = gateway_settings(shared_nats.url, data_dir, min_turn_s=0)  # turns of 20 ms
     with ServedGateway(settings, keep_alive_s=0.3, min_version_wait_s=1.0) as served:
         yield served.url
 

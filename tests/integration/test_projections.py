@@ -30,6 +30,7 @@ from services.engine.engine import Engine
 from services.projections.hands import HandsModel
 from services.projections.model import Delivered
 from services.runtime.game_stream import GameStream
+from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 from services.store import queries
 from services.store.database import Store
 
@@ -106,7 +107,7 @@ async def test_a_rolled_back_batch_leaves_no_trace(store: Store) -> None:
     """The hands model keeps recorders in memory between batches; one whose batch was rolled
     back must not be used again."""
     (log,) = random_logs(1, seed=21)
-    model = HandsModel()
+    model = HandsModel(Sealer(b"the service's key", HANDS_IN_PROGRESS))
     batch = [Delivered(sequence, commit) for sequence, commit in enumerate(log.commits, 1)]
     half = len(batch) // 2
     async with store.writing() as conn:

@@ -36,6 +36,7 @@ from tests.integration.support import broker_credentials
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
+    TESTS_KEY,
     append_games,
     final_state,
     positions_in,
@@ -53,12 +54,12 @@ pytestmark = pytest.mark.integration
 async def test_processes_starting_at_once_migrate_once(database_url: str) -> None:
     stores = [open_store(database_url) for _ in range(3)]
     try:
-        before = await asyncio.gather(*(migrate(store) for store in stores))
+        before = await asyncio.gather(*(migrate(store, secret=TESTS_KEY) for store in stores))
         # Each step is its own transaction: a process may start between two steps of another,
         # and then finds the first steps done. Someone started from nothing; nobody went back.
         assert 0 in before
         assert set(before) <= set(range(LATEST + 1))
-        assert await migrate(stores[0]) == LATEST
+        assert await migrate(stores[0], secret=TESTS_KEY) == LATEST
         async with stores[0].reading() as conn:
             applied = (await conn.execute(sa.select(schema_version.c.version))).scalars().all()
             tables = await conn.run_sync(_columns_by_table)

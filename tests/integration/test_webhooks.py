@@ -35,7 +35,12 @@ from services.runtime.webhook_signing import new_secret
 from services.webhooks.events import Seen, game_webhooks
 from tests.integration import stack
 from tests.integration.support import EngineProcess, ServiceProcess, history
-from tests.integration.test_gateway import ServedGateway, assert_problem, gateway_settings
+from tests.integration.test_gateway import (
+    SIGNING_KEY,
+    ServedGateway,
+    assert_problem,
+    gateway_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +81,8 @@ class Deployment:
             name=f"webhooks-{len(self.workers)}",
             env={
                 "SPADES_DATA_DIR": str(self.data_dir),
+                # The gateway's key: the endpoints' secrets are sealed with it.
+                "SPADES_SECRET_KEY": SIGNING_KEY,
                 "SPADES_WEBHOOK_ALLOW_PRIVATE": "1" if allow_private else "0",
                 "SPADES_WEBHOOK_SCHEDULE": schedule,
                 "SPADES_WEBHOOK_TIMEOUT_S": str(timeout_s),

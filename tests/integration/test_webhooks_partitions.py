@@ -42,7 +42,7 @@ from tests.integration.support import (
     history,
     holder_pid,
 )
-from tests.integration.test_gateway import ServedGateway, gateway_settings
+from tests.integration.test_gateway import SIGNING_KEY, ServedGateway, gateway_settings
 from tests.integration.test_webhooks import (
     ACME,
     KEYS,
@@ -102,6 +102,7 @@ def worker(
         env={
             "SPADES_DATA_DIR": str(log_dir),
             "SPADES_DATABASE_URL": database_url,
+            "SPADES_SECRET_KEY": SIGNING_KEY,  # the gateway's: it sealed the endpoints' secrets
             "SPADES_PARTITIONS": str(LAYOUT.count),
             "SPADES_METRICS_PORT": str(metrics_port),
             "SPADES_WEBHOOK_ALLOW_PRIVATE": "1",

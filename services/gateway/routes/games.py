@@ -15,6 +15,7 @@ from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Se
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.quotas import check_games_quota, check_turn
 from services.gateway.read_models import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.routes.actions import IdempotencyKey
 from services.gateway.views import as_json, state_answer, state_for
@@ -50,6 +51,9 @@ async def create_game(
         raise ProblemError(
             "invalid_rules", "a game joins a league only when the league's round creates it"
         )
+    clock = Clock(**body.clock.model_dump()) if body.clock is not None else None
+    check_turn(services, clock)
+    await check_games_quota(services, platform)
     request = CreateGameRequest(
         rules=body.rules,
         dealer=body.dealer,
@@ -57,7 +61,7 @@ async def create_game(
         platform=platform,
         visibility=body.visibility or default_visibility(services),
         seating=body.seating,
-        clock=Clock(**body.clock.model_dump()) if body.clock is not None else None,
+        clock=clock,
     )
 
     async def send(game_id: str, command_id: str) -> list[Any]:

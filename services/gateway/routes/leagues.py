@@ -79,6 +79,7 @@ from services.gateway.models import League as LeagueModel
 from services.gateway.models import Standings as StandingsModel
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.quotas import check_games_quota, check_turn
 from services.gateway.routes.actions import IdempotencyKey
 from services.runtime.logging import get_logger
 
@@ -113,6 +114,8 @@ async def create_league(
     A league may have at most so many players, and a round seat so many tables (422 naming
     the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`)."""
     _check_caps(services, body.rules, len(body.players))
+    clock = msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None
+    check_turn(services, clock)
     request = CreateLeagueRequest(
         name=body.name,
         rules=body.rules,
@@ -121,7 +124,7 @@ async def create_league(
         pairing=body.pairing,
         platform=platform,
         visibility=body.visibility or default_visibility(services),
-        clock=msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None,
+        clock=clock,
     )
 
     async def send(league_id: str, command_id: str) -> list[Any]:
@@ -169,6 +172,8 @@ async def start_round(
     round of the league is scheduled."""
     owned = await _owned(services, league_id, platform)
     _check_caps(services, owned.rules.to_json(), len(owned.players))
+    table_size = max(1, owned.rules.players)
+    await check_games_quota(services, platform, max(1, len(owned.players) // table_size))
     command_id = league_command_id(services.secret, league_id, platform, idempotency_key)
     structlog.contextvars.bind_contextvars(command_id=command_id)
     request = ScheduleRoundRequest(round=body.round if body is not None else None)

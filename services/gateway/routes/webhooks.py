@@ -30,6 +30,7 @@ from services.gateway.webhook_models import (
     WebhookList,
 )
 from services.runtime.logging import get_logger
+from services.runtime.sealing import WEBHOOK_SECRETS, Sealer
 from services.runtime.webhook_addresses import AddressRefused, InvalidUrl, Unresolvable, checked_url
 from services.runtime.webhook_signing import new_secret
 from services.store import webhook_endpoints as endpoints
@@ -123,12 +124,15 @@ async def create_webhook(
     except AddressRefused as error:
         raise ProblemError("forbidden", str(error)) from None
     owner = endpoints.platform_key(platform)
+    # Kept sealed (the webhooks worker opens it to sign); shown in the clear this once.
+    endpoint_id, secret = endpoints.new_endpoint_id(), new_secret()
+    sealer = Sealer(services.secret, WEBHOOK_SECRETS)
     endpoint = endpoints.Endpoint(
-        id=endpoints.new_endpoint_id(),
+        id=endpoint_id,
         platform=owner,
         url=str(url),
         events=tuple(dict.fromkeys(body.events)),
-        secret=new_secret(),
+        secret=sealer.seal_text(secret, endpoint_id),
         created_at=time.time(),
         starts=await _starts(services),
     )
@@ -141,7 +145,7 @@ async def create_webhook(
     structlog.contextvars.bind_contextvars(webhook=endpoint.id)
     log.info("webhook endpoint registered", events=list(endpoint.events))
     response.headers["Location"] = f"{router.prefix}/{endpoint.id}"
-    return {**_shown(endpoint), "secret": endpoint.secret}
+    return {**_shown(endpoint), "secret": secret}
 
 
 def _default_port(scheme: str) -> int:
