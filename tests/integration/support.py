@@ -70,6 +70,9 @@ class ServiceProcess:
             "SPADES_NATS_URL": self.nats_url,
             "SPADES_NATS_CREDS": str(credentials_of(self.service)),
             "SPADES_LOG_FORMAT": "json",
+            # the key the tests' own processes seal hands in progress with (tests/conftest.py):
+            # every process of a deployment shares one
+            "SPADES_SECRET_KEY": "the tests' service key",
             **self.env,
         }
         with self.log_path.open("ab") as log:

@@ -40,6 +40,7 @@ pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
     CATCH_UP_S,
     QUICK_RETRY,
+    TESTS_KEY,
     append_games,
     expected_scoreboard,
     positions_in,
@@ -181,6 +182,7 @@ async def test_a_worker_killed_mid_stream_catches_up_to_a_rebuild(
         "SPADES_DATABASE_URL": database_url,
         "SPADES_DATA_DIR": str(tmp_path),
         "SPADES_LOG_FORMAT": "json",
+        "SPADES_SECRET_KEY": TESTS_KEY.decode(),  # the hands in progress are sealed with it
     }
     argv = [sys.executable, "-m", "services.cli.projections", "--batch-size", "20"]
     with (tmp_path / "workers.log").open("wb") as output:
