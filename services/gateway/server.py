@@ -17,6 +17,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from http import HTTPStatus
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from typing import Any, ClassVar
 
 import uvicorn
@@ -47,8 +48,18 @@ class HeadLimits:
     header_timeout_s: float
     max_connections: int
     """Open connections per client address (0: no cap)."""
-    exempt: frozenset[str] = frozenset()
-    """Addresses not capped: the trusted proxies."""
+    exempt: tuple[IPv4Network | IPv6Network, ...] = ()
+    """Addresses not capped: the trusted proxies (addresses or networks)."""
+
+    def capped(self, address: str) -> bool:
+        """Whether connections from ``address`` count against the cap."""
+        if not self.max_connections:
+            return False
+        try:
+            ip = ip_address(address)
+        except ValueError:
+            return True
+        return not any(ip in network for network in self.exempt)
 
     @classmethod
     def of(cls, settings: Settings) -> HeadLimits:
@@ -56,8 +67,15 @@ class HeadLimits:
             settings.max_header_bytes,
             settings.header_timeout_s,
             settings.max_connections_per_address,
-            frozenset(trusted_proxies(settings)),
+            tuple(_network(proxy) for proxy in trusted_proxies(settings) if proxy != "*"),
         )
+
+
+def _network(proxy: str) -> IPv4Network | IPv6Network:
+    try:
+        return ip_network(proxy, strict=False)
+    except ValueError:
+        return ip_network("0.0.0.0/32")  # a name, not an address: uvicorn ignores it too
 
 
 def trusted_proxies(settings: Settings) -> list[str]:
@@ -107,7 +125,7 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         address = self.client[0] if self.client else None
         cap = self.limits.max_connections
-        if address is not None and cap and address not in self.limits.exempt:
+        if address is not None and self.limits.capped(address):
             if self.open_by_address[address] >= cap:
                 detail = f"at most {cap} open connections per address"
                 self._refuse(429, "rate_limited", detail)
