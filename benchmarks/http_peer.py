@@ -23,7 +23,7 @@ import uvicorn
 from fastapi import Body, FastAPI, Header
 from nats.js import api
 
-from services.cli.serve import UVICORN_OPTIONS
+from services.gateway.server import UVICORN_OPTIONS
 from services.runtime.credentials import connect_options
 
 PEER_STREAM = "SPADES_BENCH_PEER"
@@ -109,7 +109,7 @@ def main() -> None:
         create_peer(options.nats_url, options.creds),
         host="127.0.0.1",
         port=options.port,
-        **UVICORN_OPTIONS,  # the gateway's own (services/cli/serve.py)
+        **UVICORN_OPTIONS,  # the gateway's own (services/gateway/server.py)
     )
 
 

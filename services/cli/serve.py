@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -20,20 +20,6 @@ app = typer.Typer(no_args_is_help=True, help="Run one service as its own process
 def private() -> None:
     """Every file a service writes (the read-model database, the key file) is its user's."""
     private_umask()
-
-
-GRACEFUL_SHUTDOWN_S = 3
-"""How long open event streams may hold a stopping gateway."""
-
-UVICORN_OPTIONS: dict[str, Any] = {
-    "log_config": None,  # our logging, configured before the server starts
-    "access_log": False,  # it prints query strings; the gateway logs requests by path
-    "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
-    # The C event loop and HTTP parser (uvicorn's pure-Python h11 costs far more per request).
-    "loop": "uvloop",
-    "http": "httptools",
-}
-"""How the gateway runs under uvicorn (``spades bench http`` runs its bare peer the same way)."""
 
 NatsUrl = Annotated[
     str | None,
@@ -80,6 +66,7 @@ def gateway(
     import uvicorn
 
     from services.gateway.app import create_app
+    from services.gateway.server import gateway_config
 
     settings = get_settings()
     changes = {"host": host, "port": port, "nats_url": nats_url_or_exit(nats_url)}
@@ -87,15 +74,8 @@ def gateway(
     configure_logging(settings)
     # X-Forwarded-For names the client (whose address the rate limit counts) only when it
     # comes from a proxy named in SPADES_TRUSTED_PROXIES; anyone else could set it.
-    proxies = [address.strip() for address in settings.trusted_proxies.split(",") if address]
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        **UVICORN_OPTIONS,
-        proxy_headers=bool(proxies),
-        forwarded_allow_ips=proxies or None,
-    )
+    config = gateway_config(create_app(settings), settings, settings.host, settings.port)
+    uvicorn.Server(config).run()
 
 
 app.command("projections")(serve_projections)

@@ -19,13 +19,22 @@ from fastapi.telemetry import TelemetryConfig
 from nats.js import JetStreamContext
 
 from services.gateway.audits import AuditRuns
-from services.gateway.auth import PlatformKeys, SeatTokens
+from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
-from services.gateway.deps import Caps, Gateway
+from services.gateway.deps import Caps, Gateway, revoked_in_memory
 from services.gateway.fast_path import FastPath
 from services.gateway.json_text import JsonText
-from services.gateway.limits import Identify, RateLimit, caller_of, parse_rate_limits
+from services.gateway.limits import (
+    DEFAULT_STREAMS,
+    DEFAULT_WAITS,
+    Identify,
+    RateLimit,
+    Slots,
+    caller_of,
+    parse_caps,
+    parse_rate_limits,
+)
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
 from services.gateway.read_models import ProjectionReadModels
@@ -135,6 +144,8 @@ def _lifespan(
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
+            streams=Slots(_stream_caps(settings), "event streams"),
+            waits=Slots(_wait_caps(settings), "min_version waits"),
         )
         freeze_started_heap()
         log.info("gateway ready")
@@ -152,6 +163,14 @@ def _lifespan(
             await store.close()
 
     return lifespan
+
+
+def _stream_caps(settings: Settings) -> dict[str, int]:
+    return parse_caps(settings.max_streams, DEFAULT_STREAMS, "SPADES_MAX_STREAMS")
+
+
+def _wait_caps(settings: Settings) -> dict[str, int]:
+    return parse_caps(settings.max_waits, DEFAULT_WAITS, "SPADES_MAX_WAITS")
 
 
 FOLLOW_RETRY_S = 1.0
@@ -181,6 +200,7 @@ def create_app(
     settings = settings if settings is not None else get_settings()
     settings.platform_keys  # noqa: B018 (a bad SPADES_API_KEYS stops the start, not a request)
     rates = parse_rate_limits(settings.rate_limit)
+    _stream_caps(settings), _wait_caps(settings)  # a bad setting stops the start, not a request
     metrics = Metrics()
     app = FastAPI(
         title="Spades",
@@ -212,7 +232,13 @@ def _identify(app: FastAPI) -> Identify:
         held: Gateway | None = getattr(app.state, "gateway", None)
         return held
 
+    def revoked(grant: SeatGrant) -> bool:
+        # a game not in memory: the route reads it, and refuses a revoked token
+        gateway = running()
+        return gateway is not None and revoked_in_memory(gateway.games, grant)
+
     return caller_of(
         lambda: gateway.platform_keys if (gateway := running()) else None,
         lambda: gateway.seat_tokens if (gateway := running()) else None,
+        revoked,
     )

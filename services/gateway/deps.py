@@ -11,7 +11,8 @@ if there were no such game or league.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -27,6 +28,7 @@ from domain.state import Game
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.commands import Commands, InFlight
+from services.gateway.limits import DEFAULT_STREAMS, DEFAULT_WAITS, Slots, address_of, parse_caps
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
 from services.gateway.telemetry import Metrics
@@ -64,6 +66,14 @@ class Gateway:
     min_version_wait_s: float
     webhook_policy: AddressPolicy = field(default_factory=AddressPolicy)
     """Which addresses a webhook endpoint may have."""
+    streams: Slots = field(
+        default_factory=lambda: Slots(parse_caps("", DEFAULT_STREAMS, ""), "event streams")
+    )
+    """The event streams each caller holds open."""
+    waits: Slots = field(
+        default_factory=lambda: Slots(parse_caps("", DEFAULT_WAITS, ""), "min_version waits")
+    )
+    """The ``min_version`` reads each caller has waiting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +139,29 @@ class Caller:
 
     def may_read(self, owner: str | None, visibility: str) -> bool:
         return visibility == "public" or self.owns(owner)
+
+
+def held_by(asking: Caller, request: Request) -> tuple[str, str]:
+    """Whose slot a stream or a wait takes, as the rate limit names callers: the platform, the
+    seat, else the client's address."""
+    if asking.platform is not None:
+        return "platform", asking.platform
+    if asking.grant is not None:
+        return "seat", f"{asking.grant.game_id}:{asking.grant.seat}"
+    return "anonymous", address_of(request.scope)
+
+
+@asynccontextmanager
+async def slot(slots: Slots, asking: Caller, request: Request) -> AsyncIterator[None]:
+    """One of the caller's ``slots`` while the block runs; 429 ``rate_limited`` when it holds
+    them all."""
+    kind, who = held_by(asking, request)
+    if not slots.take(kind, who):
+        raise ProblemError("rate_limited", slots.refusal(kind))
+    try:
+        yield
+    finally:
+        slots.give_back(kind, who)
 
 
 def _caller(services: Gateway, credential: str | None) -> Caller:
@@ -231,13 +264,25 @@ def unknown_game(game_id: str) -> ProblemError:
     return unknown("game", game_id)
 
 
+def superseded(grant: SeatGrant, game: Game) -> bool:
+    """Whether ``game`` has issued the grant's seat another token (or seats no one there)."""
+    sitting = game.players[grant.seat] if grant.seat < len(game.players) else None
+    return sitting is None or sitting.issue != grant.issue
+
+
+def revoked_in_memory(games: GameCache, grant: SeatGrant) -> bool:
+    """Whether the game as this gateway holds it (without reading) has revoked the grant;
+    False when it does not hold the game."""
+    held = games.peek(grant.game_id)
+    return held is not None and held.state is not None and superseded(grant, held.state)
+
+
 def _seat_of(caller: Caller, game: Game) -> int | None:
     """The seat the caller's token grants in ``game``; 401 when it has been revoked."""
     grant = caller.grant
     if grant is None:
         return None
-    sitting = game.players[grant.seat] if grant.seat < len(game.players) else None
-    if sitting is None or sitting.issue != grant.issue:
+    if superseded(grant, game):
         raise ProblemError("unauthorized", "this seat token has been revoked: ask for a new one")
     return grant.seat
 
@@ -309,6 +354,7 @@ Platform = Annotated[str | None, Depends(platform)]
 
 async def min_version(
     services: Services,
+    request: Request,
     read: GameReadOf,
     wanted: Annotated[
         int | None,
@@ -325,16 +371,19 @@ async def min_version(
     """Read-your-writes for the read models: wait (bounded) until they hold ``min_version``
     (only once the caller is known to may read the game: an unknown id never waits). A version
     the game itself has not reached is refused at once: waiting for it could not succeed, and
-    would only let anyone hold requests open cheaply."""
+    would only let anyone hold requests open cheaply. A caller has at most its share of waits
+    going at once (``SPADES_MAX_WAITS``): past it, 429 ``rate_limited`` at once."""
     if wanted is None:
         return
     if wanted > read.loaded.version:
         raise ProblemError(
             "conflict", f"the game is at version {read.loaded.version}, before {wanted}"
         )
-    if not await services.read_models.wait_for_version(
-        read.game.game_id, wanted, services.min_version_wait_s
-    ):
+    async with slot(services.waits, read.caller, request):
+        visible = await services.read_models.wait_for_version(
+            read.game.game_id, wanted, services.min_version_wait_s
+        )
+    if not visible:
         raise ProblemError("unavailable", f"version {wanted} is not visible yet")
 
 
@@ -374,6 +423,8 @@ CurrentLeague = Annotated[League, Depends(current_league)]
 
 async def league_min_version(
     services: Services,
+    request: Request,
+    asking: CallerOf,
     league: CurrentLeague,
     wanted: Annotated[
         int | None,
@@ -396,9 +447,11 @@ async def league_min_version(
         raise ProblemError(
             "conflict", f"the league has scheduled {scheduled} games, fewer than {wanted}"
         )
-    if not await services.read_models.wait_for_league_version(
-        league.league_id, wanted, services.min_version_wait_s
-    ):
+    async with slot(services.waits, asking, request):
+        counted = await services.read_models.wait_for_league_version(
+            league.league_id, wanted, services.min_version_wait_s
+        )
+    if not counted:
         raise ProblemError("unavailable", f"{wanted} games are not counted yet")
 
 

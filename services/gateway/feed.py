@@ -8,8 +8,10 @@ the state and the first event. A client that resumes behind the game is sent wha
 from the game's history first (read as every history is, from the archive too). Idle streams
 get a keep-alive comment.
 
-A stream opened with a seat token lasts as long as the token: it ends when the token expires,
-and right after the event that issues the seat a new token (which revokes this one).
+A stream opened with a seat token lasts as long as the token: it ends when the token expires
+(at that second), right after the event that issues the seat a new token (which revokes this
+one), and within :data:`REVOCATION_CHECK_S` of the gateway's copy of the game saying the token
+is no longer the seat's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -26,6 +28,7 @@ import nats.errors
 from fastapi.sse import format_sse_event
 from nats.js import JetStreamContext, api
 from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from contracts.wire import commit_seconds, read_commit
 from domain.events import AnyEvent, SeatTokenReissued
@@ -46,13 +49,27 @@ log = get_logger("spades.gateway.feed")
 
 class EventStream(StreamingResponse):
     """``text/event-stream``, framed here (not FastAPI's generator-endpoint SSE, whose
-    keep-alive interval is fixed), unbuffered by proxies."""
+    keep-alive interval is fixed), unbuffered by proxies. ``closed`` runs once the response
+    is over, however it ends (the client gone before the first byte included)."""
 
     media_type = "text/event-stream"
 
-    def __init__(self, content: AsyncIterator[bytes], status_code: int = 200) -> None:
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        status_code: int = 200,
+        closed: Callable[[], None] | None = None,
+    ) -> None:
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         super().__init__(content, status_code, headers)
+        self.closed = closed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.closed is not None:
+                self.closed()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +97,10 @@ class FeedStart:
     def expired(self) -> bool:
         return self.grant is not None and self.grant.expired(time.time())
 
+    def lasts_s(self) -> float:
+        """Seconds until the stream's token expires (infinite without one)."""
+        return float("inf") if self.grant is None else self.grant.expires - time.time()
+
 
 def resume_point(last_event_id: str | None, version: int) -> int | None:
     """The version to resume after, or None when ``Last-Event-ID`` is absent or unusable."""
@@ -90,6 +111,9 @@ def resume_point(last_event_id: str | None, version: int) -> int | None:
 
 
 FEED_HEARTBEAT_S = 1.0
+REVOCATION_CHECK_S = 2.0
+"""How often a quiet seat's stream asks whether its token is still the seat's (a revocation
+the stream missed: the game reset under it, a history read back whole)."""
 
 
 @contextlib.asynccontextmanager
@@ -139,8 +163,11 @@ async def frames(
     start: FeedStart,
     reader: Reader,
     keep_alive_s: float,
+    revoked: Callable[[], bool] | None = None,
 ) -> AsyncIterator[bytes]:
-    """The stream's bytes, until the client goes or NATS does."""
+    """The stream's bytes, until the client goes or NATS does, or the stream's token expires
+    (at its expiry) or is revoked (at the event that revokes it, or within
+    :data:`REVOCATION_CHECK_S` of ``revoked`` saying so)."""
     game = start.game
     seen = start.resume_after
     if seen is None:
@@ -156,14 +183,23 @@ async def frames(
                         if start.revokes(event):
                             return
         async with _following(js, stream, game.game_id, start.sequence + 1) as subscription:
+            quiet_since = time.monotonic()
             while True:
                 if start.expired():
                     return
-                try:
-                    message = await subscription.next_msg(timeout=keep_alive_s)
-                except nats.errors.TimeoutError:
+                keep_alive_in = quiet_since + keep_alive_s - time.monotonic()
+                if keep_alive_in <= 0:
                     yield KEEP_ALIVE
+                    quiet_since = time.monotonic()
                     continue
+                wait_s = min(keep_alive_in, start.lasts_s(), REVOCATION_CHECK_S)
+                try:
+                    message = await subscription.next_msg(timeout=max(wait_s, 0.01))
+                except nats.errors.TimeoutError:
+                    if revoked is not None and revoked():
+                        return
+                    continue
+                quiet_since = time.monotonic()
                 commit = read_commit(message.data)
                 for version, event in versioned(commit):
                     if version > seen:

@@ -1,8 +1,12 @@
 """Rate limits: a token bucket per caller, refused with 429 ``rate_limited``.
 
 Who a caller is decides its bucket: a platform (by its key; all of one platform's keys share
-one bucket), a seat (by its seat token: a platform's users each have their own), or, for a
-request with neither, the client's address. ``/audit``, the one costly read, also draws on an
+one bucket), a seat (by its seat token, while the token is current: a platform's users each
+have their own), or, for a request with neither (or with a token expired, revoked or not this
+service's), the client's address. The caller is read as the routes read it: the
+``Authorization`` header, and ``?access_token=`` on the event stream only. Every path is
+limited but ``/healthz`` (the liveness probe): the pages, the API document, ``/readyz`` and
+``/metrics`` too. ``/audit``, the one costly read, also draws on an
 ``audit`` bucket of the same caller. ``SPADES_RATE_LIMIT`` sets them::
 
     platform=200/s,seat=20/s,anonymous=20/s,audit=2/s
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.gateway.auth import PlatformKeys, SeatTokens
+from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.headers import header
 from services.gateway.problems import problem_response
 
@@ -42,6 +46,11 @@ MAX_BUCKETS = 100_000
 _ENTRY = re.compile(r"^(?P<name>[a-z]+)=(?P<count>[0-9]{1,9})/(?P<unit>s|m|h)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600}
 _AUDIT_PATH = re.compile(r"^/v1/games/[^/]+/audit$")
+STREAM_PATH = re.compile(r"^/v1/games/[^/]+/events/stream$")
+"""The one route that takes a token as ``?access_token=`` (an ``EventSource`` sets no
+headers)."""
+UNLIMITED_PATHS = frozenset({"/healthz"})
+"""Paths never limited: the liveness probe, which must answer while a flood is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +168,7 @@ class RateLimit:
         self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.buckets or scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+        if not self.buckets or scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
             await self.app(scope, receive, send)
             return
         kind, caller = self.identify(scope)
@@ -194,11 +203,20 @@ class RateLimit:
         return {"RateLimit-Policy": ", ".join(policies), "RateLimit": ", ".join(states)}
 
 
+def _never_revoked(_grant: SeatGrant) -> bool:
+    return False
+
+
 def caller_of(
-    keys: Callable[[], PlatformKeys | None], tokens: Callable[[], SeatTokens | None]
+    keys: Callable[[], PlatformKeys | None],
+    tokens: Callable[[], SeatTokens | None],
+    revoked: Callable[[SeatGrant], bool] = _never_revoked,
 ) -> Identify:
-    """Who a request comes from, by its bearer credential (or ``access_token``): a platform's
-    key, a seat's well-signed token, else the client's address."""
+    """Who a request comes from, by its bearer credential (or, on the event stream,
+    ``access_token``): a platform's key, a seat's current token, else the client's address.
+    A token that is expired, or ``revoked`` (as far as the gateway knows without reading:
+    the game in memory has issued its seat a newer one), counts as no token: a thief or a
+    replaced player spends its own address's budget, never the seat's."""
 
     def identify(scope: Scope) -> tuple[str, str]:
         credential = _credential(scope)
@@ -208,12 +226,22 @@ def caller_of(
             if platform is not None:
                 return "platform", platform
             grant = seat_tokens.read(credential) if seat_tokens else None
-            if grant is not None:
+            if (
+                grant is not None
+                and seat_tokens is not None
+                and not grant.expired(seat_tokens.now())
+                and not revoked(grant)
+            ):
                 return "seat", f"{grant.game_id}:{grant.seat}"
-        client = scope.get("client")
-        return "anonymous", client[0] if client else "unknown"
+        return "anonymous", address_of(scope)
 
     return identify
+
+
+def address_of(scope: Scope) -> str:
+    """The client's address (the one ``X-Forwarded-For`` gives, from a trusted proxy)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
 def _credential(scope: Scope) -> str | None:
@@ -221,9 +249,65 @@ def _credential(scope: Scope) -> str | None:
     if authorization is not None:
         scheme, _, credential = authorization.strip().partition(" ")
         return credential.strip() if scheme.lower() == "bearer" else None
+    if not STREAM_PATH.match(scope["path"]):
+        return None
     query = bytes(scope.get("query_string", b"")).decode("latin-1")
     for pair in query.split("&"):
         name, _, value = pair.partition("=")
         if name == "access_token":
             return str(value)
     return None
+
+
+DEFAULT_STREAMS = "platform=256,seat=4,anonymous=16"
+"""Open event streams per caller: a seat needs one (a few tabs), an address a table's worth
+of spectators, a platform's server many."""
+DEFAULT_WAITS = "platform=32,seat=2,anonymous=2"
+"""``min_version`` reads waiting at once per caller: a client waits for its own last write."""
+_CAP = re.compile(r"^(?P<name>[a-z]+)=(?P<count>[0-9]{1,9})$")
+CALLERS = ("platform", "seat", "anonymous")
+
+
+def parse_caps(text: str, default: str, setting: str) -> dict[str, int]:
+    """``NAME=COUNT`` entries (``platform``, ``seat``, ``anonymous``) over ``default``;
+    raises ValueError naming ``setting`` and what is wrong."""
+    caps: dict[str, int] = {}
+    for part in (default, text):
+        for entry in (piece.strip() for piece in part.split(",") if piece.strip()):
+            match = _CAP.match(entry)
+            if match is None or match["name"] not in CALLERS or int(match["count"]) < 1:
+                raise ValueError(
+                    f"{setting}: {entry!r} is not NAME=COUNT with NAME one of "
+                    f"{', '.join(CALLERS)} and COUNT at least 1"
+                )
+            caps[match["name"]] = int(match["count"])
+    return caps
+
+
+class Slots:
+    """How many of something (open streams, waiting reads) each caller holds, up to a cap
+    per kind of caller. :meth:`take` counts one if there is room; :meth:`give_back` frees it."""
+
+    def __init__(self, caps: dict[str, int], what: str) -> None:
+        self.caps = caps
+        self.what = what
+        self.held: dict[tuple[str, str], int] = {}
+
+    def take(self, kind: str, who: str) -> bool:
+        key = (kind, who)
+        held = self.held.get(key, 0)
+        if held >= self.caps[kind]:
+            return False
+        self.held[key] = held + 1
+        return True
+
+    def give_back(self, kind: str, who: str) -> None:
+        key = (kind, who)
+        held = self.held.get(key, 0) - 1
+        if held > 0:
+            self.held[key] = held
+        else:
+            self.held.pop(key, None)
+
+    def refusal(self, kind: str) -> str:
+        return f"at most {self.caps[kind]} {self.what} at once for a {kind} caller"

@@ -65,6 +65,20 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     """Comma-separated addresses of proxies whose ``X-Forwarded-For`` names the client (the
     rate limit's per-address buckets); unset, the connection's own address counts."""
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    """The most bytes a request's head (request line and headers) may have: past it, 431."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """The longest a request's head may take to arrive, from its first byte (or from the
+    connection's opening): past it, 408 and the connection closed."""
+    max_connections_per_address: int = Field(default=256, ge=0)
+    """Open connections one client address may hold on a gateway (0: no cap; the trusted
+    proxies are never capped)."""
+    max_streams: str = ""
+    """Open event streams per caller, e.g. ``platform=256,seat=4,anonymous=16`` (names left
+    out keep their defaults): see the gateway's ``limits``."""
+    max_waits: str = ""
+    """``min_version`` reads waiting at once per caller, e.g. ``platform=32,seat=2,anonymous=2``
+    (names left out keep their defaults): see the gateway's ``limits``."""
     secret_key: str | None = Field(default=None, repr=False)
     """Key that signs seat tokens; None keeps a generated one in `data_dir/secret.key`."""
     log_format: LogFormat = "auto"

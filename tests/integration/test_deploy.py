@@ -369,3 +369,19 @@ def test_the_cluster_replicates_the_stream_three_times() -> None:
         mounted = compose["services"][node]["volumes"][0].split(":")[0]
         config = compose["services"][node]["command"][1].replace("/etc/nats", mounted)
         assert (DEPLOY / config).is_file()
+
+
+def test_the_public_entry_is_the_one_nginx_config_in_compose_and_kubernetes() -> None:
+    config = (DEPLOY / "nginx" / "nginx.conf").read_text()
+    [config_map] = [
+        d
+        for d in _manifests()
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "spades-entry"
+    ]
+    assert config_map["data"]["nginx.conf"] == config
+    entry = _compose()["services"]["entry"]
+    assert "./nginx/nginx.conf:/etc/nginx/nginx.conf:ro" in entry["volumes"]
+    gateway = _compose()["services"]["gateway"]
+    assert "spades-gateway" in gateway["networks"]["default"]["aliases"]
+    assert gateway["environment"]["SPADES_TRUSTED_PROXIES"]
+    assert _shared_settings()["SPADES_TRUSTED_PROXIES"]

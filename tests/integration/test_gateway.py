@@ -33,6 +33,7 @@ from nats.aio.client import Client
 from contracts.wire import command_subject
 from services.gateway.app import create_app
 from services.gateway.commands import command_id_for
+from services.gateway.server import gateway_config
 from services.runtime.game_stream import StoredCommit
 from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.settings import Settings
@@ -66,12 +67,12 @@ class ServedGateway:
     def __init__(self, settings: Settings, **options: float) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
+        config = gateway_config(
             create_app(settings, **options),
-            host="127.0.0.1",
-            port=self.port,
-            log_config=None,
-            access_log=False,
+            settings,
+            "127.0.0.1",
+            self.port,
+            loop="auto",
             timeout_graceful_shutdown=1,
         )
         self.server = uvicorn.Server(config)

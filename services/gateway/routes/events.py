@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 
 from domain.events import AnyEvent
-from services.gateway.deps import GameReadOf, Services, StreamReadOf
+from services.gateway.deps import GameReadOf, Services, StreamReadOf, held_by, revoked_in_memory
 from services.gateway.feed import EventStream, FeedStart, frames, resume_point
 from services.gateway.models import Events
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, event_stream_schema, problems
+from services.gateway.problems import ProblemError
 from services.gateway.views import events_answer, versioned
 
 router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
@@ -62,24 +63,32 @@ async def events(
 async def event_stream(
     read: StreamReadOf,
     services: Services,
+    request: Request,
     last_event_id: Annotated[
         str | None, Header(max_length=32, description="Resume after this version.")
     ] = None,
 ) -> EventStream:
     """The game as server-sent events, resumable with ``Last-Event-ID``. A seat's stream
-    ends when its token expires, or is revoked by a new one."""
+    ends when its token expires, or is revoked by a new one. A caller holds at most its share
+    of open streams (``SPADES_MAX_STREAMS``): past it, 429 ``rate_limited``."""
     game, sequence, reader = read.game, read.loaded.sequence, read.seat
     grant = read.caller.grant if reader is not None else None
     start = FeedStart(game, sequence, resume_point(last_event_id, game.version), grant)
+    kind, who = held_by(read.caller, request)
+    if not services.streams.take(kind, who):
+        raise ProblemError("rate_limited", services.streams.refusal(kind))
+
+    def revoked() -> bool:
+        return grant is not None and revoked_in_memory(services.games, grant)
 
     async def body() -> AsyncIterator[bytes]:
         services.metrics.streams.inc()
         try:
             async for frame in frames(
-                services.js, services.stream, start, reader, services.keep_alive_s
+                services.js, services.stream, start, reader, services.keep_alive_s, revoked
             ):
                 yield frame
         finally:
             services.metrics.streams.dec()
 
-    return EventStream(body())
+    return EventStream(body(), closed=lambda: services.streams.give_back(kind, who))
