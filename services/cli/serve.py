@@ -21,6 +21,7 @@ def private() -> None:
     """Every file a service writes (the read-model database, the key file) is its user's."""
     private_umask()
 
+
 NatsUrl = Annotated[
     str | None,
     typer.Option("--nats-url", help="NATS server (default: SPADES_NATS_URL)."),
