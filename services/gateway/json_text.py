@@ -1,10 +1,17 @@
-"""Refuse a JSON body that holds text UTF-8 cannot carry: a lone surrogate.
+"""Refuse a JSON body that is not UTF-8, or holds text UTF-8 cannot carry: a lone surrogate.
+
+Every body the API takes is JSON, and JSON between systems is UTF-8 (RFC 8259, section 8.1).
+Python's parser is laxer: given bytes, it guesses UTF-16 and UTF-32 from the NULs of their
+ASCII, and decodes UTF-8 with ``surrogatepass``, so a surrogate's own three bytes
+(``\xed\xa0\x80``) become a lone surrogate no escape spelled. A body that is not strict UTF-8,
+or holds a NUL byte (JSON text never does: inside a string it is an escape, and UTF-16 and
+UTF-32 put one beside every ASCII character), is answered 400 ``malformed`` first.
 
 JSON may spell a UTF-16 surrogate as an escape (``"\\ud800"``); alone, it is no character at
 all. Python's parser accepts it, and nothing downstream can encode it (the engine's messages,
 the event store, the logs), so the request would fail far from its cause. Here, at the edge, a
 body with one anywhere (a value, a key, however deep) is answered 400 ``malformed`` before
-anything reaches NATS. Bytes that are not UTF-8 never get this far: the parser refuses them.
+anything reaches NATS.
 """
 
 from __future__ import annotations
@@ -38,6 +45,19 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def is_utf8_text(body: bytes) -> bool:
+    """Whether a body is strict UTF-8 (surrogates' bytes refused) without a NUL byte."""
+    if b"\x00" in body:
+        return False
+    if body.isascii():
+        return True
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 """``\\ud800`` to ``\\udfff``, in either case."""
 
@@ -63,6 +83,10 @@ class JsonText:
             body, last = await read_body(receive)
         except ProblemError as refused:  # the body limit, raised while reading
             await problem_response(refused.code, refused.detail)(scope, receive, send)
+            return
+        if not is_utf8_text(body):
+            detail = "the body is not UTF-8 JSON text (RFC 8259): no UTF-16, UTF-32 or surrogates"
+            await problem_response("malformed", detail)(scope, receive, send)
             return
         if _escapes_surrogate(body) and _parsed_with_lone_surrogate(body):
             detail = "the body holds a lone surrogate (\\ud800-\\udfff): not text UTF-8 can carry"

@@ -11,13 +11,21 @@ What each process really does on NATS, and so what it is given:
   connect with that inbox prefix), so no user can read the answers meant for another;
 - reading a stream (``_reads``): stream info, message gets (``STREAM.MSG.GET``, and direct
   gets, which a stream of one replica allows), ephemeral and ordered consumers filtered as
-  the reader likes, pulling from them, their flow control (``$JS.FC``);
-- consuming a stream durably (``_consumes``): the same, plus durable consumers made and made
-  again from a position (``CONSUMER.DELETE``) and acknowledgements (``$JS.ACK``);
+  the reader likes (nats-py names an ordered consumer at random, in the subject), pulling from
+  them, their flow control (``$JS.FC``);
+- following a stream durably (``_follows``): the same, plus the process's own consumer, by
+  name (``spades-<kind>``), made as a durable and made again from a position
+  (``CONSUMER.DELETE``), and acknowledged (``$JS.ACK``). No user deletes or acknowledges
+  another's consumer (the projections user could delete the engine's round watch). A create
+  request may still name another's consumer and change it (a millisecond's
+  ``inactive_threshold``, and the server deletes it): readers' creates carry a random name, or
+  none, so no subject tells them apart. The owners close that: a consumer found changed is
+  made again when opened, and one gone is made again after a backoff, never asked for in a
+  loop (:mod:`.consumer`, :mod:`.follower`);
 - the engine alone declares the streams and appends to them (its appends are JetStream
   publishes to the stream subjects) and answers the command subjects (``allow_responses``: it may
   answer only the requests it was sent); its round watch follows the partitions it serves
-  through durable consumers (``_consumes``), keeping its positions in a checkpoint bucket;
+  through durable consumers of its own (``_follows``), keeping its positions in a checkpoint bucket;
 - every worker kind renews its leases and membership under its own keys of the claims bucket
   (``_claims``), and keeps positions outside a database under its own keys (``_checkpoints``);
 - every process that reads games reads the archive of finished games (``_reads``), which the
@@ -42,6 +50,7 @@ from contracts.wire import (
     LEAGUE_SUBJECTS,
     LEAGUES_STREAM,
 )
+from services.store.positions import READ_MODELS
 
 CLAIMS_BUCKET = "SPADES_CLAIMS"
 """The key-value bucket of partition leases (:mod:`services.runtime.claims`)."""
@@ -93,27 +102,27 @@ def _reads(stream: str) -> tuple[str, ...]:
     )
 
 
-def _consumes(stream: str) -> tuple[str, ...]:
-    api = "$JS.API"
-    return (
-        *_reads(stream),
-        f"{api}.CONSUMER.DURABLE.CREATE.{stream}.*",
-        f"{api}.CONSUMER.DELETE.{stream}.*",
-        f"$JS.ACK.{stream}.>",
-    )
-
-
 def _follows(stream: str, kind: str) -> tuple[str, ...]:
     """One durable consumer of its own on ``stream``, the follower's of ``kind``
     (``spades-<kind>``, :mod:`services.runtime.follower`): made, made again from a position,
     pulled and acknowledged; no other consumer touched."""
+    return (*_reads(stream), *_owns(stream, kind))
+
+
+def _owns(stream: str, kind: str) -> tuple[str, ...]:
+    """What :func:`_follows` adds to reading: the consumer ``spades-<kind>`` alone, made as a
+    durable, deleted, acknowledged."""
     api, consumer = "$JS.API", f"spades-{kind}"
     return (
-        *_reads(stream),
         f"{api}.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
         f"{api}.CONSUMER.DELETE.{stream}.{consumer}",
         f"$JS.ACK.{stream}.{consumer}.>",
     )
+
+
+_EARLIER_PROJECTIONS = (*READ_MODELS, "-".join(sorted(READ_MODELS)))
+"""The labels of the consumers projections once followed the one stream with (deleted at
+start, :mod:`services.projections.service`)."""
 
 
 def _declares(stream: str, subjects: str) -> tuple[str, ...]:
@@ -217,8 +226,14 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
         "projections": BrokerUser(
             role="reads the streams through durable consumers it acknowledges; sends no command",
             publish=(
-                *_each(games, _consumes),
-                *_consumes(LEAGUES_STREAM),
+                *(subject for stream in games for subject in _follows(stream, "projections")),
+                *(subject for stream in games for subject in _owns(stream, "projections-replay")),
+                *_reads(LEAGUES_STREAM),
+                # the consumers an earlier version followed the one stream with, by model
+                *(
+                    f"$JS.API.CONSUMER.DELETE.{LEGACY_STREAM}.spades-projections-{label}"
+                    for label in _EARLIER_PROJECTIONS
+                ),
                 *_reads(ARCHIVE_STREAM),
                 *_claims("projections"),
                 *checks,

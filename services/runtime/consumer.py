@@ -83,6 +83,7 @@ class Durable:
             and config.filter_subject == self.subjects
             and config.max_deliver in (None, -1)
             and config.max_ack_pending == max_ack_pending
+            and not config.inactive_threshold  # set by someone else: the server would delete it
         )
 
     async def open(self, client: Client, after: int, *, max_ack_pending: int) -> PullFeed:
@@ -122,7 +123,8 @@ async def open_consumer(
 
 
 class ConsumerGone(Exception):
-    """The server ended a pull with a conflict (the consumer was deleted, or changed)."""
+    """The server ended a pull with a conflict (the consumer was deleted, or changed), or no
+    consumer answered it: the follower starts again, after a backoff, and makes it again."""
 
 
 class PullFeed:
@@ -257,6 +259,11 @@ class PullFeed:
             self._owed -= 1
         elif status == api.StatusCode.CONFLICT:
             self._conflict = headers.get(api.Header.DESCRIPTION, "conflict")
+            self._owed = 0
+        elif status == api.StatusCode.SERVICE_UNAVAILABLE:
+            # No responders: the consumer is not there (deleted, or expired). Asking again at
+            # once would spin, thousands of requests a second, and never make it again.
+            self._conflict = "no consumer answers: it is gone"
             self._owed = 0
         elif status != api.StatusCode.CONTROL_MESSAGE:
             self._owed = 0  # 404 no messages, 408 request expired: this request is over

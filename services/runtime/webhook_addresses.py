@@ -1,10 +1,15 @@
 """Where a webhook may be sent: the URL's shape, and the addresses its host resolves to.
 
 Only ``http`` and ``https`` URLs, without credentials in them. The host is resolved and every
-address it gives is checked: loopback, link-local, private, multicast, unspecified, reserved
-and other non-global addresses are refused (an IPv4 address mapped into IPv6 is checked as the
-IPv4 one), unless the deployment allows private addresses (``SPADES_WEBHOOK_ALLOW_PRIVATE=1``,
-for tests and receivers on the same machine). The check is made when an endpoint is registered
+address it gives is checked: loopback, link-local, private, multicast, unspecified, reserved,
+every block of IANA's special-purpose registries (the ``ipaddress`` module of Python 3.11 calls
+some of them global: 192.0.0.0/24, 192.88.99.0/24, 64:ff9b:1::/48, ...) and other non-global
+addresses are refused. An IPv6 address that carries an IPv4 one (mapped, 6to4 in 2002::/16,
+NAT64 in 64:ff9b::/96) is checked as that IPv4 address; Teredo (2001::/32) is refused outright,
+its tunnel reaching whatever its relay does. All this unless the deployment allows private
+addresses (``SPADES_WEBHOOK_ALLOW_PRIVATE=1``, for tests and receivers on the same machine).
+A refusal names the host as given, never what it resolved to: a caller learns nothing of the
+network's names from it. The check is made when an endpoint is registered
 and again whenever a delivery connects (:mod:`.transport`), because DNS can change: a name that
 was public may later point inside the network.
 """
@@ -29,7 +34,12 @@ class InvalidUrl(ValueError):
 
 
 class AddressRefused(Exception):
-    """The host resolves to an address webhooks may not reach (or to none)."""
+    """The host resolves to an address webhooks may not reach (or to none). The message names
+    no address; ``reason`` says which one and why, for the server's own log."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class Unresolvable(AddressRefused):
@@ -53,11 +63,44 @@ def checked_url(text: str) -> httpx.URL:
     return url
 
 
+SPECIAL_PURPOSE: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = tuple(
+    ipaddress.ip_network(block)
+    for block in (
+        # IANA IPv4 Special-Purpose Address Registry
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+        "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
+        "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15",
+        "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+        # IANA IPv6 Special-Purpose Address Registry (2002::/16 and 64:ff9b::/96 are checked
+        # by the IPv4 address they carry)
+        "::/8", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2620:4f:8000::/48",
+        "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+    )
+)  # fmt: skip
+"""Every block IANA lists as special-purpose: none is a webhook receiver's address."""
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_TEREDO = ipaddress.IPv6Network("2001::/32")
+
+
+def carried_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one reaches: mapped, 6to4 or NAT64 (None for any other)."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def refusal(address: IPAddress) -> str | None:
     """Why webhooks may not reach ``address`` (None when they may)."""
     checked: IPAddress = address
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        checked = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _TEREDO:
+            return f"{address} is a Teredo address"
+        checked = carried_ipv4(address) or address
     kinds = (  # the most telling first: 0.0.0.0 is "private" too, but above all unspecified
         ("unspecified", checked.is_unspecified),
         ("loopback", checked.is_loopback),
@@ -65,6 +108,7 @@ def refusal(address: IPAddress) -> str | None:
         ("multicast", checked.is_multicast),
         ("reserved", checked.is_reserved),
         ("private", checked.is_private),
+        ("special-purpose", any(checked in block for block in SPECIAL_PURPOSE)),
     )
     for kind, matches in kinds:
         if matches:
@@ -90,7 +134,9 @@ class AddressPolicy:
                 reason = refusal(address)
                 if reason is not None:
                     raise AddressRefused(
-                        f"{host} resolves to {reason} (SPADES_WEBHOOK_ALLOW_PRIVATE=1 allows it)"
+                        f"{host} is or resolves to an address webhooks may not reach: not a "
+                        "public one (SPADES_WEBHOOK_ALLOW_PRIVATE=1 allows it)",
+                        reason,
                     )
         return found
 

@@ -369,7 +369,7 @@ async def test_a_worker_without_the_setting_refuses_a_private_address_at_deliver
                     break
                 await asyncio.sleep(0.05)  # polling another process's progress
         assert log.deliveries[0].status == "pending"
-        assert "loopback" in (log.deliveries[0].last_error or "")
+        assert "not a public one" in (log.deliveries[0].last_error or "")  # no address told
         assert receiver.received == []
 
 

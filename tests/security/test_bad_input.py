@@ -4,8 +4,11 @@ player's name, deep in the rules), odd characters in an Idempotency-Key. Each is
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
+import structlog
 from nats.aio.client import Client
 
 from tests.security.tenants import (
@@ -116,3 +119,45 @@ async def test_odd_idempotency_keys_are_400_before_nats(
         await sentinel(http, watch)
     assert len(watch.seen) == 1, watch.subjects()
     await unchanged(house, table, before)
+
+
+NOT_UTF8: list[tuple[str, bytes]] = [
+    ("a surrogate's raw UTF-8 bytes", b'{"rules": {"preset": "solo", "\xed\xa0\x80": 1}}'),
+    ("UTF-16 little-endian", '{"rules": {"preset": "solo"}}'.encode("utf-16-le")),
+    ("UTF-16 with its mark", '{"rules": {"preset": "solo"}}'.encode("utf-16")),
+    ("UTF-32 big-endian", '{"rules": {"preset": "solo"}}'.encode("utf-32-be")),
+    ("UTF-32 with its mark", '{"rules": {"preset": "solo"}}'.encode("utf-32")),
+]
+"""Bodies Python's JSON parser reads (it guesses UTF-16 and UTF-32, and lets a surrogate's own
+bytes through) that are not the UTF-8 JSON text RFC 8259 section 8.1 asks for."""
+
+
+async def test_a_body_that_is_not_utf8_is_400_before_nats_and_logs_no_error(
+    http: httpx.AsyncClient, house: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each was a 503, and an error with a traceback of some 5 KB in the log, per request."""
+    caplog.set_level("WARNING")
+    with structlog.testing.capture_logs() as logged:
+        async with watching_commands(house) as watch:
+            for name, body in NOT_UTF8:
+                headers = {**bearer(ACME), "Content-Type": "application/json"}
+                answer = await http.post("/v1/games", content=body, headers=headers)
+                assert_problem(answer, 400, "malformed")
+                assert "UTF-8" in answer.json()["detail"], name
+            await sentinel(http, watch)
+    assert len(watch.seen) == 1, watch.subjects()
+    errors = [e for e in logged if e["log_level"] in ("error", "critical") or "exc_info" in e]
+    assert not errors, errors
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+async def test_a_utf8_body_beyond_ascii_is_still_read(http: httpx.AsyncClient) -> None:
+    """The control: UTF-8 beyond ASCII (a card, U+1F0A1, as its four bytes) is accepted."""
+    table = await open_table(http, ACME, seated=0)
+    sat = await http.post(
+        f"{table.url}/seats",
+        content='{"player": "ace \U0001f0a1"}'.encode(),
+        headers={**bearer(ACME), "Content-Type": "application/json"},
+    )
+    assert sat.status_code == 201, sat.text
+    assert sat.json()["player"] == "ace \U0001f0a1"

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.partitions import Partitions
 from contracts.wire import command_subject, game_subject, league_command_subject, league_subject
 from services.runtime.broker_users import (
     ADMIN,
     BROKER_USERS,
+    broker_users,
     inbox_prefix,
     subject_matches,
 )
@@ -142,3 +144,23 @@ def test_subject_patterns_match_as_nats_matches_them(
     pattern: str, subject: str, matches: bool
 ) -> None:
     assert subject_matches(pattern, subject) is matches
+
+
+@pytest.mark.parametrize("partitions", [1, 6])
+def test_no_user_deletes_or_makes_a_durable_of_anothers(partitions: int) -> None:
+    """The projections user could delete the engine's round watch."""
+    layout = Partitions(partitions)
+    users = broker_users(layout)
+    own = {"engine": {"round-watch"}, "projections": {"projections", "projections-replay"},
+           "timers": {"timers"}, "webhooks": {"webhooks"}, "gateway": set()}  # fmt: skip
+    for stream in layout.streams:
+        for name, kinds in own.items():
+            for kind in ("round-watch", "projections", "projections-replay", "timers",
+                         "webhooks"):  # fmt: skip
+                consumer = f"spades-{kind}"
+                for subject in (
+                    f"$JS.API.CONSUMER.DELETE.{stream}.{consumer}",
+                    f"$JS.ACK.{stream}.{consumer}.1.2.3.4.5",
+                    f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
+                ):
+                    assert users[name].may_publish(subject) is (kind in kinds), (name, subject)

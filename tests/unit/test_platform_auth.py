@@ -7,7 +7,7 @@ import pytest
 
 from services.gateway import auth
 from services.gateway.auth import PlatformKeys, SeatTokens
-from services.gateway.json_text import _escapes_surrogate, has_lone_surrogate
+from services.gateway.json_text import _escapes_surrogate, has_lone_surrogate, is_utf8_text
 from services.runtime.settings import bare_key_platform, parse_api_keys
 
 
@@ -102,3 +102,21 @@ def test_the_cheap_look_finds_every_surrogate_escape_and_no_other(
     body: bytes, escapes: bool
 ) -> None:
     assert _escapes_surrogate(body) is escapes
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        (b'{"a":"b"}', True),
+        (b"", True),
+        ('{"a":"ace \U0001f0a1 caf\u00e9"}'.encode(), True),
+        (b'{"a":"\xed\xa0\x80"}', False),  # a surrogate's own bytes
+        (b'{"a":"\xff"}', False),
+        ('{"a":"b"}'.encode("utf-16-le"), False),
+        ('{"a":"b"}'.encode("utf-16"), False),
+        ('{"a":"b"}'.encode("utf-32-be"), False),
+        (b'{"a":"b\x00"}', False),
+    ],
+)
+def test_a_body_is_text_only_as_strict_utf8_without_a_nul(body: bytes, text: bool) -> None:
+    assert is_utf8_text(body) is text
