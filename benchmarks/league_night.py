@@ -45,6 +45,7 @@ from typing import Any
 
 import httpx
 import msgspec
+import nats.errors
 import sqlalchemy as sa
 from nats.aio.client import Client
 
@@ -481,7 +482,7 @@ class Night:
     ) -> NightReport:
         js = admin.jetstream()
         stream = GameStream(js, self.layout)
-        histories = {game: await stream.read(game) for game in self.game_ids}
+        histories = {game: await _history(stream, game) for game in self.game_ids}
         problems = _history_problems(histories)
         twice = _timed_out_twice(histories)
         expected = {game: _truth(history) for game, history in histories.items()}
@@ -591,6 +592,18 @@ async def _claimed_by(store: Store, pid: int) -> set[str]:
             )
         )
         return set(found.scalars())
+
+
+async def _history(stream: GameStream, game: str, tries: int = 10) -> list[StoredCommit]:
+    """A game's history, read again while the cluster answers a read as unavailable (after the
+    node's kill, a read's consumer may meet a stream or consumer still finding its leader)."""
+    for _ in range(tries - 1):
+        try:
+            return await stream.read(game)
+        except nats.errors.Error as error:
+            print(f"reading {game} again: {error!r}", file=sys.stderr)
+            await asyncio.sleep(1.0)
+    return await stream.read(game)
 
 
 def _history_problems(histories: Mapping[str, list[StoredCommit]]) -> list[str]:
