@@ -743,7 +743,12 @@ def _all_at(standing: Mapping[Any, int], lasts: Mapping[int, int]) -> bool:
     return True
 
 
-def run(plan: NightPlan, database_url: str) -> NightReport:
+def run(plan: NightPlan, database_url: str, keep: Path | None = None) -> NightReport:
+    """Run a night; its processes' logs and data go to ``keep`` (kept), else a temporary
+    directory (removed)."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        return asyncio.run(Night(plan, database_url, keep).run())
     with tempfile.TemporaryDirectory(prefix="spades-league-night-") as root:
         return asyncio.run(Night(plan, database_url, Path(root)).run())
 

@@ -109,6 +109,9 @@ def league_night(
         str, typer.Option(help="PostgreSQL (a schema of the night's own is made in it).")
     ] = "postgresql://postgres@127.0.0.1:5432/test",
     json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+    keep: Annotated[
+        Path | None, typer.Option(help="Keep the processes' logs and data in this directory.")
+    ] = None,
 ) -> None:
     """A league night on a three-node loopback cluster, two of every process on PostgreSQL: one
     of each worker kind and a node leading a partition killed with SIGKILL during a round; every
@@ -125,7 +128,7 @@ def league_night(
         kill_round=kill_round,
         concurrency=concurrency,
     )
-    report = run(plan, fresh_schema_url(database_url))
+    report = run(plan, fresh_schema_url(database_url), keep)
     if json:
         typer.echo(msgspec.json.encode(report).decode())
         return
@@ -158,6 +161,16 @@ def league_night(
     )
     table.add_row("verdict", "ok" if report.ok else "NOT OK")
     Console().print(table)
+    for what, found in (
+        ("histories", report.history_problems),
+        ("timed out twice", report.timed_out_twice),
+        ("read-model tables unlike a rebuild", report.read_model_differences),
+        ("webhooks missing", report.webhooks_missing),
+        ("webhooks out of order", report.webhooks_out_of_order),
+        ("webhook-ids twice, not in flight at the kill", report.webhooks_twice_not_in_flight),
+    ):
+        if found:
+            typer.echo(f"{what}: {', '.join(map(str, found[:20]))}", err=True)
 
 
 @app.command("partitions")
