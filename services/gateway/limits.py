@@ -5,9 +5,9 @@ one bucket), a seat (by its seat token, while the token is current: a platform's
 have their own), or, for a request with neither (or with a token expired, revoked or not this
 service's), the client's address. The caller is read as the routes read it: the
 ``Authorization`` header, and ``?access_token=`` on the event stream only. Every path is
-limited but ``/healthz`` (the liveness probe): the pages, the API document, ``/readyz`` and
-``/metrics`` too. ``/audit``, the one costly read, also draws on an
-``audit`` bucket of the same caller. ``SPADES_RATE_LIMIT`` sets them::
+limited but ``/healthz`` (the liveness probe) and the pages' static files (``/assets/``): the
+pages, the API document, ``/readyz`` and ``/metrics`` too. ``/audit``, the one costly read,
+also draws on an ``audit`` bucket of the same caller. ``SPADES_RATE_LIMIT`` sets them::
 
     platform=200/s,seat=20/s,anonymous=20/s,audit=2/s
 
@@ -50,6 +50,9 @@ STREAM_PATH = re.compile(r"^/v1/games/[^/]+/events/stream$")
 """The one route that takes a token as ``?access_token=`` (an ``EventSource`` sets no
 headers)."""
 UNLIMITED_PATHS = frozenset({"/healthz"})
+UNLIMITED_PREFIXES = ("/assets/",)
+"""The pages' static files: a page names a dozen at once (its modules, its style sheet), each a
+file the gateway holds, cached by the browser (a page itself is limited)."""
 """Paths never limited: the liveness probe, which must answer while a flood is refused."""
 
 
@@ -168,7 +171,7 @@ class RateLimit:
         self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.buckets or scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
+        if not self.buckets or scope["type"] != "http" or _unlimited(scope["path"]):
             await self.app(scope, receive, send)
             return
         kind, caller = self.identify(scope)
@@ -311,3 +314,7 @@ class Slots:
 
     def refusal(self, kind: str) -> str:
         return f"at most {self.caps[kind]} {self.what} at once for a {kind} caller"
+
+
+def _unlimited(path: str) -> bool:
+    return path in UNLIMITED_PATHS or path.startswith(UNLIMITED_PREFIXES)

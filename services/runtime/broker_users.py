@@ -50,7 +50,6 @@ from contracts.wire import (
     LEAGUE_SUBJECTS,
     LEAGUES_STREAM,
 )
-from services.store.positions import READ_MODELS
 
 CLAIMS_BUCKET = "SPADES_CLAIMS"
 """The key-value bucket of partition leases (:mod:`services.runtime.claims`)."""
@@ -120,7 +119,10 @@ def _owns(stream: str, kind: str) -> tuple[str, ...]:
     )
 
 
-_EARLIER_PROJECTIONS = (*READ_MODELS, "-".join(sorted(READ_MODELS)))
+_EARLIER_MODELS = ("games", "scoreboard", "hands", "players", "standings")
+"""The read models of the versions whose projections followed the one stream with a consumer
+per model (or one for all): the names those consumers had are history, not the models of now."""
+_EARLIER_PROJECTIONS = (*_EARLIER_MODELS, "-".join(sorted(_EARLIER_MODELS)))
 """The labels of the consumers projections once followed the one stream with (deleted at
 start, :mod:`services.projections.service`)."""
 
