@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from services.client import SpadesClient
 from services.client.leagues import LeagueClient
 from services.runtime.nats_server import free_port
+from services.runtime.settings import Settings
 from services.runtime.stream_identity import REBUILD_COMMAND
 from services.store.database import open_store
 from tests.e2e.players import Table, seat_players
@@ -241,9 +242,10 @@ async def test_a_backup_restored_into_an_empty_deployment_serves_the_same_games(
         assert "backup complete" in printed
     finally:
         await stop(original)
+    key = Settings(data_dir=original.data_dir, secret_key=None).signing_key()  # the backup's
     store = open_store(original_url)
     try:
-        originals = await snapshot(store)
+        originals = await snapshot(store, key)
     finally:
         await store.close()
 
@@ -257,7 +259,7 @@ async def test_a_backup_restored_into_an_empty_deployment_serves_the_same_games(
         await until_caught_up(restored.base_url)
         store = open_store(restored_url)
         try:
-            assert await snapshot(store) == originals, "the read models equal the originals"
+            assert await snapshot(store, key) == originals, "the read models equal the originals"
         finally:
             await store.close()
 

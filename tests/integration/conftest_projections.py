@@ -213,11 +213,11 @@ async def wait_for_positions(
         await asyncio.sleep(0.02)
 
 
-async def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every read model's tables, in key order (hands in progress opened: each
-    sealing draws its own nonce)."""
+async def snapshot(store: Store, key: bytes = TESTS_KEY) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every read model's tables, in key order (hands in progress opened with the
+    service's ``key``: each sealing draws its own nonce)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    hands = Sealer(TESTS_KEY, HANDS_IN_PROGRESS)
+    hands = Sealer(key, HANDS_IN_PROGRESS)
     async with store.reading() as conn:
         for model in READ_MODELS.values():
             for table in model.tables:

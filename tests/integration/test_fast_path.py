@@ -93,6 +93,9 @@ async def test_a_revoked_token_is_refused_alike(clients: Clients) -> None:
     table = await open_table(clients[0], ACME)
     reissued = await clients[0].post(f"{table.url}/seats/2/token", headers=bearer(ACME))
     assert reissued.status_code == 200, reissued.text
+    for client in clients:  # each gateway holds the game as re-issued, as once a seat has read
+        seen = await client.get(f"{table.url}/view", headers=bearer(reissued.json()["token"]))
+        assert seen.status_code == 200, seen.text
     for token in (table.tokens[2], reissued.json()["token"]):
         await same_answer(clients, "GET", f"{table.url}/view", headers=bearer(token))
         action = {"type": "bid", "bid": 3}
