@@ -66,6 +66,7 @@ from services.runtime.credentials import connect_options
 from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.leaders import leaders
 from services.runtime.nats_server import EmbeddedNats, free_ports
+from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 from services.store.database import Store, open_store
 from services.store.schema import webhook_deliveries
 from services.webhooks.events import Seen, game_webhooks
@@ -83,6 +84,10 @@ WORKS = {
 """The work each worker kind claims partitions of (``spades_partitions_held``'s label)."""
 READY_POLL_S = 0.1
 QUICK_SCHEDULE = "1s,1s,2s,2s,5s,5s,10s"
+
+
+SECRET_KEY = "5" * 64
+"""The processes' shared key (seat tokens, and the hands in progress they seal)."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +247,7 @@ class Fleet:
             "SPADES_STREAM_REPLICAS": str(min(3, len(self.nodes))),
             "SPADES_DATABASE_URL": self.database_url,
             "SPADES_API_KEYS": f"{PLATFORM}:{API_KEY}",
-            "SPADES_SECRET_KEY": "5" * 64,
+            "SPADES_SECRET_KEY": SECRET_KEY,
             "SPADES_RATE_LIMIT": "off",
             "SPADES_WEBHOOK_ALLOW_PRIVATE": "1",
             "SPADES_WEBHOOK_TIMEOUT_S": "5",
@@ -680,7 +685,7 @@ async def _rebuilt_differences(
     for process in fleet.alive("projections"):
         process.stop()
     tables = [table for model in READ_MODELS.values() for table in model.tables]
-    before = {table.name: await _rows(store, table) for table in tables}
+    before = {table.name: await _opened_rows(store, table) for table in tables}
     await rebuild(store, None, layout)
     survivor = fleet.of("projections")[-1]
     survivor.start()
@@ -688,13 +693,22 @@ async def _rebuilt_differences(
     survivor.stop()
     differences = []
     for table in tables:
-        after = await _rows(store, table)
+        after = await _opened_rows(store, table)
         if after != before[table.name]:
             differences.append(
                 f"{table.name}: {len(before[table.name])} rows live, {len(after)} rebuilt, "
                 f"{len(set(before[table.name]) ^ set(after))} differ"
             )
     return differences
+
+
+async def _opened_rows(store: Store, table: sa.Table) -> list[tuple[Any, ...]]:
+    """A table's rows, with each hand in progress opened (each sealing draws its own nonce)."""
+    rows = await _rows(store, table)
+    if table.name != "hand_progress":
+        return rows
+    hands = Sealer(SECRET_KEY.encode(), HANDS_IN_PROGRESS)
+    return [(game_id, version, hands.open(pending, game_id)) for game_id, version, pending in rows]
 
 
 async def _rows(store: Store, table: sa.Table) -> list[tuple[Any, ...]]:

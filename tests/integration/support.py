@@ -96,6 +96,11 @@ class ServiceProcess:
         assert self.process is not None
         self.process.send_signal(signal.SIGSTOP)
 
+    def resume(self) -> None:
+        """SIGCONT, after :meth:`pause`."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL: no chance to finish anything in hand."""
         assert self.process is not None
