@@ -4,8 +4,9 @@
 started there imports that tree's packages, not this checkout's (the working directory comes
 first on ``sys.path``, the editable install's finder after it), with this interpreter and so
 with the dependencies installed for this checkout. That holds only while the release depends
-on the same packages: a release whose dependencies differ, or a checkout without git or without
-the release's commit, cannot be run this way, and :class:`ReleaseUnavailable` says why.
+on no package this checkout does not (this checkout may need more): a release that needs
+another, or a checkout without git or without the release's commit, cannot be run this way,
+and :class:`ReleaseUnavailable` says why.
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ def unpack(commit: str, into: Path) -> Path:
         raise ReleaseUnavailable(f"commit {commit} is not in this checkout (a shallow clone?)")
     ours = dependencies((CHECKOUT / "pyproject.toml").read_text())
     theirs = dependencies(_git("show", f"{commit}:pyproject.toml").stdout.decode())
-    if ours != theirs:
+    missing = sorted(set(theirs) - set(ours))
+    if missing:
         raise ReleaseUnavailable(
-            f"{commit} depends on other packages than this checkout, so this interpreter cannot "
-            f"run it: {sorted(set(theirs) ^ set(ours))}"
+            f"{commit} depends on packages this checkout does not (or on other versions), so "
+            f"this interpreter cannot run it: {missing}"
         )
     archive = _git("archive", "--format=tar", commit).stdout
     into.mkdir(parents=True, exist_ok=True)

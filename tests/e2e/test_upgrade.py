@@ -45,7 +45,7 @@ pytestmark = pytest.mark.e2e
 
 RELEASE = "6e0e73086535e10b7a347c4db206d58c1ecb3cf0"
 """The earlier release upgraded from: the last one before the game stream's partitions. Move it
-forward as releases go (its dependencies must be this checkout's: see tests/e2e/release.py)."""
+forward as releases go (it may need no package this checkout does not: tests/e2e/release.py)."""
 PLATFORM_KEY = "upgrade-platform-key"
 ONE_HAND = {"preset": "partnership", "max_hands": 1}
 TWO_PLAYER = {"preset": "two-player", "max_hands": 1}
