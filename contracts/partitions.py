@@ -9,14 +9,16 @@ agree on it (``tests/integration/test_partitions.py`` checks it against a real s
 
 A deployment of one partition is laid out as the service always was, before partitions: the
 stream ``SPADES_GAMES``, subjects ``spades.games.<game_id>``, commands on
-``spades.commands.<game_id>``. So a deployment made by an earlier version is a deployment of one
-partition, unchanged. With K > 1, partition ``p`` is the stream ``SPADES_GAMES_<p>`` with the
-subjects ``spades.part.<p>.games.<game_id>`` and the commands ``spades.part.<p>.commands.<id>``:
-subjects that no other layout's stream claims, so a one-partition deployment's stream and the
-partitions it is moved into can live side by side during the move (``spades partitions
-migrate``). Each partition stream records its place in its metadata
-(:data:`PARTITION_KEY`, :data:`PARTITIONS_KEY`), so a process started with another K than
-the streams were made with refuses to start instead of looking for games in the wrong stream.
+``spades.commands.<game_id>`` (and a timer's timeouts on ``spades.timeouts.<game_id>``). So a
+deployment made by an earlier version is a deployment of one partition, unchanged. With K > 1,
+partition ``p`` is the stream ``SPADES_GAMES_<p>`` with the subjects
+``spades.part.<p>.games.<game_id>``, the commands ``spades.part.<p>.commands.<id>`` and the
+timeouts ``spades.part.<p>.timeouts.<id>``: subjects that no other layout's stream claims, so a
+one-partition deployment's stream and the partitions it is moved into can live side by side
+during the move (``spades partitions migrate``). Each partition stream records its place in its
+metadata (:data:`PARTITION_KEY`, :data:`PARTITIONS_KEY`), so a process started with another K
+than the streams were made with refuses to start instead of looking for games in the wrong
+stream.
 
 Leagues are not partitioned: a league commits once when it is made and about twice a round,
 thousands of times fewer than its games, so its one stream is never what limits a deployment.
@@ -36,6 +38,8 @@ ANY_ENGINE_SUBJECTS = "spades.engines.*"
 """Where a game's command goes when no engine serves its partition right now (the one that did
 has just ended, and its lease has not run out yet): every engine answers there, in one queue
 group, and optimistic concurrency keeps the game's history one line whichever answers."""
+ANY_ENGINE_TIMEOUT_SUBJECTS = "spades.engines.timeouts.*"
+"""The same for a timer's timeout (:meth:`Partitions.timeout_subject`)."""
 
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
@@ -136,6 +140,25 @@ class Partitions:
     def any_engine_subject(game_id: str) -> str:
         """The subject of :data:`ANY_ENGINE_SUBJECTS` for a game's command."""
         return f"spades.engines.{game_id}"
+
+    def timeout_prefix(self, partition: int) -> str:
+        self._check(partition)
+        return "spades.timeouts." if self.legacy else f"spades.part.{partition}.timeouts."
+
+    def timeout_subjects(self, partition: int) -> str:
+        """The subjects the engine serving a partition answers its games' timeouts on."""
+        return f"{self.timeout_prefix(partition)}*"
+
+    def timeout_subject(self, game_id: str) -> str:
+        """Where a timer's timeout for a game goes: a subject of its own, so the timers' broker
+        user may send a timeout and nothing else (the engine answers a timeout nowhere else,
+        and nothing but a timeout there)."""
+        return f"{self.timeout_prefix(self.of(game_id))}{game_id}"
+
+    @staticmethod
+    def any_engine_timeout_subject(game_id: str) -> str:
+        """The subject of :data:`ANY_ENGINE_TIMEOUT_SUBJECTS` for a game's timeout."""
+        return f"spades.engines.timeouts.{game_id}"
 
     def metadata(self, partition: int) -> dict[str, str]:
         """What a partition's stream records of its place (see the module's docstring)."""

@@ -23,9 +23,10 @@ class Event(msgspec.Struct, frozen=True, tag_field="type", gc=False):
 
 
 class GameCreated(Event, tag="game_created", frozen=True):
-    """A new game. ``platform`` is who created it, ``visibility`` who may read it, ``seating``
-    who may sit (:mod:`domain.platforms`). A game recorded before these fields existed reads
-    as having no platform and being public: readable by all and seated by anyone, as it was."""
+    """A new game. ``platform`` is who created it (the API shows it to that platform alone,
+    null to anyone else), ``visibility`` who may read it, ``seating`` who may sit
+    (:mod:`domain.platforms`). A game recorded before these fields existed reads as having no
+    platform and being public: readable by all and seated by anyone, as it was."""
 
     game_id: str
     rules: Rules

@@ -68,6 +68,7 @@ def _inline(schema: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[s
 COMMAND_CHANNELS = {
     # FastStream's channel name -> (request, reply) messages
     "spades.commands.{game_id}": ("CommandRequest", "CommandReply"),
+    "spades.timeouts.{game_id}": ("CommandRequest", "CommandReply"),
     "spades.league-commands.{league_id}": ("LeagueCommandRequest", "LeagueCommandReply"),
 }
 HEADERS = {

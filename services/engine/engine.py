@@ -54,6 +54,7 @@ from domain.views import event_for
 from services.bots.stand_in import stand_in_actions
 from services.engine.handler import (
     CommandHandler,
+    Lane,
     Refused,
     commit_time,
     fresh_seed,
@@ -175,6 +176,17 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
             return
         if any(type(event) is GameEnded for event in commit.events):
             self.ended(held.game_id)
+
+    def misrouted(self, request: CommandRequest, lane: Lane) -> str | None:
+        """A timeout comes on the timeout subjects, and nothing else does: the timers' broker
+        user may send there alone, so a timers process cannot bid, play or seat anyone, and no
+        other sender fires a timeout."""
+        timeout = isinstance(request.body, TimeOutRequest)
+        if lane == "timeouts" and not timeout:
+            return "only a timeout is answered on the timeout subjects"
+        if lane == "commands" and timeout:
+            return "a timeout is answered only on the timeout subjects (spades.timeouts.*)"
+        return None
 
     def records_refusal(self, request: CommandRequest) -> bool:
         """A timer's refused timeout is nobody's action (a stale shot, a race another timer

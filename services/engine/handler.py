@@ -24,7 +24,7 @@ import re
 import secrets
 import time
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 import msgspec
 import nats.errors
@@ -39,6 +39,10 @@ from services.runtime.logging import get_logger
 
 SEED_BYTES = 32
 """A fresh secret seed's length: 256 bits, as the deal's HMAC key."""
+
+Lane = Literal["commands", "timeouts"]
+"""The kind of subject a request came on (:meth:`CommandHandler.misrouted`): the command
+subjects, which the gateway sends to, or the timeout subjects, which the timers send to."""
 
 MAX_ATTEMPTS = 16
 """Conflicts in a row before a command is answered ``unavailable`` (the client retries)."""
@@ -151,16 +155,17 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         self.contested = asyncio.Event()
         """Set at the first conflict: another process appends to these histories too."""
 
-    async def handle(self, data: bytes) -> bytes:
+    async def handle(self, data: bytes, lane: Lane | None = None) -> bytes:
         """Answer one request message. Never raises: every outcome is a reply, timed and
         counted by its outcome (:mod:`services.engine.metrics`)."""
         started = time.perf_counter()
-        reply = await self.answer(data)
+        reply = await self.answer(data, lane)
         TALLY.answered(time.perf_counter() - started, outcome_of(reply.ok, reply.code))
         return self._encoder.encode(reply)
 
-    async def answer(self, data: bytes) -> Reply:
-        """Read, run and answer one request message."""
+    async def answer(self, data: bytes, lane: Lane | None = None) -> Reply:
+        """Read, run and answer one request message; one that came on a ``lane`` not its own
+        is refused ``unauthorized`` and not run (None: from inside the process, any request)."""
         if len(data) > self.MAX_BYTES:
             return self.refusal(
                 "", "malformed", f"a {self.COMMAND} is at most {self.MAX_BYTES} bytes"
@@ -175,6 +180,10 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         if not COMMAND_ID.match(request.command_id):
             detail = "a command id is 1 to 128 of A-Z a-z 0-9 _ = -"
             return self.refusal(request.command_id, "malformed", detail)
+        misrouted = None if lane is None else self.misrouted(request, lane)
+        if misrouted is not None:
+            log.info(f"{self.COMMAND} refused: not its subject", lane=lane, detail=misrouted)
+            return self.refusal(request.command_id, "unauthorized", misrouted)
         about = {"command_id": request.command_id, **self.log_context(request)}
         try:
             reply = await self.execute(key, request.command_id, request, self.digest(request))
@@ -285,6 +294,11 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
     def appended(self, held: Held, commit: C) -> None:
         """Told of each commit this handler appended, once it is in the history; nothing
         unless a handler says otherwise (it must not block: the reply waits for it)."""
+
+    def misrouted(self, request: Request, lane: Lane) -> str | None:
+        """Why ``request`` may not come on ``lane`` (None: it may); every request may come on
+        the command subjects unless a handler says otherwise."""
+        return None if lane == "commands" else f"nothing is answered on the {lane} subjects"
 
     def records_refusal(self, request: Request) -> bool:
         """Whether a refusal of this request goes into the history (so that a retry gets it);

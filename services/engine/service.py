@@ -10,6 +10,12 @@ go to ``spades.engines.*``, which every engine answers in one queue group, readi
 stream (:mod:`services.runtime.engine_client`). Every append is optimistic, so whichever engine
 answers, a game's history stays one line.
 
+A timer's timeouts come on subjects of their own, the same way (``spades.timeouts.*``,
+``spades.part.<p>.timeouts.*``, ``spades.engines.timeouts.*``): the timers' broker user may send
+there and nowhere else, and the engine answers a timeout there alone and nothing else there
+(:meth:`services.engine.engine.Engine.misrouted`), so a timers process can fire a timeout and
+no more, and the gateway cannot fire one.
+
 League commands go to the queue group ``engine`` on ``spades.league-commands.*``: they are few. A
 league's commands are decided by the same process as games' because scheduling a round reads the
 games of the round before, from the same game cache. The streams are created (or checked) at
@@ -38,7 +44,12 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
-from contracts.partitions import ANY_ENGINE_SUBJECTS, ONE, Partitions
+from contracts.partitions import (
+    ANY_ENGINE_SUBJECTS,
+    ANY_ENGINE_TIMEOUT_SUBJECTS,
+    ONE,
+    Partitions,
+)
 from contracts.wire import (
     LEAGUE_COMMAND_SUBJECTS,
     LEAGUE_SUBJECTS,
@@ -47,6 +58,7 @@ from contracts.wire import (
     MAX_LEAGUE_COMMAND_BYTES,
 )
 from services.engine.engine import Engine
+from services.engine.handler import Lane
 from services.engine.league_engine import LeagueEngine
 from services.engine.round_watch import KIND as ROUND_WATCH
 from services.engine.round_watch import PACE as ROUND_WATCH_PACE
@@ -103,6 +115,16 @@ CHANNELS = (
         "spades.league-commands.{league_id}",
         "A command for one league (LeagueCommandRequest JSON); the reply is a LeagueCommandReply.",
     ),
+    Channel(
+        "timeouts",
+        "spades.timeouts.*",
+        GAMES_PENDING_BYTES,
+        "spades.timeouts.{game_id}",
+        "A timer's timeout for one game (CommandRequest JSON whose body is time_out, and nothing "
+        "else); the reply is a CommandReply. With K > 1 partitions, "
+        "spades.part.{partition}.timeouts.{game_id}; when no engine serves the partition, "
+        "spades.engines.timeouts.{game_id}.",
+    ),
 )
 
 
@@ -146,7 +168,7 @@ class Partitioned:
         partitions: Partitions,
         engine: Engine,
         watching: Following,
-        dispatch: Callable[[Msg], Awaitable[None]],
+        dispatch: Callable[[Lane], Callable[[Msg], Awaitable[None]]],
         queue: str,
     ) -> None:
         self.connection = connection
@@ -154,22 +176,30 @@ class Partitioned:
         self.engine = engine
         self.watching = watching
         self.dispatch = dispatch
+        """The callback answering the requests of one lane (commands, timeouts)."""
         self.queue = queue
-        self.subscriptions: dict[int, Subscription] = {}
+        self.subscriptions: dict[int, list[Subscription]] = {}
         self._spreading: asyncio.Task[None] | None = None
 
     async def gain(self, partition: int) -> None:
-        """Answer the partition's commands, from games read afresh (another engine served
-        them until now), and watch its rounds. The holder of partition 0 also keeps the
-        partitions' leaders spread over the cluster's nodes."""
+        """Answer the partition's commands and timeouts, from games read afresh (another
+        engine served them until now), and watch its rounds. The holder of partition 0 also
+        keeps the partitions' leaders spread over the cluster's nodes."""
         layout = self.partitions
         self.engine.games.forget_where(lambda game_id: layout.of(game_id) == partition)
-        self.subscriptions[partition] = await self.connection.subscribe(
-            layout.command_subjects(partition),
-            queue=self.queue,
-            cb=self.dispatch,
-            pending_bytes_limit=GAMES_PENDING_BYTES,
+        lanes: tuple[tuple[str, Lane], ...] = (
+            (layout.command_subjects(partition), "commands"),
+            (layout.timeout_subjects(partition), "timeouts"),
         )
+        self.subscriptions[partition] = [
+            await self.connection.subscribe(
+                subjects,
+                queue=self.queue,
+                cb=self.dispatch(lane),
+                pending_bytes_limit=GAMES_PENDING_BYTES,
+            )
+            for subjects, lane in lanes
+        ]
         await self.watching.gain(partition)
         if partition == 0 and not layout.legacy:
             self._spreading = asyncio.create_task(self._spread(), name="spread leaders")
@@ -184,8 +214,7 @@ class Partitioned:
     async def lose(self, partition: int) -> None:
         """Stop answering the partition's commands (those in hand are answered) and watching
         its rounds."""
-        subscription = self.subscriptions.pop(partition, None)
-        if subscription is not None:
+        for subscription in self.subscriptions.pop(partition, []):
             await drained(subscription)
         await self.watching.lose(partition)
         if partition == 0 and self._spreading is not None:
@@ -246,18 +275,24 @@ def build_engine_app(
     served: list[Partitioned] = []
     claimed: list[Claims] = []
 
-    async def answer(handler: Engine | LeagueEngine, body: bytes, reply_to: str) -> None:
+    async def answer(
+        handler: Engine | LeagueEngine, body: bytes, reply_to: str, lane: Lane | None
+    ) -> None:
         try:
-            reply = await handler.handle(body)
+            reply = await handler.handle(body, lane)
             if reply_to:
                 await publish(broker.connection, reply_to, reply)
         finally:
             slots.release()
 
-    def dispatcher(handler: Engine | LeagueEngine) -> Callable[[Msg], Awaitable[None]]:
+    def dispatcher(
+        handler: Engine | LeagueEngine, lane: Lane | None = None
+    ) -> Callable[[Msg], Awaitable[None]]:
+        """The callback of a subscription: a task per request, answered as ``lane``'s."""
+
         async def dispatch(message: Msg) -> None:
             await slots.acquire()
-            task = asyncio.create_task(answer(handler, message.data, message.reply))
+            task = asyncio.create_task(answer(handler, message.data, message.reply, lane))
             running.add(task)
             task.add_done_callback(running.discard)
 
@@ -284,19 +319,28 @@ def build_engine_app(
             broker.connection, watch, game_partitions(partitions), ROUND_WATCH_PACE
         )
         served.append(
-            Partitioned(broker.connection, partitions, engine, watching, dispatcher(engine), queue)
+            Partitioned(
+                broker.connection,
+                partitions,
+                engine,
+                watching,
+                lambda lane: dispatcher(engine, lane),
+                queue,
+            )
         )
 
     @app.after_startup
     async def subscribe() -> None:
         js = broker.config.connection_state.stream
         league_channel = CHANNELS[1]
-        for subjects, handler, pending in (
-            (ANY_ENGINE_SUBJECTS, handlers["games"], GAMES_PENDING_BYTES),
-            (league_channel.subjects, handlers["leagues"], league_channel.pending_bytes),
-        ):
+        lanes: tuple[tuple[str, Engine | LeagueEngine, Lane | None, int], ...] = (
+            (ANY_ENGINE_SUBJECTS, handlers["games"], "commands", GAMES_PENDING_BYTES),
+            (ANY_ENGINE_TIMEOUT_SUBJECTS, handlers["games"], "timeouts", GAMES_PENDING_BYTES),
+            (league_channel.subjects, handlers["leagues"], None, league_channel.pending_bytes),
+        )
+        for subjects, handler, lane, pending in lanes:
             subscription = await broker.connection.subscribe(
-                subjects, queue=queue, cb=dispatcher(handler), pending_bytes_limit=pending
+                subjects, queue=queue, cb=dispatcher(handler, lane), pending_bytes_limit=pending
             )
             subscriptions.append(subscription)
         side = served[0]

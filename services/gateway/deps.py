@@ -301,6 +301,11 @@ class GameRead:
         assert self.loaded.state is not None
         return self.loaded.state
 
+    @property
+    def owner(self) -> bool:
+        """Whether the caller is the game's platform (which alone sees the game's platform)."""
+        return self.caller.owns(self.game.platform)
+
 
 async def game_read(services: Services, game_id: GameId, asking: GameCaller) -> GameRead:
     """The game, for a caller that may read it: it is public, or the caller is its platform,

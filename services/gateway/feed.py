@@ -83,6 +83,8 @@ class FeedStart:
     """The version the client has seen (from ``Last-Event-ID``), or None for a fresh state."""
     grant: SeatGrant | None = None
     """The seat token the stream was opened with, which it lasts no longer than."""
+    owner: bool = False
+    """Whether the caller is the game's platform, which alone sees the game's platform."""
 
     def revokes(self, event: object) -> bool:
         """Whether ``event`` issues this stream's seat a newer token than its own."""
@@ -145,8 +147,8 @@ def _state_frame(game: Game, reader: Reader) -> bytes:
     return format_sse_event(data_str=data, event="state", id=str(game.version))
 
 
-def _event_frame(version: int, event: AnyEvent, reader: Reader) -> bytes:
-    data = event_json(event, reader).decode()
+def _event_frame(version: int, event: AnyEvent, reader: Reader, owner: bool) -> bytes:
+    data = event_json(event, reader, owner).decode()
     return format_sse_event(data_str=data, event=str(event.__struct_config__.tag), id=str(version))
 
 
@@ -178,7 +180,7 @@ async def frames(
             for stored in await stream.read(game.game_id, until=start.sequence):
                 for version, event in versioned(stored.commit):
                     if version > seen:
-                        yield _event_frame(version, event, reader)
+                        yield _event_frame(version, event, reader, start.owner)
                         seen = version
                         if start.revokes(event):
                             return
@@ -203,7 +205,7 @@ async def frames(
                 commit = read_commit(message.data)
                 for version, event in versioned(commit):
                     if version > seen:
-                        yield _event_frame(version, event, reader)
+                        yield _event_frame(version, event, reader, start.owner)
                         seen = version
                         if start.revokes(event):
                             return

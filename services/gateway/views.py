@@ -2,7 +2,9 @@
 
 States and events become JSON-ready values here and nowhere else, so every response, page of
 events and server-sent event shows a reader only what :func:`domain.views.event_for`,
-:func:`~domain.views.public_view` and :func:`~domain.views.seat_view` let it see.
+:func:`~domain.views.public_view` and :func:`~domain.views.seat_view` let it see. The platform a
+game belongs to (``GameCreated.platform``) is shown to that platform alone (``owner``): anyone
+else, a public game's anonymous watchers, another platform or a seat, reads ``null`` there.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 from starlette.responses import Response
 
 from contracts.wire import Commit
-from domain.events import AnyEvent
+from domain.events import AnyEvent, GameCreated
 from domain.state import Game
 from domain.views import event_for, public_view, seat_view
 
@@ -33,16 +36,26 @@ def versioned(commit: Commit) -> Iterator[tuple[int, AnyEvent]]:
         yield commit.first_version + offset, event
 
 
-def event_records(events: Iterable[tuple[int, AnyEvent]], reader: Reader) -> list[dict[str, Any]]:
+def event_seen(event: AnyEvent, reader: Reader, owner: bool = False) -> AnyEvent:
+    """``event`` as ``reader`` may see it; the game's platform only if the reader is it."""
+    seen = event_for(event, reader)
+    if not owner and isinstance(seen, GameCreated) and seen.platform is not None:
+        return replace(seen, platform=None)
+    return seen
+
+
+def event_records(
+    events: Iterable[tuple[int, AnyEvent]], reader: Reader, owner: bool = False
+) -> list[dict[str, Any]]:
     """``{"version", "event"}`` for each event, as ``reader`` may see it."""
     return [
-        {"version": version, "event": msgspec.to_builtins(event_for(event, reader))}
+        {"version": version, "event": msgspec.to_builtins(event_seen(event, reader, owner))}
         for version, event in events
     ]
 
 
-def event_json(event: AnyEvent, reader: Reader) -> bytes:
-    return msgspec.json.encode(event_for(event, reader))
+def event_json(event: AnyEvent, reader: Reader, owner: bool = False) -> bytes:
+    return msgspec.json.encode(event_seen(event, reader, owner))
 
 
 _encoder = msgspec.json.Encoder()
@@ -75,9 +88,13 @@ def state_answer(game: Game, reader: Reader) -> Answer:
     return Answer(state_for(game, reader))
 
 
-def events_answer(version: int, events: Iterable[tuple[int, AnyEvent]], reader: Reader) -> Answer:
+def events_answer(
+    version: int, events: Iterable[tuple[int, AnyEvent]], reader: Reader, owner: bool = False
+) -> Answer:
     """``{"version", "events": [{"version", "event"}...]}`` as ``reader`` may see them."""
-    records = [{"version": number, "event": event_for(event, reader)} for number, event in events]
+    records = [
+        {"version": number, "event": event_seen(event, reader, owner)} for number, event in events
+    ]
     return Answer({"version": version, "events": records})
 
 

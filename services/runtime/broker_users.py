@@ -22,6 +22,10 @@ What each process really does on NATS, and so what it is given:
   none, so no subject tells them apart. The owners close that: a consumer found changed is
   made again when opened, and one gone is made again after a backoff, never asked for in a
   loop (:mod:`.consumer`, :mod:`.follower`);
+- the gateway sends commands (``spades.commands.*``, ``spades.part.<p>.commands.*``,
+  ``spades.engines.*``); the timers send timeouts alone, on subjects of their own
+  (``spades.timeouts.*``, ``spades.part.<p>.timeouts.*``, ``spades.engines.timeouts.*``), where
+  the engine answers nothing but a timeout and which the gateway may not send to;
 - the engine alone declares the streams and appends to them (its appends are JetStream
   publishes to the stream subjects) and answers the command subjects (``allow_responses``: it may
   answer only the requests it was sent); its round watch follows the partitions it serves
@@ -43,7 +47,13 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from contracts.partitions import ANY_ENGINE_SUBJECTS, LEGACY_STREAM, ONE, Partitions
+from contracts.partitions import (
+    ANY_ENGINE_SUBJECTS,
+    ANY_ENGINE_TIMEOUT_SUBJECTS,
+    LEGACY_STREAM,
+    ONE,
+    Partitions,
+)
 from contracts.wire import (
     ARCHIVE_STREAM,
     LEAGUE_COMMAND_SUBJECTS,
@@ -188,6 +198,8 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
     game_subjects = tuple(partitions.subjects(p) for p in partitions.indexes)
     commands = tuple(partitions.command_subjects(p) for p in partitions.indexes)
     sends = (*commands, ANY_ENGINE_SUBJECTS)
+    timeouts = tuple(partitions.timeout_subjects(p) for p in partitions.indexes)
+    fires = (*timeouts, ANY_ENGINE_TIMEOUT_SUBJECTS)
     checks = _layout_checks(partitions)
     return {
         "engine": BrokerUser(
@@ -210,7 +222,13 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
                 *_checkpoints("round-watch"),
                 *checks,
             ),
-            subscribe=(*sends, LEAGUE_COMMAND_SUBJECTS, _members("engine"), _inbox("engine")),
+            subscribe=(
+                *sends,
+                *fires,
+                LEAGUE_COMMAND_SUBJECTS,
+                _members("engine"),
+                _inbox("engine"),
+            ),
             responds=True,
         ),
         "gateway": BrokerUser(
@@ -244,9 +262,9 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
             responds=True,
         ),
         "timers": BrokerUser(
-            role="fires a turn's timeout as a command, from the turns in the game stream",
+            role="fires a turn's timeout, from the turns in the game stream; no other command",
             publish=(
-                *sends,
+                *fires,
                 *(subject for stream in games for subject in _follows(stream, "timers")),
                 *_reads(ARCHIVE_STREAM),
                 *_claims("timers"),

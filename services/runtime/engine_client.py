@@ -5,7 +5,9 @@ subscription of the connection (:mod:`services.runtime.replies`).
 A game's command goes to the engine that serves the game's partition (:mod:`.claims`); when none
 does this instant (it has just ended, its lease has not run out), to any engine
 (:data:`~contracts.partitions.ANY_ENGINE_SUBJECTS`), whose append is as safe: every append is
-optimistic."""
+optimistic. A timer's timeout goes the same way on subjects of its own
+(:meth:`~contracts.partitions.Partitions.timeout_subject`), the only ones the timers may send
+to."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from contracts.wire import (
     LeagueCommandRequest,
     LeagueRequestBody,
     RequestBody,
+    TimeOutRequest,
     league_command_subject,
     league_reply_decoder,
     reply_decoder,
@@ -80,13 +83,18 @@ class EngineClient:
         request = CommandRequest(
             command_id=command_id or new_command_id(), game_id=game_id, body=body
         )
-        subject = self._partitions.command_subject(game_id)
+        if isinstance(body, TimeOutRequest):
+            subject = self._partitions.timeout_subject(game_id)
+            fallback = Partitions.any_engine_timeout_subject(game_id)
+        else:
+            subject = self._partitions.command_subject(game_id)
+            fallback = Partitions.any_engine_subject(game_id)
         try:
             return await self._ask(subject, request, reply_decoder)
         except EngineUnavailable as error:
             if not isinstance(error.__cause__, nats.errors.NoRespondersError):
                 raise
-        return await self._ask(Partitions.any_engine_subject(game_id), request, reply_decoder)
+        return await self._ask(fallback, request, reply_decoder)
 
     async def send_league(
         self, league_id: str, body: LeagueRequestBody, command_id: str | None = None

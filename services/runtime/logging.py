@@ -3,6 +3,10 @@
 JSON lines in production (or whenever stderr is not a terminal), key=value in a terminal.
 Records from stdlib loggers (uvicorn, nats, faststream when given a propagating logger) pass
 through the same processors, so every line has the same shape and the same redaction.
+
+In the console format every control character of a value (C0, DEL, C1: ESC above all) is
+written as a ``\\x1b``-style escape: a request path is the caller's text, and an escape sequence
+in it would otherwise reach the operator's terminal. JSON escapes them already.
 """
 
 from __future__ import annotations
@@ -59,6 +63,13 @@ _SECRET_ASSIGNMENT = re.compile(
 
 _ROOT_HANDLER_NAME = "spades"
 
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""C0, DEL and C1: what a terminal may act on instead of showing."""
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+"""The same without the newline, which a traceback's lines keep."""
+_MULTILINE_KEYS = frozenset({"exception", "stack"})
+_PLAIN_TYPES = (bool, int, float, type(None))
+
 
 def configure_logging(
     settings_or_format: Settings | LogFormat = "auto",
@@ -85,6 +96,7 @@ def configure_logging(
                 # Tracebacks become text before redaction so a token in one is masked too.
                 structlog.processors.format_exc_info,
                 redact_secrets,
+                *_escaping(log_format, stream),
                 renderer,
             ],
         )
@@ -114,6 +126,39 @@ def get_logger(name: str) -> structlog.stdlib.BoundLogger:
 def redact_secrets(_logger: WrappedLogger, _method_name: str, event_dict: EventDict) -> EventDict:
     """Mask credentials: values of secret-named keys, Authorization values, query strings."""
     return {key: _redact_field(key, value) for key, value in event_dict.items()}
+
+
+def escape_control_characters(
+    _logger: WrappedLogger, _method_name: str, event_dict: EventDict
+) -> EventDict:
+    """Write every control character of a key or value as an escape (``\\x1b``), for a terminal.
+
+    A value that is not text becomes its ``repr``, escaped the same way: the console renderer
+    would write that ``repr`` anyway, and an object's ``repr`` may hold a caller's text raw.
+    A traceback (``exception``, ``stack``) keeps its newlines, nothing else.
+    """
+    return {
+        _escape_control(_text(key)): _escaped_value(_text(key), value)
+        for key, value in event_dict.items()
+    }
+
+
+def _escaped_value(key: str, value: Any) -> Any:
+    if isinstance(value, _PLAIN_TYPES):
+        return value
+    text = value if isinstance(value, str) else _text(value) if isinstance(value, bytes) else None
+    if text is None:
+        text = repr(value)
+    return _escape_control(text, keep_lines=key in _MULTILINE_KEYS)
+
+
+def _escape_control(text: str, *, keep_lines: bool = False) -> str:
+    pattern = _CONTROL_BUT_LINES if keep_lines else _CONTROL_CHARACTER
+    return pattern.sub(_escape_one, text)
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def _redact_field(key: str, value: Any) -> Any:
@@ -179,10 +224,18 @@ def _format_and_level(
 
 
 def _renderer(log_format: LogFormat, stream: TextIO) -> Processor:
-    is_terminal = stream.isatty()
-    if log_format == "console" or (log_format == "auto" and is_terminal):
-        return structlog.dev.ConsoleRenderer(colors=is_terminal)
+    if _is_console(log_format, stream):
+        return structlog.dev.ConsoleRenderer(colors=stream.isatty())
     return structlog.processors.JSONRenderer()
+
+
+def _escaping(log_format: LogFormat, stream: TextIO) -> list[Processor]:
+    """The console renderer writes text as it is; JSON escapes control characters itself."""
+    return [escape_control_characters] if _is_console(log_format, stream) else []
+
+
+def _is_console(log_format: LogFormat, stream: TextIO) -> bool:
+    return log_format == "console" or (log_format == "auto" and stream.isatty())
 
 
 def _install_root_handler(handler: logging.Handler, level: str | int) -> None:

@@ -33,7 +33,7 @@ from benchmarks.timers import (
     until_checkpointed,
     until_held_by,
 )
-from contracts.partitions import ANY_ENGINE_SUBJECTS, ONE, Partitions
+from contracts.partitions import ANY_ENGINE_TIMEOUT_SUBJECTS, ONE, Partitions
 from contracts.wire import (
     ActRequest,
     CommandRequest,
@@ -579,7 +579,7 @@ async def test_one_of_two_timer_workers_killed_on_three_partitions_misses_nor_do
         taken_over = {p for p, member in holders.items() if member_pid(member) == victim.pid}
         copies = [
             await connection.subscribe(subjects, cb=requests.take)
-            for subjects in ("spades.part.*.commands.*", ANY_ENGINE_SUBJECTS)
+            for subjects in ("spades.part.*.timeouts.*", ANY_ENGINE_TIMEOUT_SUBJECTS)
         ]
         async with watching(connection, games, K3) as watches:
             for game in games:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.partitions import Partitions
+from contracts.partitions import ONE, Partitions
 from contracts.wire import command_subject, game_subject, league_command_subject, league_subject
 from services.runtime.broker_users import (
     ADMIN,
@@ -55,13 +55,21 @@ def test_no_service_deletes_purges_or_replaces_a_stream(subject: str) -> None:
     assert BROKER_USERS[ADMIN].may_publish(subject)
 
 
-def test_commands_come_only_from_the_gateway_and_the_timers() -> None:
-    senders = {name for name in SERVICES if BROKER_USERS[name].may_publish(command_subject("g1"))}
-    league_senders = {
-        name for name in SERVICES if BROKER_USERS[name].may_publish(league_command_subject("l1"))
-    }
-    assert senders == {"gateway", "timers"}
-    assert league_senders == {"gateway"}
+def test_commands_come_only_from_the_gateway_and_timeouts_only_from_the_timers() -> None:
+    def senders(subject: str) -> set[str]:
+        return {name for name in SERVICES if BROKER_USERS[name].may_publish(subject)}
+
+    # the bid or play of a compromised timers process is refused by the server
+    for layout in (ONE, Partitions(6)):
+        users = broker_users(layout)
+        game = "g1"
+        for subject in (layout.command_subject(game), Partitions.any_engine_subject(game)):
+            assert {n for n in SERVICES if users[n].may_publish(subject)} == {"gateway"}
+        for subject in (layout.timeout_subject(game), Partitions.any_engine_timeout_subject(game)):
+            assert {n for n in SERVICES if users[n].may_publish(subject)} == {"timers"}
+            assert {n for n in SERVICES if users[n].may_subscribe(subject)} == {"engine"}
+    assert senders(command_subject("g1")) == {"gateway"}
+    assert senders(league_command_subject("l1")) == {"gateway"}
 
 
 def test_only_the_engine_receives_commands_and_the_gateway_answers_nothing() -> None:

@@ -49,6 +49,7 @@ def test_the_asyncapi_document_describes_commands_and_commits() -> None:
         "spades.games.{game_id}",
         "spades.league-commands.{league_id}",
         "spades.leagues.{league_id}",
+        "spades.timeouts.{game_id}",
     }
     schemas = document["components"]["schemas"]
     assert {

@@ -45,7 +45,7 @@ async def events(
         for stored in commits:
             page.extend(pair for pair in versioned(stored.commit) if pair[0] > after)
         start = commits[-1].sequence
-    return events_answer(version, page[:limit], reader)
+    return events_answer(version, page[:limit], reader, read.owner)
 
 
 @router.get(
@@ -73,7 +73,8 @@ async def event_stream(
     of open streams (``SPADES_MAX_STREAMS``): past it, 429 ``rate_limited``."""
     game, sequence, reader = read.game, read.loaded.sequence, read.seat
     grant = read.caller.grant if reader is not None else None
-    start = FeedStart(game, sequence, resume_point(last_event_id, game.version), grant)
+    resume = resume_point(last_event_id, game.version)
+    start = FeedStart(game, sequence, resume, grant, owner=read.owner)
     kind, who = held_by(read.caller, request)
     if not services.streams.take(kind, who):
         raise ProblemError("rate_limited", services.streams.refusal(kind))
