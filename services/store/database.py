@@ -526,14 +526,28 @@ async def _use_wal(connection: Any) -> None:
         pause = min(0.1, pause * 2)
 
 
+TRANSACTION_ROLLBACKS = frozenset({"40P01", "40001"})
+"""PostgreSQL's "deadlock detected" and "could not serialize access": the transaction was rolled
+back for the others running at once, and the same transaction tried again succeeds."""
+
+
 def is_store_trouble(error: BaseException) -> bool:
-    """Whether ``error`` is the database failing (down, locked, connection lost), as opposed to
-    a statement failing on the data it was given: the first is waited out, not parked."""
-    if isinstance(error, sa.exc.DBAPIError) and error.connection_invalidated:
+    """Whether ``error`` is the database failing (down, locked, connection lost, a transaction
+    rolled back for a deadlock with another), as opposed to a statement failing on the data it
+    was given: the first is waited out, not parked."""
+    if isinstance(error, sa.exc.DBAPIError) and (
+        error.connection_invalidated or _sqlstate(error) in TRANSACTION_ROLLBACKS
+    ):
         return True
     return isinstance(
         error, sa.exc.OperationalError | sa.exc.InterfaceError | sa.exc.TimeoutError | OSError
     )
+
+
+def _sqlstate(error: sa.exc.DBAPIError) -> str | None:
+    """The SQLSTATE of a driver's error (asyncpg's and psycopg's name it ``sqlstate``)."""
+    code = getattr(error.orig, "sqlstate", None)
+    return code if isinstance(code, str) else None
 
 
 def where_in(
