@@ -79,7 +79,7 @@ from services.gateway.models import League as LeagueModel
 from services.gateway.models import Standings as StandingsModel
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
-from services.gateway.quotas import check_games_quota, check_turn
+from services.gateway.quotas import check_games_quota, check_leagues_quota, check_turn
 from services.gateway.routes.actions import IdempotencyKey
 from services.runtime.logging import get_logger
 
@@ -112,10 +112,12 @@ async def create_league(
     by these rules (a retry with the same ``Idempotency-Key`` gets the same league). Its
     ``visibility`` (`private` by default when the server has platform keys) is its games' too.
     A league may have at most so many players, and a round seat so many tables (422 naming
-    the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`)."""
+    the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`); a platform may have so
+    many leagues not finished at once (429 `rate_limited` naming `SPADES_MAX_LEAGUES_GOING_ON`)."""
     _check_caps(services, body.rules, len(body.players))
     clock = msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None
     check_turn(services, clock)
+    await check_leagues_quota(services, platform)
     request = CreateLeagueRequest(
         name=body.name,
         rules=body.rules,
