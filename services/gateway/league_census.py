@@ -12,6 +12,7 @@ A league of no planned end never finishes: it counts as long as it exists.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from nats.js import JetStreamContext
@@ -31,6 +32,11 @@ class LeagueCensus:
     commits: dict[str, int] = field(default_factory=dict)
     """How many commits each league had when it was last read."""
     finished: set[str] = field(default_factory=set)
+    locks: dict[str | None, asyncio.Lock] = field(default_factory=dict)
+    """One platform's league creations, one at a time (count, then create)."""
+
+    def lock(self, platform: str | None) -> asyncio.Lock:
+        return self.locks.setdefault(platform, asyncio.Lock())
 
     async def going_on(
         self, js: JetStreamContext, leagues: LeagueCache, platform: str | None
