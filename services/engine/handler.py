@@ -184,7 +184,10 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             )
             self._cache.forget(key)
             return self.refusal(request.command_id, "unavailable", "the event store did not answer")
-        if not reply.ok:
+        if reply.code == "rate_limited":  # a flood's refusals would be a flood of lines
+            if _level.isEnabledFor(logging.DEBUG):
+                log.debug(f"{self.COMMAND} refused", **about, code=reply.code)
+        elif not reply.ok:
             log.info(f"{self.COMMAND} refused", **about, code=reply.code)
         elif _level.isEnabledFor(self.ACCEPTED_LOG_LEVEL):  # asked first: a dropped call costs
             log.log(
