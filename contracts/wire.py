@@ -197,6 +197,7 @@ ReplyCode = Literal[
     "idempotency_key_reused",
     "unauthorized",
     "unavailable",
+    "rate_limited",
 ]
 """The domain's refusal codes (:data:`domain.errors.Code`) and those only a service gives."""
 

@@ -166,6 +166,7 @@ def game_created(event: GameCreated) -> Game:
         visibility=event.visibility,
         seating=event.seating,
         timing=timing_for(event.clock, rules.players),
+        league=event.league,
     )
 
 

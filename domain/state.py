@@ -109,6 +109,8 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     seating: Seating = "platform"
     timing: Timing | None = None
     """The seats' clocks of a game created with a ``clock``; None: no clock."""
+    league: str | None = None
+    """The league whose round created the game; None: a game of its own."""
 
 
 def in_hand(state: Game) -> Hand:

@@ -52,6 +52,7 @@ def engine(nats_url: NatsUrl = None) -> None:
         replicas=settings.stream_replicas,
         credentials=settings.nats_credentials("engine"),
         partitions=settings.layout,
+        commands_per_minute=settings.max_commands_per_minute,
     )
     serve_metrics(settings.metrics_port, settings.host)
     run_service(application.run())

@@ -52,6 +52,7 @@ from domain.state import Game
 from domain.timing import on_clock
 from domain.views import event_for
 from services.bots.stand_in import stand_in_actions
+from services.engine.budget import CommandBudget
 from services.engine.handler import (
     CommandHandler,
     Lane,
@@ -116,6 +117,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         seed: Callable[[], bytes] = fresh_seed,
         cache_capacity: int = CAPACITY,
         ended: Callable[[str], None] | None = None,
+        budget: CommandBudget | None = None,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)
         super().__init__(stream, self.games)
@@ -123,6 +125,8 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         self._seed = seed
         self.ended = ended
         """Told the id of each game whose end this engine commits (the round watch's)."""
+        self.budget = budget
+        """Each platform's commands a minute (:mod:`services.engine.budget`); None: no budget."""
 
     def read(self, data: bytes) -> CommandRequest:
         return request_decoder.decode(data)
@@ -206,6 +210,39 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         if auto and body.seat in on_clock(state):
             actions = stand_in_actions(state, body.seat)
         return TimeOut(body.seat, at, actions)
+
+    def over_budget(self, held: LoadedGame, request: CommandRequest) -> Refused | None:
+        """A player's command past its platform's budget is refused ``rate_limited``; the
+        service's own (a timeout, a league round's game and its seatings) is admitted and
+        counted (:mod:`services.engine.budget` says why)."""
+        budget = self.budget
+        if budget is None:
+            return None
+        body = request.body
+        state = held.state
+        if isinstance(body, CreateGameRequest):
+            platform, ours = body.platform, body.league is not None
+        elif state is None:
+            return None  # no game: answered game_not_found, nothing decided
+        else:
+            platform = state.platform
+            ours = isinstance(body, TimeOutRequest) or (
+                isinstance(body, TakeSeatRequest) and state.league is not None
+            )
+        if platform is None:
+            return None
+        if ours:
+            budget.charge(platform)
+            return None
+        wait_s = budget.draw(platform)
+        if not wait_s:
+            return None
+        return Refused(
+            "rate_limited",
+            f"quota: a platform's games get at most {budget.per_minute} engine commands a minute "
+            f"here (SPADES_MAX_COMMANDS_PER_MINUTE, their timeouts and rounds included); "
+            f"retry in {wait_s} s",
+        )
 
     def barred(self, held: LoadedGame, request: CommandRequest) -> Refused | None:
         """A revoked token gets nothing, not even the answer it was given before it was

@@ -193,7 +193,10 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
             )
             self._cache.forget(key)
             return self.refusal(request.command_id, "unavailable", "the event store did not answer")
-        if not reply.ok:
+        if reply.code == "rate_limited":  # a flood's refusals would be a flood of lines
+            if _level.isEnabledFor(logging.DEBUG):
+                log.debug(f"{self.COMMAND} refused", **about, code=reply.code)
+        elif not reply.ok:
             log.info(f"{self.COMMAND} refused", **about, code=reply.code)
         elif _level.isEnabledFor(self.ACCEPTED_LOG_LEVEL):  # asked first: a dropped call costs
             log.log(
@@ -209,6 +212,10 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
         """Decide and commit one command (or return its first answer)."""
         cold = self._cache.peek(key) is None  # then ``get`` reads its whole history now
         held = await self._cache.get(key)
+        if command_id not in held.answered:  # a retry gets its first answer whatever the budget
+            over = self.over_budget(held, request)
+            if over is not None:
+                return self.refusal(command_id, over.code, over.detail)
         async with held.lock:
             return await self._decide_and_append(held, command_id, request, digest, read=cold)
 
@@ -289,6 +296,12 @@ class CommandHandler(ABC, Generic[Request, Reply, C, Held]):
     def barred(self, held: Held, request: Request) -> Refused | None:
         """A refusal given before this command id's first answer is looked up (never recorded);
         none unless a handler says otherwise."""
+        return None
+
+    def over_budget(self, held: Held, request: Request) -> Refused | None:
+        """A refusal because the command is past its owner's budget, given before the lock is
+        taken and never recorded (a retry is decided afresh); none unless a handler says
+        otherwise. Asked once per command, which it may count."""
         return None
 
     def appended(self, held: Held, commit: C) -> None:

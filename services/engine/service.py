@@ -57,6 +57,7 @@ from contracts.wire import (
     MAX_COMMAND_BYTES,
     MAX_LEAGUE_COMMAND_BYTES,
 )
+from services.engine.budget import CommandBudget
 from services.engine.engine import Engine
 from services.engine.handler import Lane
 from services.engine.league_engine import LeagueEngine
@@ -231,8 +232,12 @@ def build_engine_app(
     replicas: int = 1,
     credentials: Path | None = None,
     partitions: Partitions = ONE,
+    commands_per_minute: int | None = None,
 ) -> FastStream:
     """The engine as a FastStream application (``spades serve engine`` runs it).
+
+    ``commands_per_minute``: each platform's budget of commands on this engine
+    (:mod:`services.engine.budget`); None: none.
 
     Each command goes to a task of its own at once, so commands of different games are
     decided and appended concurrently (up to ``COMMAND_WORKERS`` at a time; past that the
@@ -305,7 +310,8 @@ def build_engine_app(
         await broker.connect()
         js = broker.config.connection_state.stream
         await ensure_streams(js, replicas, partitions)
-        engine = Engine(GameStream(js, partitions))
+        budget = None if commands_per_minute is None else CommandBudget(commands_per_minute)
+        engine = Engine(GameStream(js, partitions), budget=budget)
         leagues = LeagueStream(js)
         league_engine = LeagueEngine(leagues, engine.games)
         handlers.update(games=engine, leagues=league_engine)

@@ -139,6 +139,7 @@ def _lifespan(
                 settings.max_league_players,
                 settings.max_round_tables,
                 games_going_on=settings.max_games_going_on,
+                leagues_going_on=settings.max_leagues_going_on,
                 min_turn_s=settings.min_turn_s,
             ),
             keep_alive_s=keep_alive_s,

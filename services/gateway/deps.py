@@ -28,6 +28,7 @@ from domain.state import Game
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
 from services.gateway.commands import Commands, InFlight
+from services.gateway.league_census import LeagueCensus
 from services.gateway.limits import DEFAULT_STREAMS, DEFAULT_WAITS, Slots, address_of, parse_caps
 from services.gateway.problems import ProblemError
 from services.gateway.read_models import ReadModels
@@ -74,16 +75,20 @@ class Gateway:
         default_factory=lambda: Slots(parse_caps("", DEFAULT_WAITS, ""), "min_version waits")
     )
     """The ``min_version`` reads each caller has waiting."""
+    league_census: LeagueCensus = field(default_factory=LeagueCensus)
+    """Each league's platform and end, as far as this gateway has read them (the quota of
+    leagues going on counts from it)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Caps:
     """How large a league may be, and how many tables one round may seat; a platform's
-    quotas: its games going on at once, and the shortest turn a clock may give."""
+    quotas: its games and leagues going on at once, and the shortest turn a clock may give."""
 
     league_players: int
     round_tables: int
     games_going_on: int = 1000
+    leagues_going_on: int = 100
     min_turn_s: float = 0.0
 
 

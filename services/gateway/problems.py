@@ -22,7 +22,8 @@ log = get_logger("spades.gateway")
 
 PROBLEM_JSON = "application/problem+json"
 RETRY_AFTER_S = 1
-"""What a 503 asks a client to wait before it retries (with the same Idempotency-Key)."""
+"""What a 503, or a 429 that names no wait of its own, asks a client to wait before it retries
+(with the same Idempotency-Key)."""
 
 _STATUS: dict[str, int] = {
     "malformed": 400,
@@ -86,7 +87,7 @@ def problem_response(code: str, detail: str, headers: dict[str, str] | None = No
         "detail": detail,
         "code": code,
     }
-    if status == 503:
+    if status in (429, 503):  # a quota or an engine's budget gives none of its own
         headers = {"Retry-After": str(RETRY_AFTER_S), **(headers or {})}
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 

@@ -59,6 +59,13 @@ class Settings(BaseSettings):
     max_games_going_on: int = Field(default=1000, ge=1)
     """A platform's quota of games not finished at once (a league round's tables included);
     past it, a new game or round is 429 ``rate_limited``."""
+    max_leagues_going_on: int = Field(default=100, ge=1)
+    """A platform's quota of leagues not finished at once; past it, a new league is 429
+    ``rate_limited``."""
+    max_commands_per_minute: int = Field(default=12_000, ge=1)
+    """A platform's engine commands a minute on each engine (its players' actions, its
+    rounds' tables, its timeouts and the bots' moves for away seats): past it, a player's
+    command is 429 ``rate_limited`` (:mod:`services.engine.budget`)."""
     min_turn_s: float = Field(default=3.0, ge=0)
     """The shortest turn a game's or a league's clock may give (a timeout is a command the
     service makes: a tiny ``turn_s`` with ``auto`` is a bot game nobody plays)."""

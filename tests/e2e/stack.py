@@ -113,6 +113,7 @@ class Stack:
         env = {key: value for key, value in os.environ.items() if not key.startswith("SPADES_")}
         env["SPADES_LOG_FORMAT"] = "json"
         env["SPADES_MIN_TURN_S"] = "0"  # the clock tests play turns of tens of milliseconds
+        env["SPADES_MAX_COMMANDS_PER_MINUTE"] = "10000000"  # the suites play games flat out
         if self.api_keys:
             env["SPADES_API_KEYS"] = self.api_keys
         if self.rate_limit is not None:

@@ -47,6 +47,10 @@ def credentials_of(user: str) -> Path:
     return broker_credentials().path(user)
 
 
+TESTS_COMMANDS_PER_MINUTE = 10_000_000
+"""A platform's engine budget no test of the rest reaches."""
+
+
 class ServiceProcess:
     """``spades serve <service>`` as a child process, with its log in a file."""
 
@@ -73,6 +77,9 @@ class ServiceProcess:
             # the key the tests' own processes seal hands in progress with (tests/conftest.py):
             # every process of a deployment shares one
             "SPADES_SECRET_KEY": "the tests' service key",
+            # the suites play whole games of one platform as fast as they can; tests/security
+            # tries the budget (test_flood)
+            "SPADES_MAX_COMMANDS_PER_MINUTE": str(TESTS_COMMANDS_PER_MINUTE),
             **self.env,
         }
         with self.log_path.open("ab") as log:

@@ -1,6 +1,7 @@
-"""A platform's quotas (issue 29, item 3): its games going on at once, and the shortest turn a
-clock may give. Past a quota the request is refused with the code that says so, and names the
-setting; another platform is not held by it."""
+"""A platform's quotas (issue 29, item 3): its games and leagues going on at once, and the
+shortest turn a clock may give (its engine commands a minute: tests/unit/test_command_budget.py
+and tests/security/test_flood.py). Past a quota the request is refused with the code that says
+so, and names the setting; another platform is not held by it."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from tests.security.tenants import assert_problem, bearer
 
 pytestmark = pytest.mark.integration
 
-FLOODER, PLAYER = "quota-a-key", "quota-b-key"
-KEYS = f"quota-a:{FLOODER},quota-b:{PLAYER}"
+FLOODER, PLAYER, ORGANISER = "quota-a-key", "quota-b-key", "quota-c-key"
+KEYS = f"quota-a:{FLOODER},quota-b:{PLAYER},quota-c:{ORGANISER}"
 GAMES = 3
+LEAGUES = 2
 LEAST_TURN_S = 3.0
 SOLO = {"preset": "solo", "max_hands": 1}
 PROJECTED_WITHIN_S = 20.0
@@ -40,6 +42,7 @@ def quotas(
         data_dir,
         api_keys=KEYS,
         max_games_going_on=GAMES,
+        max_leagues_going_on=LEAGUES,
         min_turn_s=LEAST_TURN_S,
     )
     with ServedGateway(settings) as served:
@@ -75,6 +78,21 @@ async def test_games_past_the_platforms_quota_are_429_naming_it(quotas: str) -> 
         assert "SPADES_MAX_GAMES_GOING_ON" in assert_problem(round_, 429, "rate_limited")["detail"]
         # The other platform's games are its own count.
         other = await http.post("/v1/games", json={"rules": SOLO}, headers=bearer(PLAYER))
+        assert other.status_code == 201, other.text
+
+
+async def test_leagues_past_the_platforms_quota_are_429_naming_it(quotas: str) -> None:
+    league = {"name": "L", "rules": SOLO, "players": ["a", "b", "c", "d"]}
+    async with httpx.AsyncClient(base_url=quotas, timeout=30) as http:
+        for _ in range(LEAGUES):
+            made = await http.post("/v1/leagues", json=league, headers=bearer(ORGANISER))
+            assert made.status_code == 201, made.text
+        refused = await http.post("/v1/leagues", json=league, headers=bearer(ORGANISER))
+        problem = assert_problem(refused, 429, "rate_limited")
+        assert "SPADES_MAX_LEAGUES_GOING_ON" in problem["detail"]
+        assert refused.headers["retry-after"] == "1"
+        # The other platform's leagues are its own count (it has made one at most elsewhere).
+        other = await http.post("/v1/leagues", json=league, headers=bearer(PLAYER))
         assert other.status_code == 201, other.text
 
 

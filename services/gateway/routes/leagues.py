@@ -79,7 +79,7 @@ from services.gateway.models import League as LeagueModel
 from services.gateway.models import Standings as StandingsModel
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
-from services.gateway.quotas import check_games_quota, check_turn
+from services.gateway.quotas import check_games_quota, check_turn, leagues_quota
 from services.gateway.routes.actions import IdempotencyKey
 from services.runtime.logging import get_logger
 
@@ -112,7 +112,8 @@ async def create_league(
     by these rules (a retry with the same ``Idempotency-Key`` gets the same league). Its
     ``visibility`` (`private` by default when the server has platform keys) is its games' too.
     A league may have at most so many players, and a round seat so many tables (422 naming
-    the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`)."""
+    the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`); a platform may have so
+    many leagues not finished at once (429 `rate_limited` naming `SPADES_MAX_LEAGUES_GOING_ON`)."""
     _check_caps(services, body.rules, len(body.players))
     clock = msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None
     check_turn(services, clock)
@@ -130,7 +131,8 @@ async def create_league(
     async def send(league_id: str, command_id: str) -> list[Any]:
         return (await services.commands.send_league(league_id, request, command_id)).events
 
-    league_id, league = await create(services, "league", platform, idempotency_key, send, fold)
+    async with leagues_quota(services, platform):
+        league_id, league = await create(services, "league", platform, idempotency_key, send, fold)
     log.info("league created", players=len(league.players), pairing=league.pairing)
     response.headers["Location"] = f"{router.prefix}/{league_id}"
     return league_json(league)
