@@ -24,8 +24,11 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Tests that compare timings (marked `alone`) run by themselves once the others have passed:
+# beside another test on two cores, a quiet figure is no longer quiet.
 test: lint
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 -m "not alone"
+	$(BIN)/pytest -m alone --durations=5
 
 # The common commands, beside `make run` (they find its stack by themselves).
 spades: install
