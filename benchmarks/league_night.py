@@ -249,6 +249,8 @@ class Fleet:
             "SPADES_API_KEYS": f"{PLATFORM}:{API_KEY}",
             "SPADES_SECRET_KEY": SECRET_KEY,
             "SPADES_RATE_LIMIT": "off",
+            # one platform plays the whole night: its engine budget is the organiser's to size
+            "SPADES_MAX_COMMANDS_PER_MINUTE": "1000000",
             "SPADES_WEBHOOK_ALLOW_PRIVATE": "1",
             "SPADES_WEBHOOK_TIMEOUT_S": "5",
             "SPADES_WEBHOOK_SCHEDULE": QUICK_SCHEDULE,

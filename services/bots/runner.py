@@ -163,18 +163,23 @@ class SeatPlayer:
 
     async def _patiently(self, request: Callable[[], Awaitable[T]]) -> T:
         """Send ``request`` again while the service is unavailable or unreachable, backing off,
-        for up to ``patience_s``; any other refusal is raised at once."""
+        or past a budget (429), after its ``Retry-After``, for up to ``patience_s``; any other
+        refusal is raised at once."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.patience_s
         delay = 0.05
         while True:
+            wait = delay
             try:
                 return await request()
             except (ApiError, httpx.TransportError) as error:
+                limited = isinstance(error, ApiError) and error.status == 429
                 down = not isinstance(error, ApiError) or error.status == 503
-                if not down or loop.time() + delay > deadline:
+                if limited and isinstance(error, ApiError):
+                    wait = max(delay, error.retry_after or 1.0)
+                if not (down or limited) or loop.time() + wait > deadline:
                     raise
-            await asyncio.sleep(delay)  # the service is down: there is nothing to await but time
+            await asyncio.sleep(wait)  # down or over budget: there is nothing to await but time
             delay = min(delay * 2, 2.0)
 
     async def _follow(self) -> None:
