@@ -83,7 +83,7 @@ DESCRIPTION = """\
 Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
 played, and audit them afterwards; run leagues of many tables, with standings and ratings; hear
 of a platform's games and leagues through signed webhooks (Standard Webhooks 1.0).
-Errors are RFC 9457 problems whose `code` is a FORMAT.md code.
+Errors are RFC 9457 problems whose `code` is a docs/rules.md code.
 """
 
 
