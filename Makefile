@@ -5,6 +5,8 @@ TEST_WORKERS ?= auto
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# axe-core, pinned by its package-lock.json, for the pages' accessibility test.
+AXE    := tests/browser/axe/node_modules/axe-core/axe.min.js
 
 .PHONY: install run test lint typecheck unit bench contracts clean spades bots audit lag
 
@@ -16,6 +18,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(AXE): tests/browser/axe/package-lock.json
+	cd tests/browser/axe && npm ci --no-audit --no-fund --silent
+	touch $(AXE)
+
 run: install
 	$(BIN)/spades up
 
@@ -26,7 +32,7 @@ lint: install
 
 # Tests that compare timings (marked `alone`) run by themselves once the others have passed:
 # beside another test on two cores, a quiet figure is no longer quiet.
-test: lint
+test: lint $(AXE)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 -m "not alone"
 	$(BIN)/pytest -m alone --durations=5
 
@@ -52,4 +58,4 @@ contracts: install
 	$(BIN)/spades contracts write
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) var tests/browser/axe/node_modules .mypy_cache .pytest_cache .ruff_cache
