@@ -19,10 +19,11 @@ from fastapi.telemetry import TelemetryConfig
 from nats.aio.client import Client
 
 from services.gateway.audits import AuditRuns
-from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
+from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens, WatchTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
 from services.gateway.deps import Caps, Gateway, revoked_in_memory
+from services.gateway.embedding import parse_frame_origins
 from services.gateway.fast_path import FastPath
 from services.gateway.json_text import JsonText
 from services.gateway.limits import (
@@ -47,6 +48,7 @@ from services.gateway.routes import (
     leagues,
     seats,
     service,
+    watch_links,
     webhooks,
 )
 from services.gateway.routes.pages import install_pages
@@ -99,6 +101,7 @@ def _lifespan(
             log.warning("SPADES_API_KEYS is not set: anyone may create games")
         secret = settings.signing_key()
         seat_tokens = SeatTokens(secret, settings.seat_token_ttl)
+        frame_origins = parse_frame_origins(settings.frame_origins)
         connection = await connect(
             settings.nats_url,
             "spades-gateway",
@@ -129,6 +132,9 @@ def _lifespan(
             ),
             in_flight=in_flight,
             seat_tokens=seat_tokens,
+            watch_tokens=WatchTokens(secret),
+            frame_origins=frame_origins,
+            watch_link_max_ttl_s=settings.watch_link_max_ttl,
             platform_keys=platform_keys,
             secret=secret,
             read_models=ProjectionReadModels(store),
@@ -202,6 +208,7 @@ def create_app(
     settings.platform_keys  # noqa: B018 (a bad SPADES_API_KEYS stops the start, not a request)
     rates = parse_rate_limits(settings.rate_limit)
     _stream_caps(settings), _wait_caps(settings)  # a bad setting stops the start, not a request
+    parse_frame_origins(settings.frame_origins)
     metrics = Metrics()
     app = FastAPI(
         title="Spades",
@@ -212,7 +219,8 @@ def create_app(
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
         telemetry=OWN_TELEMETRY,
     )
-    for router in (games, seats, actions, events, hands, audit, leagues, webhooks, service):
+    routers = (games, seats, actions, events, hands, audit, leagues, watch_links, webhooks, service)
+    for router in routers:
         app.include_router(router.router)
     install_pages(app)
     install_problem_handlers(app)

@@ -417,6 +417,18 @@ def _rebuilds_under_way_v9(connection: sa.Connection) -> None:
     connection.execute(sa.text("ALTER TABLE projection_positions ADD COLUMN rebuilding_since TEXT"))
 
 
+def _watch_links_v11(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "watch_links",
+        tables,
+        sa.Column("subject", sa.String(80), primary_key=True),
+        sa.Column("generation", sa.Integer, nullable=False),
+        sa.Column("revoked_at", sa.Double, nullable=False),
+    )
+    tables.create_all(connection)
+
+
 def _nothing(_connection: sa.Connection) -> None:
     """A step whose work is its ``sealing``."""
 
@@ -475,6 +487,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _nothing,
         _sealed_webhook_secrets_v10,
     ),
+    Migration(11, "watch links: each game's and league's revocations", _watch_links_v11),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

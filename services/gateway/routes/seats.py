@@ -169,6 +169,8 @@ def _platforms_seat(asking: Caller, game: Game, seat: int, forbidden: str) -> No
 
 def _may_sit(asking: Caller, game: Game) -> None:
     """403 for a caller who may read the game but not sit at it."""
+    if asking.watch is not None:
+        raise ProblemError("forbidden", "a watch link watches; it takes no seat")
     if game.seating == "open" or game.platform is None or asking.owns(game.platform):
         return
     raise ProblemError("forbidden", "the game's platform seats its players (seating: platform)")
