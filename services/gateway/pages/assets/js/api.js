@@ -196,6 +196,11 @@ export function fragmentValue(name) {
   return params.get(name);
 }
 
+/** Whether a token from the fragment is a watch link's (it reads; it never acts). */
+export function isWatchLink(token) {
+  return typeof token === "string" && token.startsWith("wl1.");
+}
+
 /** The last segment of the path: the game's or the league's id. */
 export function pathId() {
   const parts = location.pathname.split("/").filter(Boolean);
