@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.store.database import upsert
 from services.store.schema import watch_links
 
 
@@ -26,15 +27,8 @@ async def generation(conn: AsyncConnection, kind: str, key: str) -> int:
 
 
 async def revoke(conn: AsyncConnection, kind: str, key: str, now: float) -> int:
-    """Refuse every link issued so far; the new generation."""
-    subject = subject_of(kind, key)
-    moved = await conn.execute(
-        watch_links.update()
-        .where(watch_links.c.subject == subject)
-        .values(generation=watch_links.c.generation + 1, revoked_at=now)
-    )
-    if not moved.rowcount:
-        await conn.execute(
-            watch_links.insert().values(subject=subject, generation=1, revoked_at=now)
-        )
+    """Refuse every link issued so far; the new generation. One statement (an upsert), so two
+    revocations at once each move it on, and neither fails."""
+    row = {"subject": subject_of(kind, key), "generation": 1, "revoked_at": now}
+    await upsert(conn, watch_links, [row], keys=["subject"], add=["generation"])
     return await generation(conn, kind, key)
