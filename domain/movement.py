@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cache
 from itertools import combinations, permutations
 from typing import Literal
 
@@ -323,11 +324,17 @@ def _seat_round(
     seated: list[tuple[Player, ...]] = []
     for group in groups:
         players = [player for unit in group for player in units[unit]]
+        toward_of = [[row[player] for row in toward] for player in players]
+        """Per place, per direction: what the place's player would cost there."""
+        partner_cost = {
+            (p, q): _cost(partnered[players[p]][players[q]])
+            for p, q in combinations(range(len(players)), 2)
+        }
         best: tuple[tuple[int, int], tuple[int, ...]] | None = None
         for pattern, held, partners in patterns:
             cost = (
-                sum(_cost(partnered[players[p]][players[q]]) for p, q in partners),
-                sum(toward[held[place]][player] for place, player in enumerate(players)),
+                sum(map(partner_cost.__getitem__, partners)),
+                sum(map(list.__getitem__, toward_of, held)),
             )
             if best is None or cost < best[0]:
                 best = (cost, pattern)
@@ -360,7 +367,8 @@ def _compare(
                 compared[b][a] += 1
 
 
-def _patterns(directions: Sequence[Sequence[int]], unit_size: int) -> list[tuple[int, ...]]:
+@cache
+def _patterns(directions: tuple[tuple[int, ...], ...], unit_size: int) -> list[tuple[int, ...]]:
     """The ways to seat a table, as the seat of each place of its players (its units' players
     in order): every order of the units over the directions when units are partnerships, every
     split of the players into directions otherwise (seats within a direction in place order).
