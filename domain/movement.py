@@ -279,16 +279,21 @@ def _swap_out(
     one = groups[t1]
     a = one[i]
     mates = [other for other in one if other != a]
+    row = weight[a]
     here = [sum(column) for column in zip(*(weight[other] for other in mates), strict=True)]
     """What each unit would cost in ``a``'s place."""
-    row = weight[a]
+    gain = [
+        cost - mine - own.get(unit, 0)
+        for unit, (cost, mine) in enumerate(zip(here, row, strict=True))
+    ]
+    """Per unit ``b``: what a swap with ``b`` costs, less what ``a`` costs at ``b``'s table."""
     now_a = own[a]
     for t2, two in enumerate(groups):
         if t2 == t1:
             continue
-        there = sum(row[other] for other in two)
+        limit = now_a - sum(row[other] for other in two)
         for j, b in enumerate(two):
-            if here[b] + there - row[b] < now_a + own[b]:
+            if gain[b] < limit:
                 one[i], two[j] = b, a
                 return t2
     return None
