@@ -25,6 +25,7 @@ from fastapi.openapi.utils import get_openapi
 from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
+from domain.views import ClockView, SeatInfo, TrickCard
 from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
 
@@ -267,13 +268,22 @@ def _add_components(
     return found
 
 
+DOMAIN_NAMES = {"ClockView": "ClockState", "SeatClockView": "SeatClock"}
+"""Domain structs whose component keeps the name the document gave it first."""
+
+
 def _add_domain_schemas(schemas: dict[str, Any]) -> None:
-    """``Event`` and ``Rules``: the JSON Schemas of the domain's events and resolved rule set,
-    from their msgspec structs, with the components they need (renamed ``<name>Event`` where
-    the document has a schema of that name, e.g. ``SeatTaken``, the answer to taking a seat)."""
+    """``Event`` and ``Rules``, the shapes of the table anyone sees (a seat, a card of the
+    trick, the clock): the JSON Schemas of the domain's structs, with the components they need
+    (renamed ``<name>Event`` where the document has a schema of that name, e.g. ``SeatTaken``,
+    the answer to taking a seat)."""
     taken = set(schemas)
-    (event, _rules) = _add_components(
-        schemas, [AnyEvent, Rules], lambda name: f"{name}Event" if name in taken else name
+
+    def rename(name: str) -> str:
+        return DOMAIN_NAMES.get(name) or (f"{name}Event" if name in taken else name)
+
+    (event, *_shown) = _add_components(
+        schemas, [AnyEvent, Rules, SeatInfo, TrickCard, ClockView], rename
     )
     schemas["Event"] = event
 
