@@ -199,6 +199,11 @@ TAGS: list[dict[str, str]] = [
 SERVERS: list[dict[str, str]] = [
     {"url": "http://127.0.0.1:8000", "description": "`spades up` on this machine (its default)."}
 ]
+STREAM_ANSWER = (
+    "A `state` event (`id:` the game's version), then every event as it is committed (`id:` its "
+    "version), and in a game with a clock a `clock` event after each commit (no `id`). "
+    "`asyncapi.json` gives each frame, the `Last-Event-ID` rules and when the stream ends."
+)
 RENAMED: dict[str, str] = {"Events": "EventPage", "Deliveries": "DeliveryPage"}
 """Answers whose model is named as its one list field: a generated Python client names a
 local of ``from_dict`` after both, and ``mypy --strict`` fails on the generated code."""
@@ -216,6 +221,7 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
                 stream = response.get("content", {}).get("text/event-stream", {})
                 if "oneOf" in stream.get("schema", {}):  # FastAPI adds its `string` beside
                     stream["schema"].pop("type", None)
+                    response["description"] = STREAM_ANSWER
                 if int(status) >= 400:
                     response["content"] = _problem_content()
                     response["description"] = _CODES.get(int(status), response["description"])
