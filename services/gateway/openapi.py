@@ -180,6 +180,10 @@ OPERATION_IDS: dict[str, str] = {
     "DELETE /v1/webhooks/{endpoint_id}": "deleteWebhook",
     "GET /v1/webhooks/{endpoint_id}/deliveries": "listDeliveries",
     "POST /v1/webhooks/{endpoint_id}/replay": "replayDeliveries",
+    "POST /v1/games/{game_id}/watch-links": "createGameWatchLink",
+    "DELETE /v1/games/{game_id}/watch-links": "revokeGameWatchLinks",
+    "POST /v1/leagues/{league_id}/watch-links": "createLeagueWatchLink",
+    "DELETE /v1/leagues/{league_id}/watch-links": "revokeLeagueWatchLinks",
 }
 """Each operation's ``operationId``, the name a generated client gives its function (``act``,
 ``take_seat``): chosen here once, so that it stays the same whatever the handler is called."""
@@ -195,6 +199,7 @@ TAGS: list[dict[str, str]] = [
     {"name": "webhooks", "description": "A platform's webhook endpoints and their deliveries."},
     {"name": "service", "description": "Liveness, readiness and metrics, for the operator."},
     {"name": "deliveries", "description": "What a platform's webhook endpoint receives."},
+    {"name": "watch links", "description": "Signed links that let anyone watch a private game."},
 ]
 SERVERS: list[dict[str, str]] = [
     {"url": "http://127.0.0.1:8000", "description": "`spades up` on this machine (its default)."}
