@@ -37,7 +37,7 @@ from services.gateway.limits import (
 )
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
-from services.gateway.read_models import ProjectionReadModels
+from services.gateway.projection_queries import ProjectionReadModels
 from services.gateway.routes import (
     actions,
     audit,

@@ -12,8 +12,8 @@ from contracts.webhooks import type_of
 from contracts.wire import Commit
 from domain.clock import Clock
 from domain.commands import AnyCommand, CreateGame, TakeSeat, TimeOut
-from domain.dealing import SeededDeal
 from domain.game import decide, evolve
+from domain.shuffle import SeededDeal
 from domain.state import Game
 from domain.timing import apply_commit
 from services.bots.stand_in import stand_in_actions

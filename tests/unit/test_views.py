@@ -19,7 +19,6 @@ from domain.commands import (
     PlayCard,
     TakeSeat,
 )
-from domain.dealing import DealtHands, SeededDeal, StackedDeck
 from domain.events import (
     AnyEvent,
     CardDrawn,
@@ -31,6 +30,7 @@ from domain.events import (
     HandScored,
 )
 from domain.game import decide, fold
+from domain.shuffle import DealtHands, SeededDeal, StackedDeck
 from domain.state import Game, held
 from domain.views import PUBLIC, event_for, public_view, seat_view
 

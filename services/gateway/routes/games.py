@@ -15,8 +15,8 @@ from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Se
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.projection_queries import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.quotas import check_games_quota, check_turn
-from services.gateway.read_models import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.routes.actions import IdempotencyKey
 from services.gateway.views import as_json, state_answer, state_for
 from services.runtime.logging import get_logger
