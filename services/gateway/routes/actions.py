@@ -8,12 +8,13 @@ import structlog
 from fastapi import APIRouter, Body, Header
 
 from contracts.wire import ActRequest
+from domain.views import next_turn
 from services.gateway.commands import MAX_IDEMPOTENCY_KEY, command_id_for
 from services.gateway.deps import GameCaller, GameId, Services
-from services.gateway.models import Action, Events
+from services.gateway.models import Acted, Action
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
-from services.gateway.views import events_answer
+from services.gateway.views import Answer, event_seen
 
 router = APIRouter(prefix="/v1/games/{game_id}/actions", tags=["actions"])
 
@@ -35,7 +36,7 @@ IdempotencyKey = Annotated[
 ActionBody = Annotated[Action, Body(discriminator="type")]
 
 
-@router.post("", response_model=Events, responses=problems(401, 403, 404, 409, 422, 429, 503))
+@router.post("", response_model=Acted, responses=problems(401, 403, 404, 409, 422, 429, 503))
 async def act(
     game_id: GameId,
     asking: GameCaller,
@@ -43,7 +44,8 @@ async def act(
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Act for the token's seat; the answer is the events it caused, as this seat sees them.
+    """Act for the token's seat; the answer is the events it caused, as this seat sees them,
+    and who acts next (``next``: the seat and what it must send; null once the game is over).
     A token whose seat has been issued a new one since is revoked: 401, and nothing changes
     (the engine checks the token's issue against the game's history as it decides)."""
     grant = asking.grant
@@ -62,5 +64,12 @@ async def act(
     )
     with services.in_flight.hold(command_id):
         reply = await services.commands.send(game_id, request, command_id)
-    events = ((record.version, record.event) for record in reply.events)
-    return events_answer(reply.version, events, seat)
+    held = services.games.peek(game_id)
+    if held is None or held.state is None or held.state.version < reply.version:
+        held = await services.games.latest(game_id)  # the stream has it: the reply came after
+    records = [
+        {"version": record.version, "event": event_seen(record.event, seat)}
+        for record in reply.events
+    ]
+    after = next_turn(held.state) if held.state is not None else None
+    return Answer({"version": reply.version, "events": records, "next": after})
