@@ -16,6 +16,7 @@ from fastapi.openapi.utils import get_openapi
 
 from domain.events import AnyEvent
 from domain.rules import Rules
+from services.gateway.feed import StreamEnd
 from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
 
@@ -65,14 +66,16 @@ def _event_types() -> list[str]:
     return sorted(str(kind.__struct_config__.tag) for kind in get_args(AnyEvent))
 
 
-def _sse_event(name: dict[str, Any], data: dict[str, Any], what: str) -> dict[str, Any]:
+def _sse_event(
+    name: dict[str, Any], data: dict[str, Any], what: str, id_is: str = "Its version."
+) -> dict[str, Any]:
     return {
         "type": "object",
         "description": what,
         "required": ["event", "data", "id"],
         "properties": {
             "event": name,
-            "id": {"type": "string", "pattern": "^[0-9]+$", "description": "Its version."},
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": id_is},
             "data": {
                 "type": "string",
                 "contentMediaType": "application/json",
@@ -100,8 +103,27 @@ def event_stream_schema() -> dict[str, Any]:
                 {"$ref": "#/components/schemas/Event"},
                 "An event as it is committed, as the reader may see it.",
             ),
+            _sse_event(
+                {"const": "clock"},
+                {"$ref": "#/components/schemas/ClockState"},
+                "A clocked game's clock after each commit (each seat's bank, away, the deadline "
+                "of the seat on turn).",
+                "The commit's last version: the id of the event just before it, so that "
+                "`Last-Event-ID` resumes exactly.",
+            ),
+            _sse_event(
+                {"const": "end"},
+                _STREAM_END,
+                "The last frame: the server closes the stream after it, and a client should "
+                "not reconnect.",
+                "The last version sent.",
+            ),
         ]
     }
+
+
+_STREAM_END: dict[str, Any] = msgspec.json.schema(StreamEnd)["$defs"]["StreamEnd"]
+"""The ``end`` frame's data, from the struct the stream encodes."""
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
