@@ -124,7 +124,8 @@ def test_an_auto_played_game_tells_each_present_seats_timeout_once_and_counts_th
     ]
     scored = [data(m) for m in run.made if type_of(m.webhook) == "hand.scored"]
     finished = [data(m) for m in run.made if type_of(m.webhook) == "game.finished"]
-    assert len(finished) == 1 and len(scored) > 1
+    assert len(finished) == 1
+    assert len(scored) > 1
     by_hands = [sum(turns) for turns in zip(*(s["away_turns"] for s in scored), strict=True)]
     assert finished[0]["away_turns"] == by_hands
     assert len(told) + sum(by_hands) == timeouts  # every timeout: told once, or counted
