@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import structlog
 from fastapi import APIRouter, Body, Header
 
-from contracts.wire import ActRequest
-from domain.views import next_turn
-from services.gateway.commands import MAX_IDEMPOTENCY_KEY, command_id_for
+from services.gateway.commands import MAX_IDEMPOTENCY_KEY
 from services.gateway.deps import GameCaller, GameId, Services
 from services.gateway.models import Acted, Action
 from services.gateway.openapi import problems
+from services.gateway.operations import games as operations
 from services.gateway.problems import ProblemError
 from services.gateway.views import Answer, event_seen
 
@@ -54,22 +52,12 @@ async def act(
     seat = grant.seat
     if action.seat is not None and action.seat != seat:
         raise ProblemError("forbidden", f"this seat token acts for seat {seat} only")
-    command_id = command_id_for(services.secret, game_id, seat, grant.issue, idempotency_key)
-    structlog.contextvars.bind_contextvars(command_id=command_id)
-    request = ActRequest(
-        seat=seat,
-        action=action.model_dump(exclude={"expected_version", "seat"}),
-        expected_version=action.expected_version,
-        issue=grant.issue,
+    body = action.model_dump(exclude={"expected_version", "seat"})
+    acted = await operations.act(
+        services, game_id, grant, body, action.expected_version, idempotency_key
     )
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send(game_id, request, command_id)
-    held = services.games.peek(game_id)
-    if held is None or held.state is None or held.state.version < reply.version:
-        held = await services.games.latest(game_id)  # the stream has it: the reply came after
     records = [
         {"version": record.version, "event": event_seen(record.event, seat)}
-        for record in reply.events
+        for record in acted.events
     ]
-    after = next_turn(held.state) if held.state is not None else None
-    return Answer({"version": reply.version, "events": records, "next": after})
+    return Answer({"version": acted.version, "events": records, "next": acted.next})
