@@ -48,7 +48,7 @@ def command_subject(game_id: str) -> str:
 
 
 class Refusal(msgspec.Struct, frozen=True):
-    """Why a command was refused: a FORMAT.md code (or ``conflict``) and what it says."""
+    """Why a command was refused: a docs/rules.md code (or ``conflict``) and what it says."""
 
     code: str
     detail: str = ""

@@ -5,7 +5,7 @@ Each rule that limits a bid is written once, as a function of the table: :func:`
 (``blind_bids``, and the seat not having looked), :func:`_bid_range` (``min_bid``, or
 ``blind_bids`` for a blind bid, up to the hand size) and :func:`_team_floor` (``team_min_bid``).
 Both questions are answered from them: why a given bid is refused (:func:`bid_refusal`, in
-FORMAT.md's order of precedence) and which bids are allowed (:func:`allowed_bids`).
+docs/rules.md's order of precedence) and which bids are allowed (:func:`allowed_bids`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _team_floor(rules: Rules, table: Table, hand: Hand, seat: Seat) -> int:
 
 
 def bid_refusal(state: Game, hand: Hand, seat: Seat, bid: Bid) -> RuleViolation | None:
-    """Why ``bid`` by the seat on turn is refused, by FORMAT.md's precedence; None when it is
+    """Why ``bid`` by the seat on turn is refused, by docs/rules.md's precedence; None when it is
     allowed."""
     rules = state.rules
     table = rules.table

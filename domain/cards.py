@@ -1,4 +1,4 @@
-"""Cards: rank + suit, written the way FORMAT.md writes them.
+"""Cards: rank + suit, written the way docs/rules.md writes them.
 
 A card is a value that round-trips to text::
 

@@ -3,7 +3,7 @@
 Two wire shapes reach the engine: the HTTP API's ``{"type": "bid", "bid": 3}`` (the seat comes
 from the seat token) and the scenario files' ``{"seat": 0, "bid": 3}``. Both are read here into
 the same commands. Input that cannot be read becomes :class:`Unreadable`, which the aggregate
-refuses with ``malformed``, unless the game is over (``game_over`` comes first, FORMAT.md).
+refuses with ``malformed``, unless the game is over (``game_over`` comes first, docs/rules.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one error hierarchy of the game. Every refusal carries exactly one FORMAT.md code."""
+"""The one error hierarchy of the game. Every refusal carries exactly one docs/rules.md code."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ Code = Literal[
     "invalid_rules",
     "seat_taken",
 ]
-"""The refusal codes of FORMAT.md (plus ``invalid_rules`` and ``seat_taken`` for set-up)."""
+"""The refusal codes of docs/rules.md (plus ``invalid_rules`` and ``seat_taken`` for set-up)."""
 
 CODES: frozenset[str] = frozenset(get_args(Code))
 

@@ -2,9 +2,9 @@
 
 ``decide(state, command, deal=...) -> list[Event]`` checks a command against the state and
 returns the events it causes, or raises :class:`~domain.errors.RuleViolation` with one
-FORMAT.md code, chosen by FORMAT.md's precedence. ``evolve(state, event) -> state`` applies one
-event and never fails on a valid history. :func:`legal_actions` lists every action a seat may
-send, from the same limits ``decide`` refuses by.
+code of docs/rules.md, chosen by its precedence ("Which code wins"). ``evolve(state, event) ->
+state`` applies one event and never fails on a valid history. :func:`legal_actions` lists every
+action a seat may send, from the same limits ``decide`` refuses by.
 
 Both dispatch on the type of what they are given, to the module that holds that part of the
 game, each read top to bottom: :mod:`domain.seating` (creating, seats), :mod:`domain.deal_phase`,

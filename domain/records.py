@@ -1,4 +1,4 @@
-"""Hand records: one finished hand as API.md writes it, built from the game's events.
+"""Hand records: one finished hand as docs/api.md writes it, built from the game's events.
 
 A record exists only once its hand is scored: :class:`HandRecorder` returns nothing before that,
 so no record can show a card that someone could not see at the table while the hand was on.
@@ -80,7 +80,7 @@ class TimedOutMove(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HandRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """API.md's hand record."""
+    """docs/api.md's hand record."""
 
     hand: int
     dealer: int

@@ -1,4 +1,4 @@
-"""Rule sets: every option and preset of FORMAT.md, resolved and validated at creation.
+"""Rule sets: every option and preset of docs/rules.md, resolved and validated at creation.
 
 A rule set is written ``{"preset": NAME, ...overrides}``. :func:`resolve_rules` turns that into a
 :class:`Rules` with every option filled in, or raises :class:`~domain.errors.InvalidRules` naming
@@ -302,7 +302,7 @@ def _check(rules: Rules) -> None:
 
 
 CARD_INPUT_PATTERN = "^(?:(?:10|[2-9TJQKAtjqka])[CDHScdhs]|[BbLl][Jj])$"
-"""A card as a request may write it: FORMAT.md's text, ``10`` for ``T``, either case."""
+"""A card as a request may write it: docs/rules.md's text, ``10`` for ``T``, either case."""
 
 
 def rule_set_schema() -> dict[str, Any]:
@@ -333,7 +333,7 @@ def rule_set_schema() -> dict[str, Any]:
     )
     return {
         "title": "RuleSetInput",
-        "description": "A rule set: a preset and the options that override it (FORMAT.md).",
+        "description": "A rule set: a preset and the options that override it (docs/rules.md).",
         "type": "object",
         "properties": dict(sorted(options.items())),
         "additionalProperties": False,

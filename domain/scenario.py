@@ -1,4 +1,4 @@
-"""Scenario files (FORMAT.md): run a case through the same ``decide``/``evolve`` as the service.
+"""Scenario files (docs/rules.md): run a case through the same ``decide``/``evolve`` as the service.
 
 A case is a JSON object with ``rules``, ``dealer``, ``start`` and either ``deals`` (hands played
 card by card) or ``tallies`` (bids and tricks per seat). :func:`run_case` returns the outcome;
@@ -94,7 +94,7 @@ class _Run:
 
 
 def run_case(case: Any, position: int = 0) -> dict[str, Any]:
-    """Run one case and return its outcome (FORMAT.md, "Outcome")."""
+    """Run one case and return its outcome (docs/rules.md, "Outcomes")."""
     if not isinstance(case, Mapping):
         raise MalformedCase(f"#{position}", "case", "a case is a JSON object")
     name = case.get("name", f"#{position}")

@@ -1,4 +1,4 @@
-"""Scoring a hand, for every option of FORMAT.md, with the arithmetic written out.
+"""Scoring a hand, for every option of docs/rules.md, with the arithmetic written out.
 
 For each unit, in this order: contract points (made: 10 x bid, plus ``overtrick_points`` and a
 bag per overtrick; set: ``failed_bid``; the bid part doubled, ``blind_bids``, for a contract
@@ -156,7 +156,7 @@ def _score_unit(
     renege_note = " (renege)" if reneged else ""
     bags = 0
 
-    # A special bid replaces the contract's points; FORMAT.md scores it after the nils.
+    # A special bid replaces the contract's points; docs/rules.md scores it after the nils.
     special: ScoreLine | None = None
     if contract_seats and rules.ten_for_two_hundred and contract == 10:
         exact = counted == 10 and not reneged

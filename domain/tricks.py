@@ -2,7 +2,7 @@
 
 Every rule that limits a play is written once, in :func:`play_limit`, which answers both
 questions, as python-chess answers "is this move legal" and "which moves are legal" from one
-generator: asked about a card, it walks the rules in FORMAT.md's order of precedence and stops
+generator: asked about a card, it walks the rules in docs/rules.md's order of precedence and stops
 at the first that refuses the card, giving its code (``decide`` raises it, :func:`decide_play`);
 asked about no card in particular, it narrows the cards allowed rule by rule and gives every
 card the rules allow (:func:`domain.legal.legal_plays`). Under ``renege: penalize`` the rules of
@@ -43,7 +43,7 @@ _WON = [[TrickWon(trick, seat) for seat in range(SEATS)] for trick in range(MAX_
 def play_limit(
     rules: Rules, hand: Hand, seat: Seat, card: CardSet = ANY_CARD
 ) -> tuple[Code | None, CardSet]:
-    """The rules limiting what the seat on turn may play, in FORMAT.md's order.
+    """The rules limiting what the seat on turn may play, in docs/rules.md's order.
 
     Asked about ``card`` (a set of one card): the code of the first rule that refuses it, and
     that rule's cards; ``(None, ...)`` when no rule does. Asked about :data:`ANY_CARD`:

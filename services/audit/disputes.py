@@ -1,6 +1,6 @@
 """Findings in words, each with the rule that decided it.
 
-A table that disputes an outcome wants to know which rule settled it: the FORMAT.md code that
+A table that disputes an outcome wants to know which rule settled it: the docs/rules.md code that
 refuses a play, the trump order that took a trick, the option behind every line of a score.
 Findings about a hand name only cards that were played face up (never a hand, a deck, a pass or
 a kept draw), so they can be shown to anyone.

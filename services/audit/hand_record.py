@@ -146,7 +146,7 @@ def _bags_before(
 
 
 def exported_records(replay: Replay) -> list[dict[str, Any]]:
-    """A game's finished hands as API.md's hand records, each with what an auditor elsewhere
+    """A game's finished hands as docs/api.md's hand records, each with what an auditor elsewhere
     needs to audit it alone: the ``rules``, the ``start`` scores and bags, and the
     ``entropies`` that, with the revealed seed, derive the deck."""
     state = replay.state

@@ -30,7 +30,7 @@ class Problem(msgspec.Struct, frozen=True):
     read_model (the order in which the checks of one version are reported)."""
     detail: str
     rule: str | None = None
-    """What decided it: a FORMAT.md code or option (``must_follow_suit``, ``failed_bid``), or
+    """What decided it: a docs/rules.md code or option (``must_follow_suit``, ``failed_bid``), or
     the record's own rule (the hash chain, the deal's commitment)."""
     hand: int | None = None
     """The hand the version belongs to, when it belongs to one."""

@@ -26,7 +26,7 @@ SHOWN_DIFFERENCES = 3
 
 class ReadModelsView(Protocol):
     """What the audit needs of the read models, already read (so the audit stays pure):
-    API.md's scoreboard (``GET /v1/games/{id}/scoreboard``; None when there is none) and the
+    docs/api.md's scoreboard (``GET /v1/games/{id}/scoreboard``; None when there is none) and the
     finished hands' records (the ``hands`` of ``GET /v1/games/{id}/hands``), as JSON dicts."""
 
     @property
@@ -46,7 +46,7 @@ class ReadModels:
 
 
 def replayed_scoreboard(state: Game | None, records: Sequence[HandRecord]) -> dict[str, Any]:
-    """API.md's scoreboard as the replay gives it."""
+    """docs/api.md's scoreboard as the replay gives it."""
     if state is None:
         return {}
     return {

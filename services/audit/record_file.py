@@ -1,4 +1,5 @@
-"""Hands played elsewhere, as a file gives them: hand records (API.md) or tallies (FORMAT.md).
+"""Hands played elsewhere, as a file gives them: hand records (docs/api.md) or tallies
+(docs/rules.md).
 
 A file holds one hand, a list of them, or ``{"hands": [...]}``. A hand record gives ``dealer``,
 ``deal`` (its ``deck`` or its ``hands``; ``seed`` and ``commitment`` when it has them),
@@ -109,7 +110,7 @@ def _read_one(item: Any, where: str) -> Given:
 
 
 def _with_card_names(value: Any) -> Any:
-    """Cards as FORMAT.md reads them on input (``10H``, ``qh``), written as the engine writes
+    """Cards as docs/rules.md reads them on input (``10H``, ``qh``), written as the engine writes
     them (``TH``, ``QH``)."""
     if isinstance(value, str) and len(value) <= 3:
         try:

@@ -3,7 +3,7 @@
 In the order it happened: the hands as dealt, the draws (two players), the dealer's discard,
 the bids and each unit's contract, the blind nil passes, every trick with its leader, its cards
 and its winner (with two decks, the copy that won) and the running count of tricks against each
-bid, then the score line by line, each line naming the option of FORMAT.md that decided it, and
+bid, then the score line by line, each line naming the option of docs/rules.md that decided it, and
 what the audit found in the hand.
 """
 

@@ -159,7 +159,7 @@ class Replay:
     def report(
         self, read_models: ReadModelsView | None = None, *, reveal_open_hand: bool = False
     ) -> AuditReport:
-        """API.md's audit. A hand still being played is not reported on (its deal cannot be
+        """docs/api.md's audit. A hand still being played is not reported on (its deal cannot be
         checked before its seed is revealed); findings inside it are sealed, unless
         ``reveal_open_hand`` (the house's own tools, which may see every card)."""
         found = [*chain_problems(self.commits), *self.problems]
@@ -206,7 +206,7 @@ def audit_game(
     *,
     reveal_open_hand: bool = False,
 ) -> AuditReport:
-    """API.md's audit of one game's stored commits, in stream order.
+    """docs/api.md's audit of one game's stored commits, in stream order.
 
     ``read_models`` (the scoreboard and hand records as the API serves them) are compared with
     the replay when given. Pure: it reads nothing but its arguments.
@@ -379,7 +379,7 @@ class _Replayer:
             self.found(Problem(first, "commit", detail, "a refusal changes nothing"))
         if commit.refusal.code not in REPLY_CODES:
             detail = f"a refusal with the unknown code {commit.refusal.code!r}"
-            self.found(Problem(first, "commit", detail, "FORMAT.md error codes"))
+            self.found(Problem(first, "commit", detail, "docs/rules.md error codes"))
 
     def follow(self, first: int, events: Sequence[AnyEvent]) -> None:
         """Decide the commit's command again and compare, then apply the recorded events."""

@@ -1,10 +1,11 @@
-"""The audit report: API.md's audit shape, plus where the first problem is and the arithmetic.
+"""The audit report: docs/api.md's audit shape, plus where the first problem is and the
+arithmetic.
 
 ``{"ok", "events", "chain", "hands": [{"hand", "deal_verified", "replayed", "score_matches",
-"problems"}]}`` as API.md promises it; added (API.md allows additions): ``problems`` (everything
-found, in the order of the record), ``first_problem`` (the first event where anything fails, and
-why) and, per hand, ``arithmetic`` (the rules' score of the hand, line by line). ``hands``
-lists the finished hands only, as API.md's hand records do.
+"problems"}]}`` as docs/api.md promises it; added (docs/api.md allows additions): ``problems``
+(everything found, in the order of the record), ``first_problem`` (the first event where
+anything fails, and why) and, per hand, ``arithmetic`` (the rules' score of the hand, line by
+line). ``hands`` lists the finished hands only, as docs/api.md's hand records do.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
     first_problem: Problem | None
 
     def as_json(self) -> dict[str, Any]:
-        """The report as JSON values (API.md's field names)."""
+        """The report as JSON values (docs/api.md's field names)."""
         out: dict[str, Any] = msgspec.to_builtins(self)
         return out
 

@@ -1,6 +1,6 @@
 """One hand played elsewhere, played again command by command as a live game would take it.
 
-The findings name the first illegal play with its FORMAT.md code, a trick led or won by the
+The findings name the first illegal play with its docs/rules.md code, a trick led or won by the
 wrong seat, a draw the pile does not give, a count of tricks that does not add up, and a score
 that is not the rules' (with the rules' arithmetic). After an illegal play or a wrong trick the
 plays are not followed further (the hand has left the rules), but the score is still checked on
@@ -436,7 +436,7 @@ class TableReplay:
 
     def record(self, score: HandScore | None) -> HandRecord:
         """The hand as it was played (the replay's plays as far as they went, with the
-        table's trick winners), in API.md's shape."""
+        table's trick winners), in docs/api.md's shape."""
         given = self.given
         hands = self.dealt.hands if self.dealt is not None else ()
         if isinstance(given, TallyGiven):

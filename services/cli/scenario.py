@@ -1,4 +1,4 @@
-"""``spades scenario run FILE...``: run scenario files (FORMAT.md) and print their outcomes."""
+"""``spades scenario run FILE...``: run scenario files (docs/rules.md) and print their outcomes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typer
 
 from domain.scenario import MalformedCase, cases_of, differences, run_case
 
-app = typer.Typer(no_args_is_help=True, help="Scenario files: known-answer cases of FORMAT.md.")
+app = typer.Typer(no_args_is_help=True, help="Scenario files: known-answer cases of docs/rules.md.")
 
 
 def _load(path: Path) -> Any:

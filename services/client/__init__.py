@@ -1,4 +1,4 @@
-"""A typed Python client for the Spades HTTP API (API.md): used by the CLI, the tests and bots."""
+"""A typed Python client for the Spades HTTP API (docs/api.md): used by the CLI, tests and bots."""
 
 from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
 from services.client.api import ApiError, ClientError, SpadesClient, UnexpectedResponse

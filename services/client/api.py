@@ -1,4 +1,4 @@
-"""``SpadesClient``: the HTTP API of API.md as typed async methods.
+"""``SpadesClient``: the HTTP API of docs/api.md as typed async methods.
 
 >>> async def play_a_bid() -> None:  # doctest: +SKIP
 ...     async with SpadesClient("http://127.0.0.1:8000") as client:
@@ -112,7 +112,7 @@ class ApiError(ClientError):
 
 
 class UnexpectedResponse(ClientError):
-    """A success answer whose body is not the shape API.md gives."""
+    """A success answer whose body is not the shape docs/api.md gives."""
 
 
 def retry_after_seconds(value: str | None) -> float | None:

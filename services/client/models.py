@@ -1,6 +1,6 @@
-"""What the API answers, as typed structs that mirror API.md.
+"""What the API answers, as typed structs that mirror docs/api.md.
 
-Unknown fields are ignored (API.md: "more may be added"), so a newer server does not break an
+Unknown fields are ignored (docs/api.md: "more may be added"), so a newer server does not break an
 older client; a missing or mistyped field is an :class:`~services.client.api.UnexpectedResponse`.
 """
 
@@ -55,9 +55,9 @@ class PublicState(msgspec.Struct, frozen=True, kw_only=True):
     winners: list[int]
     deal_commitment: str | None
     passes_due: list[int] = []
-    """Seats that still owe a blind nil pass (served beyond API.md's list)."""
+    """Seats that still owe a blind nil pass (docs/api.md, "Shapes of the answers")."""
     discards: list[Card] = []
-    """The face-up discards of the two-player draw (served beyond API.md's list)."""
+    """The face-up discards of the two-player draw (docs/api.md, "Shapes of the answers")."""
     clock: ClockView | None = None
     """A clocked game's clock: each seat's bank, away, the deadline of the seat on turn."""
 

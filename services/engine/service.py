@@ -140,14 +140,14 @@ async def ensure_streams(
 
 
 async def follow_when_contested(
-    handler: Engine | LeagueEngine, follower: Tail, js: JetStreamContext
+    handler: Engine | LeagueEngine, follower: Tail, connection: Client
 ) -> None:
     """Follow the league stream from the first conflict on: another engine appends to it too. A
     lone engine's copies are current without it (every commit is its own), and following every
     commit cost it a tenth to a fifth of its CPU a command (``spades bench commands``); with
     several, the first conflicts read the stream, and the follower spares the rest."""
     await handler.contested.wait()
-    await follower.start(js)
+    await follower.start(connection)
 
 
 async def drained(subscription: Subscription) -> None:
@@ -317,7 +317,9 @@ def build_engine_app(
         handlers.update(games=engine, leagues=league_engine)
         tail = Tail([(LEAGUES_STREAM, LEAGUE_SUBJECTS)], league_engine.leagues)
         tails.append(tail)
-        background.append(asyncio.create_task(follow_when_contested(league_engine, tail, js)))
+        background.append(
+            asyncio.create_task(follow_when_contested(league_engine, tail, broker.connection))
+        )
         watch = RoundWatch(league_engine, Checkpoints(js, ROUND_WATCH, replicas))
         engine.ended = watch.ended
         watches.append(watch)

@@ -16,7 +16,7 @@ import nats.errors
 import nats.js.errors
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
-from nats.js import JetStreamContext
+from nats.aio.client import Client
 
 from services.gateway.audits import AuditRuns
 from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
@@ -84,7 +84,7 @@ DESCRIPTION = """\
 Spades for platforms: create games, take seats, act with seat tokens, follow games as they are
 played, and audit them afterwards; run leagues of many tables, with standings and ratings; hear
 of a platform's games and leagues through signed webhooks (Standard Webhooks 1.0).
-Errors are RFC 9457 problems whose `code` is a FORMAT.md code.
+Errors are RFC 9457 problems whose `code` is a docs/rules.md code.
 """
 
 
@@ -113,7 +113,7 @@ def _lifespan(
         # The games it holds take each commit as it is appended: a read then finds its game
         # current, and the stream answers its one question (anything after?) with "no".
         follower = Tail([(p.stream, p.subjects) for p in game_partitions(layout)], games)
-        following = asyncio.create_task(_follow(follower, js))
+        following = asyncio.create_task(_follow(follower, connection))
         store = open_store(settings.read_model_database_url)
         await migrate(store, secret=secret)  # the projection workers may not have started yet
         in_flight = InFlight()
@@ -179,12 +179,12 @@ FOLLOW_RETRY_S = 1.0
 """How soon the gateway tries again to follow the game stream (not there yet, NATS away)."""
 
 
-async def _follow(follower: Tail, js: JetStreamContext) -> None:
+async def _follow(follower: Tail, connection: Client) -> None:
     """Follow the game stream once it can be followed (the engine creates it). Following only
     spares reads a request: until it starts, and if it never does, they read the stream."""
     while True:
         try:
-            await follower.start(js)
+            await follower.start(connection)
         except (nats.errors.Error, nats.js.errors.Error, TimeoutError) as error:
             log.debug("not following the game stream yet", error=repr(error))
             await asyncio.sleep(FOLLOW_RETRY_S)

@@ -3,9 +3,9 @@
 The services are built once by the app's lifespan (:mod:`services.gateway.app`) and held in a
 :class:`Gateway`; routes ask for the piece they use. A caller presents a platform key or a
 seat token as ``Authorization: Bearer <credential>`` (a token also as ``?access_token=``, for
-event streams). Who may read what (API.md, "Platforms"): a game or a league that is public,
-its own platform, and a game's seats through their tokens; anyone else is answered exactly as
-if there were no such game or league.
+event streams). Who may read what (docs/api.md, "Who may read and change what"): a game or a
+league that is public, its own platform, and a game's seats through their tokens; anyone else
+is answered exactly as if there were no such game or league.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ names the last version the client has:
 
 A client that reconnects with ``Last-Event-ID`` gets the events after it and no ``state``; an id
 the game has not reached (or not a version at all) gets a fresh ``state``. The events come from
-a JetStream ordered consumer on the game's subject, started right after the last commit already
-rendered: nothing is missed or sent twice between the state and the first event. A client that
-resumes behind the game is sent what it missed from the game's history first (read as every
-history is, from the archive too). Idle streams get a keep-alive comment.
+an ordered reader of the game's subject (:mod:`~services.runtime.ordered`), started right after
+the last commit already rendered: nothing is missed or sent twice between the state and the
+first event. A client that resumes behind the game is sent what it missed from the game's
+history first (read as every history is, from the archive too). Idle streams get a keep-alive
+comment.
 
 A stream opened with a seat token lasts as long as the token: it ends when the token expires
 (at that second), right after the event that issues the seat a new token (which revokes this
@@ -40,7 +41,7 @@ import anyio
 import msgspec
 import nats.errors
 from fastapi.sse import format_sse_event
-from nats.js import JetStreamContext, api
+from nats.aio.client import Client
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -54,6 +55,7 @@ from services.gateway.auth import SeatGrant
 from services.gateway.views import Reader, event_json, state_for, versioned
 from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
+from services.runtime.ordered import OrderedReader
 
 KEEP_ALIVE = format_sse_event(comment="keep-alive")
 _POSITION = re.compile(r"^[0-9]{1,18}$")
@@ -126,7 +128,6 @@ def resume_point(last_event_id: str | None, version: int) -> int | None:
     return position if position <= version else None
 
 
-FEED_HEARTBEAT_S = 1.0
 REVOCATION_CHECK_S = 2.0
 """How often a quiet seat's stream asks whether its token is still the seat's (a revocation
 the stream missed: the game reset under it, a history read back whole)."""
@@ -134,26 +135,19 @@ the stream missed: the game reset under it, a history read back whole)."""
 
 @contextlib.asynccontextmanager
 async def _following(
-    js: JetStreamContext, stream: GameStream, game_id: str, from_sequence: int
-) -> AsyncIterator[JetStreamContext.PushSubscription]:
-    config = api.ConsumerConfig(
-        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=from_sequence
-    )
-    # The heartbeat lets the client notice within seconds that the node holding this
-    # (single-replica) consumer is gone, and make it again on another node.
+    connection: Client, stream: GameStream, game_id: str, from_sequence: int
+) -> AsyncIterator[OrderedReader]:
+    # Each pull waits at most a wait of the loop below: a lost node (the consumer has one
+    # replica) is found at the next pull, and the consumer made again on another node.
     part = stream.part(game_id)
-    subscription = await js.subscribe(
-        part.subject(game_id),
-        stream=part.name,
-        config=config,
-        ordered_consumer=True,
-        idle_heartbeat=FEED_HEARTBEAT_S,
+    reader = OrderedReader(
+        connection, part.name, part.subject(game_id), after=from_sequence - 1, role="feed"
     )
     try:
-        yield subscription
+        yield reader
     finally:
-        with anyio.CancelScope(shield=True), contextlib.suppress(nats.errors.Error):
-            await subscription.unsubscribe()
+        with anyio.CancelScope(shield=True):
+            await reader.close()
 
 
 def _state_frame(game: Game, reader: Reader) -> bytes:
@@ -201,7 +195,7 @@ def finished_at(game: Game, resume_after: int | None) -> bool:
 
 
 async def frames(
-    js: JetStreamContext,
+    connection: Client,
     stream: GameStream,
     start: FeedStart,
     reader: Reader,
@@ -229,7 +223,7 @@ async def frames(
         if game.status == "finished":
             yield _end_frame("game_over", seen)
             return
-        async with _following(js, stream, game.game_id, start.sequence + 1) as subscription:
+        async with _following(connection, stream, game.game_id, start.sequence + 1) as following:
             quiet_since = time.monotonic()
             while True:
                 if start.expired():
@@ -242,7 +236,7 @@ async def frames(
                     continue
                 wait_s = min(keep_alive_in, start.lasts_s(), REVOCATION_CHECK_S)
                 try:
-                    message = await subscription.next_msg(timeout=max(wait_s, 0.01))
+                    message = await following.next_msg(max(wait_s, 0.01))
                 except nats.errors.TimeoutError:
                     if revoked is not None and revoked():
                         yield _end_frame("token_revoked", seen)

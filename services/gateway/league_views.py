@@ -4,7 +4,7 @@ games' progress, the standings ranked, and the exports of standings and results 
 The standings read model holds the players who have played; the league's roster (from its
 stream) adds the others at the starting rating, the byes each had, and who has withdrawn.
 
-**Ranking and tie-breaks** (README, "Leagues"): most wins, then most points, then fewest
+**Ranking and tie-breaks** (docs/leagues.md): most wins, then most points, then fewest
 forfeits, then the higher rating ``ordinal``, then the player's name.
 
 - A game's win goes to every unit the game names a winner. A game that ended by forfeit (a

@@ -22,7 +22,7 @@ its default; ``off`` turns limiting off. Every limited answer carries the IETF
 fields: ``"platform";q=200;w=1`` and ``"platform";r=150;t=1``); a refusal carries
 ``Retry-After`` too.
 
-The buckets live in the gateway's memory: each gateway limits on its own (README, "Limits").
+The buckets live in the gateway's memory: each gateway limits on its own (docs/api.md, "Limits").
 """
 
 from __future__ import annotations

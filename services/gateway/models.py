@@ -35,7 +35,7 @@ Card = Annotated[
     str,
     Field(
         pattern=r"^(?:[2-9TJQKA][CDHS]|BJ|LJ)$",
-        description="Rank and suit, e.g. `QH`, `TS`; jokers `BJ` and `LJ` (FORMAT.md).",
+        description="Rank and suit, e.g. `QH`, `TS`; jokers `BJ` and `LJ` (docs/rules.md).",
         examples=["QH"],
     ),
 ]
@@ -43,7 +43,7 @@ CardInput = Annotated[
     str,
     Field(
         pattern=CARD_INPUT_PATTERN,
-        description="A card as FORMAT.md writes it; `10H` and lower case are accepted too.",
+        description="A card as docs/rules.md writes it; `10H` and lower case are accepted too.",
         examples=["QH"],
     ),
 ]
@@ -157,9 +157,9 @@ class CreateGame(_Strict):
 
 
 class ClockSettings(_Strict):
-    """A game's clock (API.md, Clocks): ``turn_s`` per turn plus a ``bank_s`` reserve per seat;
-    at the deadline ``auto`` acts for the seat, ``forfeit`` ends the game with its unit losing;
-    after ``away_after`` timeouts in a row (0: never) the seat is acted for at once."""
+    """A game's clock (docs/api.md, "Clocks"): ``turn_s`` per turn plus a ``bank_s`` reserve per
+    seat; at the deadline ``auto`` acts for the seat, ``forfeit`` ends the game with its unit
+    losing; after ``away_after`` timeouts in a row (0: never) the seat is acted for at once."""
 
     turn_s: float = Field(gt=0, le=86_400, description="Seconds each turn gives.", examples=[20])
     bank_s: float = Field(
@@ -246,7 +246,7 @@ Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | Look
 
 
 RuleSet = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Rules"})]
-"""Every option of FORMAT.md, resolved: the domain's :class:`domain.rules.Rules`, its schema
+"""Every option of docs/rules.md, resolved: the domain's :class:`domain.rules.Rules`, its schema
 generated from the struct."""
 
 
@@ -375,7 +375,7 @@ class SeatTaken(BaseModel):
 
 
 class ClockShown(BaseModel):
-    """A table's clock as recorded (API.md, "Clocks")."""
+    """A table's clock as recorded (docs/api.md, "Clocks")."""
 
     turn_s: float
     bank_s: float
@@ -744,7 +744,7 @@ class Audit(BaseModel):
 
 
 class Problem(BaseModel):
-    """RFC 9457 problem details, with the refusal's FORMAT.md ``code``."""
+    """RFC 9457 problem details, with the refusal's docs/rules.md ``code``."""
 
     type: str
     title: str

@@ -32,7 +32,7 @@ _CODES: dict[int, str] = {
     409: "`not_your_turn`, `wrong_phase`, `game_over`, `seat_taken`, or `conflict` (an "
     "`expected_version` the game has moved past, a `min_version` it has not reached, a "
     "command still in flight).",
-    422: "Every other FORMAT.md code, `invalid_rules` (a league's cap included), "
+    422: "Every other docs/rules.md code, `invalid_rules` (a league's cap included), "
     "`idempotency_key_reused`.",
     429: "`rate_limited`: over the caller's rate limit; retry after `Retry-After` seconds.",
     503: "`unavailable`: the engine or NATS did not answer in time; retry (see Retry-After).",

@@ -1,7 +1,7 @@
 """Errors as RFC 9457 problems: the one place where a code becomes an HTTP status.
 
 Every refusal the gateway sends is ``application/problem+json`` with ``type``, ``title``,
-``status``, ``detail`` and ``code`` (a FORMAT.md code, or one of the gateway's own below).
+``status``, ``detail`` and ``code`` (a docs/rules.md code, or one of the gateway's own below).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ _STATUS: dict[str, int] = {
     "rate_limited": 429,
     "unavailable": 503,
 }
-"""API.md's table. Every code not named here (the rest of FORMAT.md, ``invalid_rules``,
-``idempotency_key_reused``) is 422."""
+"""docs/api.md's table ("Errors"). Every code not named here (the rest of docs/rules.md,
+``invalid_rules``, ``idempotency_key_reused``) is 422."""
 
 _CODE_OF_STATUS: dict[int, str] = {
     401: "unauthorized",

@@ -1,4 +1,4 @@
-"""The ``hands`` read model: API.md's hand record of each hand, written once it is scored.
+"""The ``hands`` read model: docs/api.md's hand record of each hand, written once it is scored.
 
 The record is made by the domain's own :class:`~domain.records.HandRecorder`, which needs every
 event of the hand from its deal on. Those of the hand in progress are kept in ``hand_progress``

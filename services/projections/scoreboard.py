@@ -1,4 +1,4 @@
-"""The ``scoreboard`` read model: API.md's scoreboard of each game, hand by hand.
+"""The ``scoreboard`` read model: docs/api.md's scoreboard of each game, hand by hand.
 
 Every figure is copied from the events (``hand_scored``, ``game_ended``): the engine scored the
 hand and the projection never does the arithmetic again, so the scoreboard cannot disagree with

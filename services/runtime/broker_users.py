@@ -10,18 +10,20 @@ What each process really does on NATS, and so what it is given:
 - every process talks to JetStream through its own inbox, ``_INBOX.<user>.>`` (the clients
   connect with that inbox prefix), so no user can read the answers meant for another;
 - reading a stream (``_reads``): stream info, message gets (``STREAM.MSG.GET``, and direct
-  gets, which a stream of one replica allows), ephemeral and ordered consumers filtered as
-  the reader likes (nats-py names an ordered consumer at random, in the subject), pulling from
-  them, their flow control (``$JS.FC``);
+  gets, which a stream of one replica allows), consumers of its own filtered as the reader
+  likes, each made under a random name in the subject (``CONSUMER.CREATE.<stream>.<name>``,
+  :mod:`.ordered`; nats-py names its pull consumers so too), pulling from them, their flow
+  control (``$JS.FC``). Never the unnamed create subject (``CONSUMER.CREATE.<stream>``): a
+  request there may name any consumer in its body and the server changes that consumer (a
+  millisecond's ``inactive_threshold``, and it is deleted), so no reader may send to it;
 - following a stream durably (``_follows``): the same, plus the process's own consumer, by
   name (``spades-<kind>``), made as a durable and made again from a position
-  (``CONSUMER.DELETE``), and acknowledged (``$JS.ACK``). No user deletes or acknowledges
-  another's consumer (the projections user could delete the engine's round watch). A create
-  request may still name another's consumer and change it (a millisecond's
-  ``inactive_threshold``, and the server deletes it): readers' creates carry a random name, or
-  none, so no subject tells them apart. The owners close that: a consumer found changed is
-  made again when opened, and one gone is made again after a backoff, never asked for in a
-  loop (:mod:`.consumer`, :mod:`.follower`);
+  (``CONSUMER.DELETE``), and acknowledged (``$JS.ACK``). No user deletes, acknowledges, makes,
+  changes or pulls from another's consumer: the allow-list's ``CONSUMER.CREATE.<stream>.>`` and
+  ``MSG.NEXT.<stream>.*`` are narrowed by a deny-list of every other user's consumers on the
+  stream (:func:`_guarded`; the projections user could once delete the engine's round watch,
+  and any user change it). Should a consumer still vanish, its owner makes it again after a
+  backoff, never asking for it in a loop (:mod:`.consumer`, :mod:`.follower`);
 - the gateway sends commands (``spades.commands.*``, ``spades.part.<p>.commands.*``,
   ``spades.engines.*``); the timers send timeouts alone, on subjects of their own
   (``spades.timeouts.*``, ``spades.part.<p>.timeouts.*``, ``spades.engines.timeouts.*``), where
@@ -79,9 +81,13 @@ class BrokerUser(msgspec.Struct, frozen=True):
     subscribe: tuple[str, ...]
     responds: bool = False
     """May answer any request it receives, once, on that request's reply subject."""
+    deny_publish: tuple[str, ...] = ()
+    """Exceptions to ``publish`` (a deny wins over an allow): other users' consumers."""
 
     def may_publish(self, subject: str) -> bool:
-        return any(subject_matches(pattern, subject) for pattern in self.publish)
+        return any(subject_matches(pattern, subject) for pattern in self.publish) and not any(
+            subject_matches(pattern, subject) for pattern in self.deny_publish
+        )
 
     def may_subscribe(self, subject: str) -> bool:
         return any(subject_matches(pattern, subject) for pattern in self.subscribe)
@@ -103,7 +109,6 @@ def _reads(stream: str) -> tuple[str, ...]:
         f"{api}.STREAM.MSG.GET.{stream}",
         f"{api}.DIRECT.GET.{stream}",
         f"{api}.DIRECT.GET.{stream}.>",
-        f"{api}.CONSUMER.CREATE.{stream}",
         f"{api}.CONSUMER.CREATE.{stream}.>",
         f"{api}.CONSUMER.INFO.{stream}.*",
         f"{api}.CONSUMER.MSG.NEXT.{stream}.*",
@@ -191,9 +196,55 @@ def _each(streams: Iterable[str], grant: Callable[[str], tuple[str, ...]]) -> tu
     return tuple(subject for stream in streams for subject in grant(stream))
 
 
+def _owned(user: BrokerUser) -> set[tuple[str, str]]:
+    """The (stream, consumer) pairs ``user`` owns: those it makes as a durable or deletes."""
+    owned: set[tuple[str, str]] = set()
+    for subject in user.publish:
+        for verb in ("$JS.API.CONSUMER.DURABLE.CREATE.", "$JS.API.CONSUMER.DELETE."):
+            if subject.startswith(verb) and "*" not in subject and ">" not in subject:
+                stream, consumer = subject.removeprefix(verb).split(".")
+                owned.add((stream, consumer))
+    return owned
+
+
+def _guarded(users: dict[str, BrokerUser]) -> dict[str, BrokerUser]:
+    """Each user but ``admin`` denied every other user's consumers on the streams it reads:
+    no create naming them (which would change them), no pull from them."""
+    every: set[tuple[str, str]] = set()
+    for name, user in users.items():
+        if name != ADMIN:
+            every |= _owned(user)
+    guarded = {}
+    for name, user in users.items():
+        if name == ADMIN:
+            guarded[name] = user
+            continue
+        others = sorted(
+            (stream, consumer)
+            for stream, consumer in every - _owned(user)
+            if user.may_publish(f"$JS.API.CONSUMER.CREATE.{stream}.{consumer}")
+        )
+        deny = tuple(
+            subject
+            for stream, consumer in others
+            for subject in (
+                f"$JS.API.CONSUMER.CREATE.{stream}.{consumer}",
+                f"$JS.API.CONSUMER.CREATE.{stream}.{consumer}.>",
+                f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}",
+            )
+        )
+        guarded[name] = msgspec.structs.replace(user, deny_publish=deny)
+    return guarded
+
+
 def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
     """Every user of a deployment of ``partitions``: the game streams are named one by one (a
     permission cannot match part of a stream's name)."""
+    return _guarded(_allowed(partitions))
+
+
+def _allowed(partitions: Partitions) -> dict[str, BrokerUser]:
+    """Every user's allow-lists (:func:`broker_users` adds the deny-lists)."""
     games = partitions.streams
     game_subjects = tuple(partitions.subjects(p) for p in partitions.indexes)
     commands = tuple(partitions.command_subjects(p) for p in partitions.indexes)
@@ -297,10 +348,6 @@ def broker_users(partitions: Partitions = ONE) -> dict[str, BrokerUser]:
     }
 
 
-BROKER_USERS: dict[str, BrokerUser] = broker_users()
-"""The users of a one-partition deployment (their names are every deployment's)."""
-
-
 def subject_matches(pattern: str, subject: str) -> bool:
     """Whether a NATS subject pattern (``*`` one token, ``>`` one or more at the end) covers a
     subject."""
@@ -313,10 +360,17 @@ def subject_matches(pattern: str, subject: str) -> bool:
     return len(given) == len(wanted)
 
 
+BROKER_USERS: dict[str, BrokerUser] = broker_users()
+"""The users of a one-partition deployment (their names are every deployment's)."""
+
+
 def permissions(user: BrokerUser) -> dict[str, object]:
     """One user's ``permissions`` block of a nats-server configuration."""
+    publish: dict[str, object] = {"allow": list(user.publish)}
+    if user.deny_publish:
+        publish["deny"] = list(user.deny_publish)
     block: dict[str, object] = {
-        "publish": {"allow": list(user.publish)},
+        "publish": publish,
         "subscribe": {"allow": list(user.subscribe)},
     }
     if user.responds:
@@ -360,8 +414,8 @@ def deployed_authorization(partitions: Partitions = ONE) -> str:
     for name, user in broker_users(partitions).items():
         lines += [f"    # {name}: {user.role}", "    {", f"      nkey: ${nkey_variable(name)}"]
         lines.append("      permissions: {")
-        lines += _allow_list("publish", user.publish)
-        lines += _allow_list("subscribe", user.subscribe)
+        lines += _permission_lists("publish", user.publish, user.deny_publish)
+        lines += _permission_lists("subscribe", user.subscribe, ())
         if user.responds:
             lines.append("        # may answer a request it received, once, on its reply subject")
             lines.append("        allow_responses: true")
@@ -370,6 +424,19 @@ def deployed_authorization(partitions: Partitions = ONE) -> str:
     return "\n".join(lines)
 
 
-def _allow_list(kind: str, subjects: tuple[str, ...]) -> list[str]:
-    quoted = [f'          "{subject}"' for subject in subjects]
-    return [f"        {kind}: {{allow: [", *quoted, "        ]}"]
+def _permission_lists(kind: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> list[str]:
+    def quoted(subjects: tuple[str, ...]) -> list[str]:
+        return [f'          "{subject}"' for subject in subjects]
+
+    if not deny:
+        return [f"        {kind}: {{allow: [", *quoted(allow), "        ]}"]
+    return [
+        f"        {kind}: {{",
+        "        allow: [",
+        *quoted(allow),
+        "        ]",
+        "        # other users' consumers: a deny wins over the allow-list's wildcards",
+        "        deny: [",
+        *quoted(deny),
+        "        ]}",
+    ]

@@ -1,4 +1,4 @@
-"""What the HTTP gateway reads: JSON-ready dicts in API.md's field names.
+"""What the HTTP gateway reads: JSON-ready dicts in docs/api.md's field names.
 
 Every function takes the read-model engine (``open_store(url).engine``, one per gateway
 process). The models are eventually consistent with the stream; a client that must see its own
@@ -123,7 +123,7 @@ async def _rows(
 async def scoreboard(
     engine: AsyncEngine, game_id: str, *, in_loop: InLoop | None = None
 ) -> dict[str, Any] | None:
-    """API.md's scoreboard (with ``game_id`` and ``version``), or None for an unknown game."""
+    """docs/api.md's scoreboard (with ``game_id`` and ``version``), or None for an unknown game."""
     rows = await _rows(engine, in_loop, _scoreboard_query(), {"game_id": game_id})
     return rows[0]._asdict() if rows else None
 

@@ -130,7 +130,7 @@ scoreboards = sa.Table(
     sa.Column("winners", Json, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
 )
-"""API.md's scoreboard, one row per game; ``hands`` is the list of per-hand results."""
+"""docs/api.md's scoreboard, one row per game; ``hands`` is the list of per-hand results."""
 
 # --------------------------------------------------------------------------- hands
 
@@ -141,7 +141,7 @@ hand_records = sa.Table(
     sa.Column("hand", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("record", Json, nullable=False),
 )
-"""API.md's hand record of each scored hand."""
+"""docs/api.md's hand record of each scored hand."""
 
 hand_progress = sa.Table(
     "hand_progress",

@@ -1,4 +1,4 @@
-"""The scenario files of this directory (FORMAT.md, "Scenario files"), run two ways: through
+"""The scenario files of this directory (docs/rules.md, "Scenario files"), run two ways: through
 :func:`domain.scenario.run_case` in process, one test per case, and through the real
 ``spades scenario run`` command line."""
 

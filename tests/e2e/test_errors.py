@@ -1,5 +1,5 @@
-"""Refusals come back as API.md's table says: RFC 9457 problems with the FORMAT.md code and its
-status, and nothing changes."""
+"""Refusals come back as docs/api.md's table ("Errors") says: RFC 9457 problems with the code of
+docs/rules.md and its status, and nothing changes."""
 
 from __future__ import annotations
 

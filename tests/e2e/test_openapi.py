@@ -43,7 +43,7 @@ STREAM_PATH = "/v1/games/{game_id}/events/stream"
 
 
 def no_internal_error(ctx: CheckContext, response: Response, case: Case[Any]) -> bool | None:
-    """A 5xx answer only as API.md's 503 ``unavailable`` with ``Retry-After``; never a 500."""
+    """A 5xx answer only as docs/api.md's 503 ``unavailable`` with ``Retry-After``; never a 500."""
     if response.status_code < 500:
         return None
     if response.status_code == 503 and response.headers.get("retry-after"):

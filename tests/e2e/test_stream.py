@@ -1,5 +1,5 @@
 """The event stream: a ``state`` event first, then every event with its version as ``id``;
-``Last-Event-ID`` resumes after it; the service endpoints answer as API.md says."""
+``Last-Event-ID`` resumes after it; the service endpoints answer as docs/api.md says."""
 
 from __future__ import annotations
 

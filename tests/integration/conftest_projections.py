@@ -237,7 +237,7 @@ def final_state(events: list[AnyEvent]) -> Game:
 
 
 def expected_scoreboard(events: list[AnyEvent]) -> dict[str, Any]:
-    """API.md's scoreboard, straight from the events and the folded state."""
+    """docs/api.md's scoreboard, straight from the events and the folded state."""
     game = final_state(events)
     return {
         "game_id": game.game_id,

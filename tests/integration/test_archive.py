@@ -208,7 +208,7 @@ async def test_finished_games_move_to_the_archive_and_read_as_before(
 def _say_figures(
     count: int, done: Pass, before: tuple[int, int], after: tuple[int, int], archive: int
 ) -> None:
-    """The figures of the README's "Archive" section (``pytest -s`` shows them)."""
+    """The figures of docs/operations.md, "Archiving finished games" (``pytest -s`` shows them)."""
     games = len(done.moved)
     print(
         f"\nK={count}: {games} games archived; partition streams {before[0]} messages, "

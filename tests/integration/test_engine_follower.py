@@ -93,7 +93,7 @@ async def test_followed_engines_take_turns_at_a_game_without_conflicts(
         followers = []
         for engine, connection in zip(engines, connections, strict=False):
             follower = Tail(GAME_TAILS, engine.games)
-            await follower.start(connection.jetstream())
+            await follower.start(connection)
             stack.push_async_callback(follower.stop)
             followers.append(follower)
         await play(engines, connections[2], "followed", settle=True)
@@ -121,9 +121,8 @@ async def test_an_engine_follows_the_stream_from_its_first_conflict_on(
     """A lone engine does not follow (every commit is its own); the first conflict says
     another engine appends too, and from then on its commits reach this engine's games."""
     one, other = engines = [Engine(GameStream(c.jetstream())) for c in connections[:2]]
-    js = connections[0].jetstream()
     follower = Tail(GAME_TAILS, one.games)
-    following = asyncio.create_task(follow_when_contested(one, follower, js))
+    following = asyncio.create_task(follow_when_contested(one, follower, connections[0]))
     try:
         await play([one], connections[2], "alone", settle=False)
         assert one.conflicts == 0

@@ -1,12 +1,12 @@
 """A broker user against another's durable consumer, and a follower whose consumer vanishes.
 
 The projections user could delete the engine's round watch consumer, and every user could
-change it through a named create (a millisecond's ``inactive_threshold``: the server deleted it
-soon after); the engine then asked the missing consumer for messages thousands of times a
-second and never made it again. Now no user deletes, or makes as a durable, a consumer of
-another's, and a follower whose consumer is gone makes it again after a backoff. (A create
-that names another's consumer cannot be told apart by subject from a reader's: see
-services/runtime/broker_users.py; a consumer found changed is made again when opened.)"""
+change it through a create request naming it (a millisecond's ``inactive_threshold``: the server
+deleted it soon after), on the unnamed create subject as well as the named one; the engine then
+asked the missing consumer for messages thousands of times a second and never made it again.
+Now no user deletes, makes, changes or pulls from a consumer of another's (the unnamed create
+subject is no one's: readers name their consumers, services/runtime/ordered.py), and a
+follower whose consumer is gone makes it again after a backoff."""
 
 from __future__ import annotations
 
@@ -132,29 +132,44 @@ def messages_in(server: EmbeddedNats) -> int:
         return int(json.load(answer)["in_msgs"])
 
 
+async def refused(client: Client, subject: str, body: bytes) -> bool:
+    try:
+        await client.request(subject, body, timeout=1.0)
+    except nats.errors.TimeoutError:
+        return True  # no answer comes: the server dropped it
+    return False
+
+
 async def test_no_user_deletes_the_engines_consumer(
     server: EmbeddedNats, admin: Client, following: Counting
 ) -> None:
     created = (await until_consumer(admin)).created
     for user in ATTACKERS:
         client = await connect_as(server, user)
-        change = {
-            "stream_name": STREAM,
-            "config": {
-                "name": WATCH,
-                "durable_name": WATCH,
-                "ack_policy": "all",
-                "filter_subject": SUBJECTS,
-                "inactive_threshold": 1_000_000,
-            },
+        config = {
+            "name": WATCH,
+            "ack_policy": "all",
+            "filter_subject": SUBJECTS,
+            "inactive_threshold": 1_000_000,
         }
+        change = json.dumps(
+            {"stream_name": STREAM, "config": {**config, "durable_name": WATCH}}
+        ).encode()
+        # the unnamed subject, the consumer named in the body only: the server updates it
+        unnamed = json.dumps({"stream_name": STREAM, "config": config}).encode()
         attacks = {
             f"$JS.API.CONSUMER.DELETE.{STREAM}.{WATCH}": b"",
-            f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{WATCH}": json.dumps(change).encode(),
+            f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{WATCH}": change,
+            f"$JS.API.CONSUMER.CREATE.{STREAM}.{WATCH}": change,
+            f"$JS.API.CONSUMER.CREATE.{STREAM}.{WATCH}.{SUBJECTS}": change,
+            f"$JS.API.CONSUMER.CREATE.{STREAM}": unnamed,
+            f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{WATCH}": b'{"batch": 1, "no_wait": true}',
         }
-        for subject, body in attacks.items():
-            with pytest.raises(nats.errors.TimeoutError):  # refused: no answer comes
-                await client.request(subject, body, timeout=1.0)
+        answered = await asyncio.gather(
+            *(refused(client, subject, body) for subject, body in attacks.items())
+        )
+        allowed = [subject for subject, no in zip(attacks, answered, strict=True) if not no]
+        assert not allowed, f"{user} was answered on {allowed}"
         await client.close()
     info = await until_consumer(admin)
     assert info.created == created, "the consumer was made again: someone deleted it"

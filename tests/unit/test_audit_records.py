@@ -16,7 +16,7 @@ from services.audit.replay import replay_game
 from tests.unit.test_audit_games import PRESETS, HonestTable
 
 WORKED_TALLY = {"bids": [3, "nil", 2, 6], "tricks": [5, 1, 3, 4]}
-"""FORMAT.md's worked example: partnership, points [53, -160]."""
+"""The example of docs/rules.md, "Outcomes": partnership, points [53, -160]."""
 
 
 def exported(rules: dict[str, Any], seed: int) -> list[dict[str, Any]]:
@@ -229,7 +229,7 @@ def test_a_tally_with_start_scores_checks_the_totals() -> None:
 def test_a_renege_under_penalize_is_scored_as_a_set(
     partnership_records: list[dict[str, Any]],
 ) -> None:
-    """The table gives only the plays; the audit finds the renege and scores it as FORMAT.md
+    """The table gives only the plays; the audit finds the renege and scores it as docs/rules.md
     says (the reneging unit's contract set, its nils failed)."""
     record = copy.deepcopy(partnership_records[0])
     record["rules"] = {**record["rules"], "renege": "penalize"}

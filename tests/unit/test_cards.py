@@ -1,4 +1,4 @@
-"""Cards as FORMAT.md writes them: rank + suit, ``T`` for ten (``10`` accepted), ``BJ``/``LJ``."""
+"""Cards as docs/rules.md writes them: rank + suit, ``T`` for ten (``10`` too), ``BJ``/``LJ``."""
 
 from __future__ import annotations
 

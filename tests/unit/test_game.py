@@ -1,5 +1,5 @@
-"""The game aggregate (``decide``/``evolve``): every FORMAT.md error code in a situation built
-through commands, FORMAT.md's precedence, the blind nil pass, the two-player draw, looking,
+"""The game aggregate (``decide``/``evolve``): every docs/rules.md error code in a situation built
+through commands, docs/rules.md's precedence, the blind nil pass, the two-player draw, looking,
 the rotation of the deal and the end of the game."""
 
 from __future__ import annotations

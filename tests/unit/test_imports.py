@@ -93,17 +93,19 @@ def test_contracts_never_import_services() -> None:
 # (and its own modules) may import it. Everything several services share lives in the shared
 # packages, which never import a service.
 SERVICES = frozenset(
-    {"engine", "projections", "webhooks", "gateway", "timers", "backup", "archive"}
+    {"engine", "projections", "webhooks", "gateway", "timers", "backup", "archive", "witness"}
 )
 """Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
-timers) or a tool the CLI drives (backup, archive)."""
-SHARED = frozenset({"runtime", "store", "audit", "client", "bots"})
+timers, and a witness of the audit logs, run by another party) or a tool the CLI drives (backup,
+archive)."""
+SHARED = frozenset({"transparency", "runtime", "store", "audit", "client", "bots"})
 """Libraries several services and the CLI use: process plumbing and the event streams
 (runtime), the read-model database (store), audit by replay (audit), the HTTP client (client),
 the bots' strategies (bots: the engine's stand-in for a seat whose clock ran out plays with them,
-and their runner plays games through the client)."""
+and their runner plays games through the client), and the audit log's hashing, proofs and signed
+notes (transparency: pure, of the specifications, used by the log, its readers and witnesses)."""
 RUNNER = "cli"
-SHARED_ORDER = ("runtime", "store", "audit", "client", "bots")
+SHARED_ORDER = ("transparency", "runtime", "store", "audit", "client", "bots")
 """Shared packages below in this order import only those before them (and contracts, domain)."""
 
 

@@ -1,8 +1,9 @@
-"""Random legal games, for every preset and a spread of rule overrides, checked against FORMAT.md.
+"""Random legal games, for every preset and a spread of rule overrides, checked against
+docs/rules.md.
 
 Each game is driven through ``decide``/``evolve`` with choices taken from ``legal_actions``. The
 checks are independent of the engine where they can be: which seat wins a trick, which cards and
-bids are legal, the score of a hand and the end of the game are recomputed here from FORMAT.md;
+bids are legal, the score of a hand and the end of the game are recomputed here from docs/rules.md;
 what each seat may see is tracked from what happened at the table.
 """
 
@@ -134,7 +135,7 @@ def rule_sets(draw: st.DrawFn, preset: str) -> dict[str, Any]:
 
 @st.composite
 def packs(draw: st.DrawFn, base: Rules) -> dict[str, Any]:
-    """A pack that divides evenly among ``base``'s players (FORMAT.md's table and ``002``'s
+    """A pack that divides evenly among ``base``'s players (docs/rules.md's table and ``002``'s
     paragraphs on jokers and six players, and more), every option of the pack given."""
     order = draw(st.sampled_from(TRUMP_ORDERS))
 
@@ -174,11 +175,11 @@ def packs(draw: st.DrawFn, base: Rules) -> dict[str, Any]:
     return chosen
 
 
-# --------------------------------------------------------------------------- FORMAT.md, again
+# --------------------------------------------------------------------------- docs/rules.md, again
 
 
 class Reference:
-    """The card order and legality of a rule set, as FORMAT.md states them."""
+    """The card order and legality of a rule set, as docs/rules.md states them."""
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
@@ -309,7 +310,7 @@ class Reference:
         bags: Sequence[int],
         reneged: set[int],
     ) -> tuple[list[int], list[int], list[int]]:
-        """FORMAT.md, "Scoring a hand": points, scores and bags per unit."""
+        """docs/rules.md, "Scoring a hand": points, scores and bags per unit."""
         rules = self.rules
         hand_size = rules.tricks_per_hand
         points_out, scores_out, bags_out = [], [], []
@@ -463,7 +464,7 @@ class Watch:
 
 
 def first_leader(rules: Rules, state: Game, dealer: int) -> tuple[int, str | None]:
-    """Who leads the hand, and the card that must open it (FORMAT.md, ``first_lead``)."""
+    """Who leads the hand, and the card that must open it (docs/rules.md, ``first_lead``)."""
     players = rules.players
     if rules.first_lead == "dealer":
         return dealer, None
@@ -519,7 +520,7 @@ class Game_:
             if before is not None:
                 self.observe(before, event)
         if any(isinstance(event, HandScored) for event in events):
-            # The end of the game is checked after the whole hand (FORMAT.md).
+            # The end of the game is checked after the whole hand (docs/rules.md).
             ended = [event for event in events if isinstance(event, GameEnded)]
             assert [event.winners for event in ended] == (
                 [self.watch.ends] if self.watch.ends else []
@@ -639,7 +640,7 @@ class Game_:
         assert sum(event.tricks) == hand_size
         assert list(event.bids) == watch.bids
         assert set(event.reneged) == watch.reneged
-        # The score, from FORMAT.md, and from the engine's own scorer.
+        # The score, from docs/rules.md, and from the engine's own scorer.
         points, scores, bags = ref.score(
             event.bids, event.tricks, before.scores, before.bags, watch.reneged
         )

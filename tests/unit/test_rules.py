@@ -1,4 +1,5 @@
-"""Rule sets (FORMAT.md, "Rules options" and "Presets"): resolved in full, refused at creation."""
+"""Rule sets (docs/rules.md, "Rules options" and "Presets"): resolved in full, refused at
+creation."""
 
 from __future__ import annotations
 

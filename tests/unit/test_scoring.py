@@ -1,5 +1,5 @@
-"""Scoring a hand (FORMAT.md, "Scoring a hand"): every option, its edge cases, and the lines that
-name the rule behind each step. Expected values are worked out by hand from FORMAT.md."""
+"""Scoring a hand (docs/rules.md, "Scoring a hand"): every option, its edge cases, and the lines
+that name the rule behind each step. Expected values are worked out by hand from docs/rules.md."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_a_contract_of_ten_with_a_nil_partner_is_the_partner_s_bid_alone() -> No
 
 
 def test_ten_for_two_hundred_and_nil_lines_follow_format_order() -> None:
-    """FORMAT.md: contract points, nil results, special bids, bonuses, bag penalty."""
+    """docs/rules.md: contract points, nil results, special bids, bonuses, bag penalty."""
     result = score(rules_of(ten_for_two_hundred=True), [10, 1, "nil", 1], [10, 1, 0, 2])
     assert rules_for(result, 0) == ["nil_value", "ten_for_two_hundred"]
 

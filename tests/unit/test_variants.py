@@ -1,4 +1,4 @@
-"""Seed 002's variations in the domain (FORMAT.md): two decks and six players, the dealer's
+"""Seed 002's variations in the domain (docs/rules.md): two decks and six players, the dealer's
 discard, blind bids, blind Boston and a first hand without bidding; what each seat sees of
 them, and the records and score lines they leave."""
 

@@ -95,7 +95,7 @@ async def event_stream(
         services.metrics.streams.inc()
         try:
             async for frame in frames(
-                services.js, services.stream, start, reader, services.keep_alive_s, revoked
+                services.connection, services.stream, start, reader, services.keep_alive_s, revoked
             ):
                 yield frame
         finally:

@@ -1,5 +1,5 @@
 """Webhooks: a platform registers endpoints, lists and deletes them, reads their deliveries and
-has them sent again (API.md, "Webhooks"; the worker that delivers is :mod:`services.webhooks`).
+has them sent again (docs/api.md, "Webhooks"; the worker that delivers is :mod:`services.webhooks`).
 
 Every route is the platform's: with platform keys configured it needs one, and another
 platform's endpoint is answered exactly as an unknown one (404 `webhook_not_found`). Without

@@ -1,4 +1,4 @@
-// The HTTP API of API.md, as the pages use it: JSON reads, actions, and the event stream.
+// The HTTP API of docs/api.md, as the pages use it: JSON reads, actions, and the event stream.
 // A seat's token is sent only as `Authorization: Bearer`; it never goes into a URL.
 
 /** A refusal: the RFC 9457 problem the server answered, or a transport failure. */

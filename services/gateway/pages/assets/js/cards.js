@@ -1,4 +1,4 @@
-// Cards as FORMAT.md writes them ("QH", "TS", "BJ"), in words and in order.
+// Cards as docs/rules.md writes them ("QH", "TS", "BJ"), in words and in order.
 import { h } from "./dom.js";
 
 const RANKS = "23456789TJQKA";
