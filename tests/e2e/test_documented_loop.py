@@ -1,7 +1,7 @@
-"""The README's loop at full speed, against ``spades up`` with the default rate limits: a client
-that asks for the view of the seat the last answer named (``next``), sends one of its ``legal``
-actions and goes on with the next one plays whole games without a single 429, and it asks
-nothing beyond the view and the action (the README, "A hand with curl" and "Limits")."""
+"""The documented loop at full speed (docs/tour.md, "Finish the hand"; docs/api.md, "Limits"),
+against ``spades up`` with the default rate limits: a client that asks for the view of the seat
+the last answer named (``next``), sends one of its ``legal`` actions and goes on with the next
+plays whole games without a single 429, and asks nothing beyond the view and the action."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ MAX_ACTIONS = 3000
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """``make run``'s server: no platform keys, the default rate limits."""
-    running = Stack(tmp_path_factory.mktemp("readme-loop"), rate_limit=None)
+    running = Stack(tmp_path_factory.mktemp("documented-loop"), rate_limit=None)
     running.start()
     yield running
     status, left = running.terminate()
@@ -34,7 +34,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def _move(view: dict[str, Any], chance: random.Random) -> dict[str, Any]:
-    """The README's choice, one of the legal actions that is not a look (at random: always the
+    """The tour's choice, one of the legal actions that is not a look (at random: always the
     first may tie hand after hand); a pass or a discard due names that many cards of the seat's
     hand."""
     move: dict[str, Any] = chance.choice([a for a in view["legal"] if a["type"] != "look"])
@@ -43,7 +43,7 @@ def _move(view: dict[str, Any], chance: random.Random) -> dict[str, Any]:
     return move
 
 
-async def _play_the_readme_loop(http: httpx.AsyncClient, rules: dict[str, Any]) -> Counter[str]:
+async def _play_the_documented_loop(http: httpx.AsyncClient, rules: dict[str, Any]) -> Counter[str]:
     """Create, sit, then view and act until ``next`` is null; the requests by kind."""
     asked: Counter[str] = Counter()
     chance = random.Random(str(rules))
@@ -77,17 +77,17 @@ async def _play_the_readme_loop(http: httpx.AsyncClient, rules: dict[str, Any]) 
 @pytest.mark.parametrize(
     "rules",
     [
-        {"preset": "partnership", "max_hands": 1},  # the README's own game
+        {"preset": "partnership", "max_hands": 1},  # the tour's own game
         {"preset": "two-player", "max_hands": 3},  # a seat acts every other move: its fastest
     ],
     ids=["partnership", "two-player"],
 )
-async def test_the_readme_loop_plays_a_whole_game_at_full_speed_without_a_429(
+async def test_the_documented_loop_plays_a_whole_game_at_full_speed_without_a_429(
     stack: Stack, rules: dict[str, Any]
 ) -> None:
     async with httpx.AsyncClient(base_url=stack.base_url, timeout=30) as http:
         started = time.monotonic()
-        asked = await _play_the_readme_loop(http, rules)
+        asked = await _play_the_documented_loop(http, rules)
         took = time.monotonic() - started
     actions = asked["act"]
     print(f"\n{rules['preset']}: {actions} actions in {took:.2f} s, {dict(asked)}")
