@@ -1,7 +1,7 @@
 """The boards of a duplicate event: dealt from seeds committed before the event, revealed after.
 
 Board ``k`` (from 1) of an event is dealt from its own secret seed, exactly as the engine deals
-a hand from a hand's seed (:mod:`domain.dealing`): ``shuffle(seed, entropies, k, pack)``, the
+a hand from a hand's seed (:mod:`domain.shuffle`): ``shuffle(seed, entropies, k, pack)``, the
 entropies being the event's (the same at every table, or the tables would hold different
 cards), and ``deal_out`` from the board's dealer, seat ``(k - 1) % players`` (the dealer turns
 board by board, as bridge boards do).
@@ -36,9 +36,9 @@ from collections.abc import Sequence
 import msgspec
 
 from domain.cards import Card
-from domain.dealing import commitment, deal_out, shuffle
 from domain.events import HandDealt
 from domain.rules import Rules
+from domain.shuffle import commitment, deal_out, shuffle
 
 MAX_BOARDS = 10_000
 

@@ -30,6 +30,7 @@ from services.gateway.limits import (
     DEFAULT_STREAMS,
     DEFAULT_WAITS,
     Identify,
+    Progress,
     RateLimit,
     Slots,
     caller_of,
@@ -38,7 +39,7 @@ from services.gateway.limits import (
 )
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
-from services.gateway.read_models import ProjectionReadModels
+from services.gateway.projection_queries import ProjectionReadModels
 from services.gateway.routes import (
     actions,
     audit,
@@ -228,7 +229,7 @@ def create_app(
     app.add_middleware(FastPath)  # innermost: a seat's view and actions, past the router
     app.add_middleware(JsonText)  # reads the body the limit lets through
     app.add_middleware(BodyLimit)
-    app.add_middleware(RateLimit, rates=rates, identify=_identify(app))
+    app.add_middleware(RateLimit, rates=rates, identify=_identify(app), progress=_progress(app))
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: sees every answer
     return app
 
@@ -251,3 +252,15 @@ def _identify(app: FastAPI) -> Identify:
         lambda: gateway.seat_tokens if (gateway := running()) else None,
         revoked,
     )
+
+
+def _progress(app: FastAPI) -> Progress:
+    """A seat's game version as this gateway holds it (without reading), for the seat's bucket
+    to earn its game's pace."""
+
+    def progress(seat_caller: str) -> int | None:
+        gateway: Gateway | None = getattr(app.state, "gateway", None)
+        held = gateway.games.peek(seat_caller.partition(":")[0]) if gateway else None
+        return held.version if held is not None and held.state is not None else None
+
+    return progress

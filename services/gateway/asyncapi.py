@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
+import msgspec
+
 from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
+from services.gateway.feed import StreamEnd
 from services.gateway.openapi import SERVERS, reached_from, refs_of
 
 STREAM_PATH = "/v1/games/{game_id}/events/stream"
@@ -27,8 +30,10 @@ nothing for a public game). Frames, in order:
 - then each event as it is committed, `event:` its type, `id:` its version (1 for the game's
   first), its `data` as `GET .../events` shows it to the same reader (another seat's cards are
   never in it);
-- in a game with a clock, a `clock` frame after each commit, with no `id` (a client resumes by
-  its events, not by clock frames);
+- in a game with a clock, a `clock` frame after each commit, with `id:` the commit's last
+  version (the id of the event frame just before it);
+- `end`, last: `{"reason", "version"}`, why the stream ends (`game_over`, `token_expired`,
+  `token_revoked`), with `id:` the last version sent; the server then closes the stream;
 - a `: keep-alive` comment when nothing else was sent for a while.
 
 Ids: a client that reconnects with `Last-Event-ID: N` (the last id it saw) gets every event
@@ -37,8 +42,10 @@ reached, or one that is not a version, gets a fresh `state` first.
 
 The end: a seat's stream ends when its token expires (at that second) or is revoked (right
 after the `seat_token_reissued` event that revokes it); every stream ends once the game has
-ended (after its `game_ended` event) and when the server stops. A client that did not see
-`game_ended` reconnects with `Last-Event-ID`."""
+ended (after its `game_ended` event), each with an `end` frame, and when the server stops
+(without one). A client that got `end` does not reconnect; one that did not reconnects with
+`Last-Event-ID`. A reconnection after a finished game's last version is answered
+`204 No Content`, which stops an `EventSource`."""
 
 WEBHOOKS = """\
 `POST` to each endpoint a platform registered (`POST /v1/webhooks`) for the event types it
@@ -100,9 +107,16 @@ def _stream_messages(events: dict[str, str]) -> dict[str, Any]:
         "clock": _message(
             "clock",
             "clock",
-            "A clocked game's clock after a commit (no `id`): each seat's bank, whether it is "
-            "away, the deadline of the seat on turn.",
+            "A clocked game's clock after a commit (`id:` the commit's last version): each "
+            "seat's bank, whether it is away, the deadline of the seat on turn.",
             _ref("ClockState"),
+        ),
+        "end": _message(
+            "end",
+            "end",
+            "The last frame (`id:` the last version sent): why the stream ends; the server "
+            "closes it after this.",
+            msgspec.json.schema(StreamEnd)["$defs"]["StreamEnd"],
         ),
     }
     for kind in get_args(AnyEvent):

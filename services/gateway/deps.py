@@ -40,7 +40,7 @@ from services.gateway.embedding import FrameOrigins
 from services.gateway.league_census import LeagueCensus
 from services.gateway.limits import DEFAULT_STREAMS, DEFAULT_WAITS, Slots, address_of, parse_caps
 from services.gateway.problems import ProblemError
-from services.gateway.read_models import ReadModels
+from services.gateway.projection_queries import ReadModels
 from services.gateway.telemetry import Metrics
 from services.runtime.aggregate_cache import AggregateCache, Loaded
 from services.runtime.game_cache import GameCache, LoadedGame

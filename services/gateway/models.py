@@ -379,6 +379,26 @@ class Events(BaseModel):
     events: list[EventRecord]
 
 
+class NextTurn(BaseModel):
+    """Who acts next: the seat and what it must send (the domain's ``NextTurn``)."""
+
+    seat: int = Field(description="The seat whose token acts next.")
+    must: Phase = Field(
+        description="The action it must send: `bid` (a `look` may come first), `play`, `pass`, "
+        "`discard` or `draw`. While passes are due, the first seat that owes one."
+    )
+
+
+class Acted(Events):
+    """An action's answer: the events it caused as the acting seat sees them, and who acts
+    next, so that a client needs no other request to know whose turn it is."""
+
+    next: NextTurn | None = Field(
+        description="Who acts next once these events are applied (or later, if the game "
+        "moved on before the answer was sent); null when no one does: the game is over."
+    )
+
+
 # --------------------------------------------------------------------------- records
 
 

@@ -26,6 +26,7 @@ from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
 from domain.views import ClockView, SeatInfo, TrickCard
+from services.gateway.feed import StreamEnd
 from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
 
@@ -76,14 +77,15 @@ def _event_types() -> list[str]:
 
 
 def _sse_event(
-    name: dict[str, Any], data: dict[str, Any], what: str, *, versioned: bool = True
+    name: dict[str, Any], data: dict[str, Any], what: str, id_is: str = "Its version."
 ) -> dict[str, Any]:
-    frame: dict[str, Any] = {
+    return {
         "type": "object",
         "description": what,
-        "required": ["event", "data", "id"] if versioned else ["event", "data"],
+        "required": ["event", "data", "id"],
         "properties": {
             "event": name,
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": id_is},
             "data": {
                 "type": "string",
                 "contentMediaType": "application/json",
@@ -91,21 +93,14 @@ def _sse_event(
             },
         },
     }
-    if versioned:
-        frame["properties"]["id"] = {
-            "type": "string",
-            "pattern": "^[0-9]+$",
-            "description": "Its version.",
-        }
-    return frame
 
 
 def event_stream_schema() -> dict[str, Any]:
     """Each server-sent event of a game's stream (OpenAPI 3.1: the schema of one event, its
     ``data`` JSON typed by ``contentSchema``): first ``state``, the public state or the seat's
     view, then each event, named by its type, as ``GET .../events`` shows it to the reader, and
-    in a game with a clock a ``clock`` after each commit (no ``id``: a client resumes by its
-    events). The same frames, with the stream's id rules and its end, are in ``asyncapi.json``."""
+    in a game with a clock a ``clock`` after each commit (its id the commit's last version), and
+    last an ``end``. The same frames, with the stream's id rules, are in ``asyncapi.json``."""
     state = {
         "anyOf": [
             {"$ref": "#/components/schemas/SeatView"},
@@ -125,10 +120,22 @@ def event_stream_schema() -> dict[str, Any]:
                 {"$ref": "#/components/schemas/ClockState"},
                 "A clocked game's clock after a commit: each seat's bank, whether it is away, "
                 "the deadline of the seat on turn.",
-                versioned=False,
+                "The commit's last version: the id of the event just before it, so that "
+                "`Last-Event-ID` resumes exactly.",
+            ),
+            _sse_event(
+                {"const": "end"},
+                _STREAM_END,
+                "The last frame: the server closes the stream after it, and a client should "
+                "not reconnect.",
+                "The last version sent.",
             ),
         ]
     }
+
+
+_STREAM_END: dict[str, Any] = msgspec.json.schema(StreamEnd)["$defs"]["StreamEnd"]
+"""The ``end`` frame's data, from the struct the stream encodes."""
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:

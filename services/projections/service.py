@@ -27,7 +27,7 @@ from nats.aio.client import Client
 
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
 from services.projections.model import ReadModel
-from services.projections.read_models import READ_MODELS, read_models, seal_hands
+from services.projections.registry import READ_MODELS, read_models, seal_hands
 from services.projections.worker import (
     BATCH_SIZE,
     DEFAULT_RETRY,

@@ -33,13 +33,13 @@ from contracts.wire import CreateGameRequest, TakeSeatRequest
 from domain import events, records, views
 from domain.clock import Clock
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.game import decide, fold
 from domain.rules import Rules
+from domain.shuffle import SeededDeal
 from services.audit import report
 from services.audit.history import Problem
 from services.client.models import HandScoreLine, ScoredHandRecord
-from services.gateway import models, read_models
+from services.gateway import models, projection_queries
 from services.gateway.app import create_app
 from services.gateway.auth import SeatTokens
 from services.runtime.nats_server import EmbeddedNats
@@ -134,10 +134,10 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.Pass, records.Pass),
     (models.Trick, records.Trick),
     (models.Played, records.Played),
-    (models.Scoreboard, read_models.Scoreboard),
-    (models.HandScore, read_models.HandScore),
-    (models.GameSummary, read_models.GameSummary),
-    (models.GameList, read_models.GamePage),
+    (models.Scoreboard, projection_queries.Scoreboard),
+    (models.HandScore, projection_queries.HandScore),
+    (models.GameSummary, projection_queries.GameSummary),
+    (models.GameList, projection_queries.GamePage),
     (models.Audit, report.AuditReport),
     (models.HandAudit, report.HandReport),
     (models.AuditProblem, Problem),

@@ -21,10 +21,10 @@ from domain.boards import (
     commit,
 )
 from domain.commands import CreateGame, TakeSeat
-from domain.deal import deal_hand, entropies_of
-from domain.dealing import SeededDeal, entropy_bytes
+from domain.deal_phase import deal_hand, entropies_of
 from domain.game import decide, fold
 from domain.rules import resolve_rules
+from domain.shuffle import SeededDeal, entropy_bytes
 from domain.state import Game
 from services.transparency.merkle import MerkleTree, verify_inclusion
 

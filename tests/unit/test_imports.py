@@ -175,7 +175,7 @@ def test_the_layering_rule_names_each_crossing() -> None:
         ("gateway/deps.py", "gateway", "from services.store.database import Store\n"),
         ("webhooks/x.py", "webhooks", "def f():\n    import services.engine.client\n"),
         ("cli/serve.py", "cli", "from services.engine import service\n"),
-        ("store/lag.py", "store", "from services.projections.read_models import READ_MODELS\n"),
+        ("store/lag.py", "store", "from services.projections.registry import READ_MODELS\n"),
         ("runtime/x.py", "runtime", "from services.store import database\n"),
         ("audit/x.py", "audit", "from services.runtime.game_stream import GameStream\n"),
     ]
