@@ -29,6 +29,7 @@ from spades_client.api.hands import get_hand, list_hands, scoreboard
 from spades_client.api.seats import reissue_token, take_seat
 from spades_client.api.service import health, readiness
 from spades_client.models import (
+    Acted,
     Audit,
     BackAction,
     BidAction,
@@ -230,10 +231,11 @@ def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dic
                         idempotency_key=f"{game_id}-{moves}",
                     )
                 ),
-                EventPage,
+                Acted,
                 "act",
             )
             assert answer.events, f"{action} caused no event"
+            assert answer.next_ is None or 0 <= answer.next_.seat < len(seats), answer.next_
             sent[action.type_] = sent.get(action.type_, 0) + 1
             moves += 1
 
