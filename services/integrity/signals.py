@@ -18,6 +18,9 @@ seat does with it is weighed by what the trick means to the opponent winning it:
 
 Each compares how often A does that to B, and B to A, with how often each does it to everyone
 else: a player's own style (cautious, bag-averse) cancels out, what is left is the pair.
+``sets`` (who sets whom) points one way: of the hands where A could take tricks V needed, how
+often A took one and V ended set, against A's same rate towards everyone else; a victim singled
+out shows there.
 
 Two more signals read scores and seats: ``shared_table_lift`` (the pair's points at the tables
 they share, above what each scores at tables without the other: their own rating, read from
@@ -47,7 +50,7 @@ from services.integrity.significance import (
 )
 
 Signal = Literal[
-    "free_sets_declined", "bags_fed", "nils_covered", "shared_table_lift", "co_seating"
+    "sets", "free_sets_declined", "bags_fed", "nils_covered", "shared_table_lift", "co_seating"
 ]
 Moment = Literal["set", "bag", "nil"]
 """What a trick meant to the opponent winning it: it still needed tricks, it had made its
@@ -114,6 +117,8 @@ class Chance:
     moment: Moment
     took: bool
     where: HandRef
+    target_set: bool = False
+    """Whether the target's side ended the hand short of its contract."""
 
 
 # ----------------------------------------------------------------------------- chances
@@ -140,6 +145,9 @@ def chances_to_take(hand: SeatedHand) -> list[Chance]:
                     )
             held[seat][card] -= 1
         taken[trick.winner] += 1
+    for chance in found:
+        seat = hand.players.index(chance.target)
+        chance.target_set = _moment(table, record, taken, seat) == "set"
     return found
 
 
@@ -190,7 +198,12 @@ def pair_signals(hands: Iterable[SeatedHand], fdr: float = FDR) -> list[PairSign
     adjusted over them all and flagged at ``fdr``."""
     hands = list(hands)
     chances = [chance for hand in hands for chance in chances_to_take(hand)]
-    signals = card_signals(chances) + shared_table_lift(hands) + co_seating(hands)
+    signals = (
+        who_sets_whom(chances)
+        + card_signals(chances)
+        + shared_table_lift(hands)
+        + co_seating(hands)
+    )
     adjusted = benjamini_hochberg([signal.p_value for signal in signals])
     return [
         msgspec.structs.replace(
@@ -204,8 +217,8 @@ def pair_signals(hands: Iterable[SeatedHand], fdr: float = FDR) -> list[PairSign
 
 
 def flagged_pairs(signals: Iterable[PairSignal]) -> set[tuple[str, str]]:
-    """The pairs with at least one flagged signal."""
-    return {signal.players for signal in signals if signal.flagged}
+    """The pairs with at least one flagged signal (in name order, whichever way it points)."""
+    return {_pair(*signal.players) for signal in signals if signal.flagged}
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:
@@ -245,6 +258,32 @@ def card_signals(chances: Sequence[Chance]) -> list[PairSignal]:
             others_acts = sum(by_actor[p].acts - towards[(p, q)].acts for p, q in ((a, b), (b, a)))
             others = sum(by_actor[p].chances - towards[(p, q)].chances for p, q in ((a, b), (b, a)))
             signals.append(_rates(signal, (a, b), tally, others_acts, others))
+    return signals
+
+
+def who_sets_whom(chances: Sequence[Chance]) -> list[PairSignal]:
+    """Per setter and victim (in that order): of the hands in which A could take a trick from
+    V while V still needed it, the share in which A took one and V ended set, against the same
+    share of A towards everyone else (Fisher's exact test, one-sided). It points at a victim:
+    the pair it names is the setter and the set, not two allies."""
+    hands: dict[tuple[str, str], dict[HandRef, bool]] = defaultdict(dict)
+    for chance in chances:
+        if chance.moment == "set":
+            seen = hands[(chance.actor, chance.target)]
+            seen[chance.where] = seen.get(chance.where, False) or (
+                chance.took and chance.target_set
+            )
+    signals: list[PairSignal] = []
+    for (actor, target), outcome in sorted(hands.items()):
+        within = _Tally(
+            acts=sum(outcome.values()),
+            chances=len(outcome),
+            evidence=[where for where, set_ in outcome.items() if set_],
+        )
+        others = [seen for (a, t), seen in hands.items() if a == actor and t != target]
+        acts = sum(sum(seen.values()) for seen in others)
+        count = sum(len(seen) for seen in others)
+        signals.append(_rates("sets", (actor, target), within, acts, count))
     return signals
 
 

@@ -25,6 +25,7 @@ from services.integrity.signals import (
     flagged_pairs,
     pair_signals,
     shared_table_lift,
+    who_sets_whom,
 )
 from services.integrity.significance import (
     benjamini_hochberg,
@@ -122,8 +123,9 @@ def test_a_chance_to_take_is_a_legal_card_that_beats_an_opponents_winning_card()
     )
     where = HandRef("g", 1)
     assert chances_to_take(seated(hand)) == [
-        Chance("b", "a", "set", False, where),  # b held the KH and let a's 5H stand
-        Chance("c", "a", "set", True, where),
+        # b held the KH and let a's 5H stand; a, bidding one, took none: it ended set
+        Chance("b", "a", "set", False, where, target_set=True),
+        Chance("c", "a", "set", True, where, target_set=True),
         # c had made its one trick: the 4H it led is a bag to it; a, void, has no trump
         Chance("b", "c", "bag", True, where),
     ]
@@ -236,3 +238,23 @@ def test_a_pair_playing_as_partners_is_flagged_and_an_honest_table_is_not() -> N
     assert all(s.evidence for s in flagged)
     honest = pair_signals(play_league(3, 60, seed=7, strength=None))
     assert flagged_pairs(honest) == set()
+
+
+def test_who_sets_whom_counts_hands_where_the_setter_took_and_the_victim_fell_short() -> None:
+    hand = record(
+        hands=[["KH", "2C"], ["AH", "3C"], ["4H", "5C"]],
+        bids=[2, 1, 1],
+        tricks=[(0, ["KH", "AH", "4H"]), (1, ["3C", "5C", "2C"])],
+    )
+    found = chances_to_take(seated(hand))
+    # b took a's KH with the AH and a, bidding two, took none: a was set, by b among others
+    assert [(c.actor, c.target, c.took, c.target_set) for c in found] == [
+        ("b", "a", True, True),
+        ("c", "b", True, False),
+    ]
+    victim = [Chance("a", "c", "set", True, HandRef("v", k), target_set=True) for k in range(8)]
+    others = [Chance("a", "b", "set", k < 1, HandRef("o", k), target_set=True) for k in range(8)]
+    sets = {s.players: s for s in who_sets_whom(victim + others)}
+    assert (sets[("a", "c")].observed, sets[("a", "c")].expected) == (1.0, 0.125)
+    assert sets[("a", "c")].p_value == pytest.approx(fisher_greater(8, 0, 1, 7))
+    assert sets[("a", "b")].p_value > 0.5
