@@ -188,21 +188,28 @@ class CheckpointFigures(msgspec.Struct, frozen=True):
     honest_flagged: int
     signals: dict[str, int]
     """How many colluding pairs each signal flagged."""
+    honest_signals: dict[str, int]
+    """How many honest pairs each signal flagged."""
 
 
 def checkpoints(
     hands: Sequence[SeatedHand], size: int, strength: float | None, fdr: float
 ) -> list[tuple[int, set[tuple[str, str]], dict[str, int]]]:
-    """(Hands each, the pairs flagged, which signals flagged the colluders) at each
-    checkpoint, reading the league's first hands only."""
+    """(Hands each, the pairs flagged, how many flags each signal raised on the colluders and
+    on honest pairs, as ``colluders:NAME`` and ``honest:NAME``) at each checkpoint, reading the
+    league's first hands only."""
     seats = resolve_rules({"preset": PRESET}).players
     found: list[tuple[int, set[tuple[str, str]], dict[str, int]]] = []
     for hands_each in CHECKPOINTS:
         upto = hands[: hands_each * size // seats]
         signals = pair_signals(upto, fdr)
-        caught: dict[str, int] = {
-            s.signal: 1 for s in signals if s.flagged and s.players == COLLUDERS and strength
-        }
+        caught: dict[str, int] = {}
+        for signal in signals:
+            if signal.flagged:
+                ours = tuple(sorted(signal.players)) == COLLUDERS
+                side = "colluders" if strength and ours else "honest"
+                key = f"{side}:{signal.signal}"
+                caught[key] = caught.get(key, 0) + 1
         found.append((hands_each, flagged_pairs(signals), caught))
     return found
 
@@ -213,6 +220,7 @@ class _Tally:
     honest_pairs: int = 0
     honest_flagged: int = 0
     signals: dict[str, int] = field(default_factory=dict)
+    honest_signals: dict[str, int] = field(default_factory=dict)
 
 
 def run(
@@ -243,8 +251,10 @@ def run(
                     tally.colluding_flagged += COLLUDERS in flagged
                     tally.honest_pairs += pairs - 1
                     tally.honest_flagged += len(flagged - {COLLUDERS})
-                for signal in caught:
-                    tally.signals[signal] = tally.signals.get(signal, 0) + 1
+                for key, count in caught.items():
+                    side, signal = key.split(":")
+                    kept = tally.signals if side == "colluders" else tally.honest_signals
+                    kept[signal] = kept.get(signal, 0) + count
             if progress is not None:
                 progress(
                     f"strength {strength}, seed {seed}: {len(hands)} hands"
@@ -259,6 +269,7 @@ def run(
                 honest_pairs=tally.honest_pairs,
                 honest_flagged=tally.honest_flagged,
                 signals=tally.signals,
+                honest_signals=tally.honest_signals,
             )
             for hands_each, tally in tallies.items()
         ]

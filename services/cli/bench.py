@@ -680,18 +680,25 @@ def integrity(
         typer.echo(msgspec.json.encode(figures).decode())
         return
     table = Table(title=f"integrity: leagues of {players} bots, flagged at FDR {fdr:g}")
-    for column in ("league", "hands each", "colluders flagged", "honest pairs flagged", "by"):
-        table.add_column(column, justify="left" if column in ("league", "by") else "right")
+    for column in ("league", "hands", "colluders flagged", "honest flagged", "by", "honest by"):
+        table.add_column(
+            column, justify="left" if "by" in column or column == "league" else "right"
+        )
     for row in figures:
-        kind = "honest" if row.strength is None else f"colluding {row.strength:.0%} of hands"
+        kind = "honest" if row.strength is None else f"colluding {row.strength:.0%}"
         caught = "-" if row.strength is None else f"{row.colluding_flagged}/{row.leagues}"
         share = row.honest_flagged / row.honest_pairs if row.honest_pairs else 0.0
-        by = ", ".join(f"{name} {count}" for name, count in sorted(row.signals.items()))
         table.add_row(
             kind,
             str(row.hands_each),
             caught,
             f"{row.honest_flagged}/{row.honest_pairs} ({share:.1%})",
-            by,
+            _counts(row.signals),
+            _counts(row.honest_signals),
         )
-    Console().print(table)
+    Console(width=160).print(table)
+    typer.echo("colluding N%: the pair plays as partners on N% of its hands; by: flags per signal")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))

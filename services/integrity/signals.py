@@ -10,9 +10,11 @@ The card signals rest on one kind of moment, a **chance to take**: a trick in wh
 opponent's card is winning, and the seat to play holds a legal card that beats it. What the
 seat does with it is weighed by what the trick means to the opponent winning it:
 
-- ``free_sets_declined``: the opponent still needs tricks for its contract, and the seat lets it
-  have this one (a trick that could have helped set it);
-- ``bags_fed``: the opponent has made its contract, and the seat lets it take one more (a bag);
+- ``free_sets_declined``: the opponent still needs tricks for its contract, and the seat, which
+  needs tricks too, lets it have this one (a trick that was the seat's own gain and could have
+  helped set the opponent);
+- ``bags_fed``: the opponent has made its contract, and the seat, which still needs tricks,
+  lets it take one more (a bag, given at the seat's own cost);
 - ``nils_covered``: the opponent bid nil and has taken nothing yet, and the seat plays over it
   (saving the nil an opponent should break).
 
@@ -56,13 +58,15 @@ Moment = Literal["set", "bag", "nil"]
 """What a trick meant to the opponent winning it: it still needed tricks, it had made its
 contract, or it was on a live nil."""
 
-CARD_SIGNALS: dict[Signal, tuple[Moment, bool]] = {
-    "free_sets_declined": ("set", False),
-    "bags_fed": ("bag", False),
-    "nils_covered": ("nil", True),
+CARD_SIGNALS: dict[Signal, tuple[Moment, bool, bool]] = {
+    "free_sets_declined": ("set", True, False),
+    "bags_fed": ("bag", True, False),
+    "nils_covered": ("nil", False, True),
 }
-"""Per card signal: the moment it reads, and whether the suspect act is taking (else letting
-the trick go)."""
+"""Per card signal: the moment it reads, whether it reads only the chances at which the actor
+itself still needed tricks, and whether the suspect act is taking (else letting the trick go).
+Letting a trick go is ordinary play once one's own contract is made (bags cost points): only
+while the actor still needs tricks is it a gift, and there honest play rarely makes it."""
 
 FDR = 0.01
 """The false discovery rate a signal is flagged at, over every pair and signal of a league."""
@@ -119,6 +123,8 @@ class Chance:
     where: HandRef
     target_set: bool = False
     """Whether the target's side ended the hand short of its contract."""
+    actor_short: bool = False
+    """Whether the actor's own side still needed tricks for its contract at the time."""
 
 
 # ----------------------------------------------------------------------------- chances
@@ -140,8 +146,16 @@ def chances_to_take(hand: SeatedHand) -> list[Chance]:
                 beaters = _beaters(table, held[seat], cards[0][1], winning)
                 if table.unit_of[winner] != table.unit_of[seat] and beaters and moment:
                     took = table.beats(card, winning)
+                    short = _moment(table, record, taken, seat) == "set"
                     found.append(
-                        Chance(hand.players[seat], hand.players[winner], moment, took, where)
+                        Chance(
+                            hand.players[seat],
+                            hand.players[winner],
+                            moment,
+                            took,
+                            where,
+                            actor_short=short,
+                        )
                     )
             held[seat][card] -= 1
         taken[trick.winner] += 1
@@ -237,12 +251,12 @@ def card_signals(chances: Sequence[Chance]) -> list[PairSignal]:
     acts towards each other against their suspect acts towards everyone else (Fisher's exact
     test, one-sided: more often within the pair)."""
     signals: list[PairSignal] = []
-    for signal, (moment, suspect) in CARD_SIGNALS.items():
+    for signal, (moment, when_short, suspect) in CARD_SIGNALS.items():
         between: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
         by_actor: dict[str, _Tally] = defaultdict(_Tally)
         towards: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
         for chance in chances:
-            if chance.moment != moment:
+            if chance.moment != moment or (when_short and not chance.actor_short):
                 continue
             act = chance.took == suspect
             for tally in (

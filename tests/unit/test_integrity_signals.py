@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from benchmarks.integrity import COLLUDERS, play_league
+from benchmarks.integrity import COLLUDERS, allied_table, play_league
 from domain.bids import Bid
 from domain.cards import Card
 from domain.records import Deal, HandRecord, Played, Trick
@@ -124,10 +124,10 @@ def test_a_chance_to_take_is_a_legal_card_that_beats_an_opponents_winning_card()
     where = HandRef("g", 1)
     assert chances_to_take(seated(hand)) == [
         # b held the KH and let a's 5H stand; a, bidding one, took none: it ended set
-        Chance("b", "a", "set", False, where, target_set=True),
-        Chance("c", "a", "set", True, where, target_set=True),
+        Chance("b", "a", "set", False, where, target_set=True, actor_short=True),
+        Chance("c", "a", "set", True, where, target_set=True, actor_short=True),
         # c had made its one trick: the 4H it led is a bag to it; a, void, has no trump
-        Chance("b", "c", "bag", True, where),
+        Chance("b", "c", "bag", True, where, actor_short=True),
     ]
 
 
@@ -155,10 +155,11 @@ def test_a_live_nil_is_its_own_moment() -> None:
 # ---------------------------------------------------------------------------- signals
 
 
-def chances(actor: str, target: str, acts: int, of: int, took: bool = False) -> list[Chance]:
+def chances(actor: str, target: str, acts: int, of: int, short: bool = True) -> list[Chance]:
     """``of`` set chances of ``actor`` against ``target``, ``acts`` of them declined."""
+    where = f"{actor}{target}"
     return [
-        Chance(actor, target, "set", took if k < acts else not took, HandRef(f"{actor}{target}", k))
+        Chance(actor, target, "set", k >= acts, HandRef(where, k), actor_short=short)
         for k in range(of)
     ]
 
@@ -179,6 +180,15 @@ def test_a_pair_that_declines_sets_against_each_other_stands_out() -> None:
     assert pair.p_value == pytest.approx(fisher_greater(17, 3, 3, 17))
     assert pair.evidence[0] == HandRef("ab", 0)
     assert by_pair[(("a", "c"), "free_sets_declined")].p_value > 0.5
+
+
+def test_letting_a_trick_go_counts_only_while_the_actor_needs_tricks_itself() -> None:
+    # a and b, their own contracts made, duck each other: ordinary play against bags
+    made = chances("a", "b", 10, 10, short=False) + chances("b", "a", 10, 10, short=False)
+    field = made + chances("a", "c", 1, 10) + chances("b", "c", 1, 10)
+    by_pair = {(s.players, s.signal): s for s in card_signals(field)}
+    assert (("a", "b"), "free_sets_declined") not in by_pair
+    assert by_pair[(("a", "c"), "free_sets_declined")].observed == 0.1
 
 
 def test_too_few_chances_are_left_untested() -> None:
@@ -231,12 +241,22 @@ def test_co_seating_counts_games_shared_against_the_draw() -> None:
 # ---------------------------------------------------------------------------- bots
 
 
+def test_colluders_see_a_cutthroat_table_with_the_pair_as_one_unit() -> None:
+    allied = allied_table(TABLE, 2, 0)
+    assert allied.units == ((0, 2), (1,))
+    assert allied.unit_of == (0, 1, 0)
+    assert (allied.partner_of(0), allied.partner_of(2), allied.partner_of(1)) == (2, 0, None)
+    assert allied.beats(Card.parse("AS").ordinal, Card.parse("KS").ordinal)
+    assert TABLE.units == ((0,), (1,), (2,))  # the table everyone else sees is untouched
+    assert allied_table(TABLE, 0, 2) is allied
+
+
 def test_a_pair_playing_as_partners_is_flagged_and_an_honest_table_is_not() -> None:
-    colluding = pair_signals(play_league(3, 60, seed=7, strength=1.0))
+    colluding = pair_signals(play_league(3, 40, seed=7, strength=1.0))
     assert COLLUDERS in flagged_pairs(colluding)
     flagged = [s for s in colluding if s.flagged]
     assert all(s.evidence for s in flagged)
-    honest = pair_signals(play_league(3, 60, seed=7, strength=None))
+    honest = pair_signals(play_league(3, 40, seed=7, strength=None))
     assert flagged_pairs(honest) == set()
 
 
