@@ -388,14 +388,20 @@ def _ref(hand: SeatedHand) -> HandRef:
 def co_seating(
     hands: Sequence[SeatedHand], expected: dict[tuple[str, str], float] | None = None
 ) -> list[PairSignal]:
-    """How often two players sit at the same game, against the schedule's expectation (given,
-    per pair, in games; else that of a draw in which each game's other seats go to the field
-    in proportion to how many games each plays): a binomial test over A's games."""
+    """How often two players who were never partners sit at the same game, against the
+    schedule's expectation (given per pair, in games; else that of a draw in which each game's
+    other seats go to the field in proportion to how many games each plays): a binomial test
+    over the games of the one who plays fewer."""
     games: dict[str, tuple[str, ...]] = {}
     opening: dict[str, HandRef] = {}
+    partners: set[tuple[str, str]] = set()
     for hand in hands:
         games.setdefault(hand.game_id, hand.players)
         opening.setdefault(hand.game_id, _ref(hand))
+        for unit in table_for(hand.rules).units:
+            partners.update(
+                _pair(hand.players[a], hand.players[b]) for a, b in combinations(unit, 2)
+            )
     played: Counter[str] = Counter(p for players in games.values() for p in set(players))
     together: Counter[tuple[str, str]] = Counter()
     first: dict[tuple[str, str], list[HandRef]] = defaultdict(list)
@@ -406,6 +412,8 @@ def co_seating(
     seats_total = sum(played.values())
     signals = []
     for a, b in combinations(sorted(played), 2):
+        if (a, b) in partners:
+            continue  # a team sits together by choice: nothing to read in it
         shared = together[(a, b)]
         trials = min(played[a], played[b])
         if expected is not None and (a, b) in expected:

@@ -278,3 +278,19 @@ def test_who_sets_whom_counts_hands_where_the_setter_took_and_the_victim_fell_sh
     assert (sets[("a", "c")].observed, sets[("a", "c")].expected) == (1.0, 0.125)
     assert sets[("a", "c")].p_value == pytest.approx(fisher_greater(8, 0, 1, 7))
     assert sets[("a", "b")].p_value > 0.5
+
+
+def test_partners_are_not_read_for_co_seating() -> None:
+    partnership = resolve_rules({"preset": "partnership"})
+    hands = [
+        SeatedHand(
+            game_id=f"g{game}",
+            rules=partnership,
+            players=("a", "x", "b", "y") if game % 2 else ("a", "y", "b", "x"),
+            record=record([[]] * 4, [1, 1, 1, 1], [], (0, 0)),
+        )
+        for game in range(10)
+    ]
+    pairs = {s.players for s in co_seating(hands)}
+    assert ("a", "b") not in pairs  # seats 0 and 2: a team
+    assert ("a", "x") in pairs
