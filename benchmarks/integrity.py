@@ -260,7 +260,7 @@ def run(
                     f"strength {strength}, seed {seed}: {len(hands)} hands"
                     f" in {time.perf_counter() - start:.1f} s"
                 )
-        figures += [
+        done = [
             CheckpointFigures(
                 strength=strength,
                 hands_each=hands_each,
@@ -273,4 +273,8 @@ def run(
             )
             for hands_each, tally in tallies.items()
         ]
+        figures += done
+        if progress is not None:
+            for row in done:
+                progress(msgspec.json.encode(row).decode())
     return figures

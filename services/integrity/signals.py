@@ -131,16 +131,22 @@ class Chance:
 
 
 def chances_to_take(hand: SeatedHand) -> list[Chance]:
-    """Every chance to take in a hand, trick by trick, from the cards each seat then held."""
+    """Every chance to take in a hand, trick by trick, from the cards each seat then held.
+
+    Not a chance: a play the service made for a seat whose clock ran out, and any play under
+    ``must_beat``, where beating is the rule rather than a choice."""
     record, table = hand.record, table_for(hand.rules)
+    if hand.rules.must_beat:
+        return []
     held = _holdings(record)
     taken = [0] * table.players
     where = HandRef(hand.game_id, record.hand)
+    forced = {(m.seat, m.trick) for m in record.timed_out if m.move == "play"}
     found: list[Chance] = []
-    for trick in record.tricks:
+    for number, trick in enumerate(record.tricks, start=1):
         cards = [(played.seat, played.card.ordinal) for played in trick.cards]
         for position, (seat, card) in enumerate(cards):
-            if position:
+            if position and (seat, number) not in forced:
                 winner, winning = _winning(table, cards[:position])
                 moment = _moment(table, record, taken, winner)
                 beaters = _beaters(table, held[seat], cards[0][1], winning)
@@ -166,8 +172,11 @@ def chances_to_take(hand: SeatedHand) -> list[Chance]:
 
 
 def _holdings(record: HandRecord) -> list[Counter[int]]:
-    """Each seat's cards once passes are made (copies counted, for two decks)."""
+    """Each seat's cards once passes and the dealer's discard are made (copies counted, for
+    two decks)."""
     held = [Counter(card.ordinal for card in cards) for cards in record.deal.hands]
+    for discarded in record.discards:
+        held[discarded.seat].subtract(card.ordinal for card in discarded.cards)
     for passed in record.passes:
         for card in passed.cards:
             held[passed.from_seat][card.ordinal] -= 1

@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import msgspec
 import pytest
 
 from benchmarks.integrity import COLLUDERS, allied_table, play_league
 from domain.bids import Bid
 from domain.cards import Card
-from domain.records import Deal, HandRecord, Played, Trick
+from domain.records import Deal, Discarded, HandRecord, Played, TimedOutMove, Trick
 from domain.rules import resolve_rules
 from domain.table import table_for
 from services.integrity.signals import (
@@ -294,3 +295,29 @@ def test_partners_are_not_read_for_co_seating() -> None:
     pairs = {s.players for s in co_seating(hands)}
     assert ("a", "b") not in pairs  # seats 0 and 2: a team
     assert ("a", "x") in pairs
+
+
+def test_a_play_the_service_made_or_the_rules_forced_is_no_chance() -> None:
+    hand = record(
+        hands=[["5H"], ["KH"], ["AH"]],
+        bids=[1, 1, 1],
+        tricks=[(0, ["5H", "KH", "AH"])],
+    )
+    assert [c.actor for c in chances_to_take(seated(hand))] == ["b", "c"]
+    timed_out = msgspec.structs.replace(
+        hand, timed_out=[TimedOutMove(seat=1, move="play", trick=1)]
+    )
+    assert [c.actor for c in chances_to_take(seated(timed_out))] == ["c"]
+    must_beat = resolve_rules({"preset": "cutthroat", "must_beat": True})
+    forced = SeatedHand(game_id="g", rules=must_beat, players=("a", "b", "c"), record=hand)
+    assert chances_to_take(forced) == []
+
+
+def test_the_dealers_discard_is_not_held() -> None:
+    hand = msgspec.structs.replace(
+        record(
+            hands=[["5H"], ["3H", "KH"], ["2H"]], bids=[1, 1, 1], tricks=[(0, ["5H", "3H", "2H"])]
+        ),
+        discards=[Discarded(1, cards("KH"))],
+    )
+    assert chances_to_take(seated(hand)) == []
