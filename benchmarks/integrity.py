@@ -251,10 +251,10 @@ def run(
                     tally.colluding_flagged += COLLUDERS in flagged
                     tally.honest_pairs += pairs - 1
                     tally.honest_flagged += len(flagged - {COLLUDERS})
-                for key, count in caught.items():
+                for key, flags in caught.items():
                     side, signal = key.split(":")
                     kept = tally.signals if side == "colluders" else tally.honest_signals
-                    kept[signal] = kept.get(signal, 0) + count
+                    kept[signal] = kept.get(signal, 0) + flags
             if progress is not None:
                 progress(
                     f"strength {strength}, seed {seed}: {len(hands)} hands"
