@@ -98,14 +98,16 @@ SERVICES = frozenset(
 """Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
 timers, and a witness of the audit logs, run by another party) or a tool the CLI drives (backup,
 archive)."""
-SHARED = frozenset({"transparency", "runtime", "store", "audit", "client", "bots"})
+SHARED = frozenset({"transparency", "runtime", "store", "audit", "client", "bots", "integrity"})
 """Libraries several services and the CLI use: process plumbing and the event streams
 (runtime), the read-model database (store), audit by replay (audit), the HTTP client (client),
 the bots' strategies (bots: the engine's stand-in for a seat whose clock ran out plays with them,
 and their runner plays games through the client), and the audit log's hashing, proofs and signed
-notes (transparency: pure, of the specifications, used by the log, its readers and witnesses)."""
+notes (transparency: pure, of the specifications, used by the log, its readers and witnesses),
+and the collusion signals over hand records (integrity: for the read model, the route and the
+CLI alike)."""
 RUNNER = "cli"
-SHARED_ORDER = ("transparency", "runtime", "store", "audit", "client", "bots")
+SHARED_ORDER = ("transparency", "runtime", "store", "audit", "client", "bots", "integrity")
 """Shared packages below in this order import only those before them (and contracts, domain)."""
 
 
