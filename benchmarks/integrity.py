@@ -26,10 +26,10 @@ import msgspec
 
 from domain.cards import CARDS
 from domain.commands import CreateGame, TakeSeat, from_api
-from domain.dealing import SeededDeal
 from domain.game import decide, evolve, seat_to_act
 from domain.records import HandRecorder
 from domain.rules import resolve_rules
+from domain.shuffle import SeededDeal
 from domain.state import Game
 from domain.table import Table
 from domain.views import event_for, seat_view
