@@ -49,8 +49,9 @@ class Settings(BaseSettings):
     platform), or bare keys; unset, the gateway runs for local development (no platforms)."""
     seat_token_ttl: int = Field(default=86_400, ge=1, le=366 * 86_400)
     """Seconds a seat token is valid for after it is issued."""
-    watch_link_max_ttl: int = Field(default=30 * 86_400, ge=60, le=366 * 86_400)
-    """The longest a watch link a platform issues may be valid for, in seconds."""
+    watch_link_max_ttl: int = Field(default=30 * 86_400, ge=60, le=30 * 86_400)
+    """The longest a watch link a platform issues may be valid for, in seconds (at most the
+    30 days the API's schema allows)."""
     frame_origins: str = ""
     """The sites that may show a platform's pages in a frame, ``platform=ORIGIN ORIGIN``
     entries separated by ``;`` (a bare list of origins: the games of a server without

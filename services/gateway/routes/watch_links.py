@@ -29,7 +29,9 @@ router = APIRouter(tags=["watch links"])
 log = get_logger("spades.gateway")
 
 DEFAULT_TTL_S = 86_400
-LONGEST_TTL_S = 366 * 86_400
+LONGEST_TTL_S = 30 * 86_400
+"""The longest a link may ever live (the schema's maximum): ``SPADES_WATCH_LINK_MAX_TTL`` may
+only shorten it, so that a request the published schema allows is one a default server takes."""
 
 
 class CreateWatchLink(BaseModel):
@@ -39,8 +41,8 @@ class CreateWatchLink(BaseModel):
         default=DEFAULT_TTL_S,
         ge=60,
         le=LONGEST_TTL_S,
-        description="Seconds the link is valid for, at most the server's "
-        "`SPADES_WATCH_LINK_MAX_TTL` (30 days unless set).",
+        description="Seconds the link is valid for: at most 30 days, or the server's shorter "
+        "`SPADES_WATCH_LINK_MAX_TTL` if it sets one.",
     )
 
 
