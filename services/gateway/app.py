@@ -41,6 +41,7 @@ from services.gateway.read_models import ProjectionReadModels
 from services.gateway.routes import (
     actions,
     audit,
+    audit_log,
     events,
     games,
     hands,
@@ -145,6 +146,7 @@ def _lifespan(
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
+            log_origin=settings.log_origin,
             streams=Slots(_stream_caps(settings), "event streams"),
             waits=Slots(_wait_caps(settings), "min_version waits"),
         )
@@ -212,7 +214,18 @@ def create_app(
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
         telemetry=OWN_TELEMETRY,
     )
-    for router in (games, seats, actions, events, hands, audit, leagues, webhooks, service):
+    for router in (
+        games,
+        seats,
+        actions,
+        events,
+        hands,
+        audit,
+        audit_log,
+        leagues,
+        webhooks,
+        service,
+    ):
         app.include_router(router.router)
     install_pages(app)
     install_problem_handlers(app)

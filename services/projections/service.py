@@ -27,7 +27,13 @@ from nats.aio.client import Client
 
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
 from services.projections.model import ReadModel
-from services.projections.read_models import READ_MODELS, read_models, seal_hands
+from services.projections.read_models import (
+    READ_MODELS,
+    lay_out_log,
+    read_models,
+    seal_hands,
+    sign_log,
+)
 from services.projections.worker import (
     BATCH_SIZE,
     DEFAULT_RETRY,
@@ -76,6 +82,7 @@ class Projections:
         self.client = client
         self.models = read_models(models)
         self.partitions = partitions
+        lay_out_log(partitions)
         self.steady = Worker(
             KIND,
             self.models,
@@ -235,6 +242,13 @@ async def run_projections(
             raise LayoutError(reason)
         secret = settings.signing_key()
         seal_hands(secret)
+        log_key = settings.log_signer()
+        sign_log(settings.log_origin, log_key)
+        if log_key is None:
+            log.warning(
+                "the audit log has no key: its checkpoints are kept unsigned "
+                "(set SPADES_LOG_KEY; `spades up` makes one in its data directory)"
+            )
         await migrate(store, secret=secret)  # the sealing steps, which need the key
         await projections.start()
         claims = Claims(

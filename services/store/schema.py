@@ -286,3 +286,55 @@ webhook_positions = sa.Table(
 """Per stream (by its name: each partition of the games, and the leagues), the last sequence the
 webhooks worker turned into deliveries, and the stream it belongs to (its creation time, as
 :mod:`services.runtime.stream_identity` reads it)."""
+
+# --------------------------------------------------------------------------- the audit log
+
+log_leaves = sa.Table(
+    "log_leaves",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("leaf_index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("game_id", sa.Text, nullable=False),
+    sa.Column("hand", sa.Integer),
+    sa.Column("entry", sa.LargeBinary, nullable=False),
+    sa.Index("log_leaves_by_game", "game_id", "hand"),
+)
+"""Each partition's log (:mod:`services.transparency.leaves`): the entry of every hand's end
+(``hand`` its number) and every game's end (``hand`` null), in the partition's stream order."""
+
+log_nodes = sa.Table(
+    "log_nodes",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("level", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("hash", sa.LargeBinary, nullable=False),
+)
+"""The head of every complete subtree of each partition's log (level 0: the leaf hashes):
+a proof or an append reads O(log n) of them, never the log."""
+
+log_checkpoints = sa.Table(
+    "log_checkpoints",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("size", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("root", sa.LargeBinary, nullable=False),
+    sa.Column("checkpoint", sa.Text, nullable=False),
+    sa.Column("note", sa.Text),
+    sa.Column("verifier", sa.Text),
+)
+"""The checkpoints of each partition's log, one per size it stood at after a batch: its
+``tlog-checkpoint`` text, and the note signed by the log's key (``verifier``, the public key
+as text) or null when the process had no key."""
+
+log_games = sa.Table(
+    "log_games",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("hands", sa.Integer, nullable=False),
+    sa.Column("dealt", Json),
+)
+"""Per game: the version the log applied, the hands scored, and the deal of the hand in
+progress as it was committed before the first bid (:class:`~services.transparency.leaves.Dealt`),
+for its leaf."""

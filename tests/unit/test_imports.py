@@ -97,13 +97,14 @@ SERVICES = frozenset(
 )
 """Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
 timers) or a tool the CLI drives (backup, archive)."""
-SHARED = frozenset({"runtime", "store", "audit", "client", "bots"})
-"""Libraries several services and the CLI use: process plumbing and the event streams
+SHARED = frozenset({"transparency", "runtime", "store", "audit", "client", "bots"})
+"""Libraries several services and the CLI use: the audit log's Merkle tree, notes and entries
+(transparency), process plumbing and the event streams
 (runtime), the read-model database (store), audit by replay (audit), the HTTP client (client),
 the bots' strategies (bots: the engine's stand-in for a seat whose clock ran out plays with them,
 and their runner plays games through the client)."""
 RUNNER = "cli"
-SHARED_ORDER = ("runtime", "store", "audit", "client", "bots")
+SHARED_ORDER = ("transparency", "runtime", "store", "audit", "client", "bots")
 """Shared packages below in this order import only those before them (and contracts, domain)."""
 
 
