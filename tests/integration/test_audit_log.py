@@ -6,6 +6,7 @@ where ``SPADES_TEST_POSTGRES_URL`` is set)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -19,11 +20,13 @@ from benchmarks.projections import GameLog
 from contracts.partitions import ONE, Partitions
 from contracts.wire import read_commit
 from domain.events import GameEnded, HandDealt, HandScored
+from services.engine.service import ensure_streams
 from services.projections.audit_log import log_origin
 from services.projections.read_models import sign_log
+from services.projections.rebuild import rebuild
 from services.store.audit_log import latest_checkpoint, partial_tree
 from services.store.database import Store
-from services.store.schema import log_checkpoints, log_leaves
+from services.store.schema import log_checkpoints, log_leaves, log_nodes
 from services.transparency.checkpoint import Checkpoint
 from services.transparency.leaves import GameEnd, HandEnd, LogEntry, read_entry
 from services.transparency.merkle import (
@@ -32,7 +35,7 @@ from services.transparency.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from services.transparency.note import Signer, Verifier, open_note
+from services.transparency.note import NoteError, Signer, Verifier, open_note
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
@@ -110,7 +113,7 @@ async def test_every_hand_end_and_game_end_is_a_leaf_whose_proofs_verify(
     store: Store, js: JetStreamContext, nats_client: Client
 ) -> None:
     logs = random_logs(6, seed=31)
-    await fill(js, store, nats_client, logs, batch_size=9)
+    await fill(js, store, nats_client, logs, batch_size=25)
     leaves = await leaves_of(store)
     # Every game's ends, each game's in its own order; interleaved as the stream holds them.
     assert Counter((g, h) for g, h, _ in leaves) == Counter(
@@ -151,6 +154,7 @@ async def test_every_hand_end_and_game_end_is_a_leaf_whose_proofs_verify(
             assert hand is None
     # The checkpoint opens with the published key and commits to exactly these leaves.
     whole = MerkleTree(leaf_hash(data) for _, _, data in leaves)
+    size = len(leaves)
     async with store.reading() as conn:
         head = await latest_checkpoint(conn, 0)
         assert head is not None
@@ -160,27 +164,98 @@ async def test_every_hand_end_and_game_end_is_a_leaf_whose_proofs_verify(
         checkpoint = Checkpoint.parse(opened.text)
         assert (checkpoint.origin, checkpoint.size) == (log_origin(ORIGIN, 0), len(leaves))
         assert checkpoint.root == whole.root()
-        # Every inclusion proof, and consistency from every earlier checkpoint.
-        for index, (_, _, data) in enumerate(leaves):
-            tree = await partial_tree(
-                conn,
-                0,
-                len(leaves),
-                lambda t, i=index: t.inclusion_proof(i),  # type: ignore[misc]
-            )
-            proof = tree.inclusion_proof(index)
-            verify_inclusion(leaf_hash(data), index, len(leaves), proof, checkpoint.root)
+        # Every inclusion proof, and consistency from every earlier checkpoint: read as the
+        # gateway reads them (only the nodes they need), all in one look-up here.
         earlier = (
             await conn.execute(sa.select(log_checkpoints.c.size, log_checkpoints.c.root))
         ).all()
-        assert len(earlier) > 1  # batches of 9 messages: a checkpoint after each with an end
-        for size, root in earlier:
-            tree = await partial_tree(
-                conn,
-                0,
-                len(leaves),
-                lambda t, s=size: t.consistency_proof(s),  # type: ignore[misc]
-            )
-            proof = tree.consistency_proof(size)
-            verify_consistency(size, len(leaves), bytes(root), checkpoint.root, proof)
-            assert bytes(root) == whole.root(size)
+        assert len(earlier) > 1  # batches of 25 messages: a checkpoint after each with an end
+        questions = [functools.partial(MerkleTree.inclusion_proof, index=i) for i in range(size)]
+        questions += [
+            functools.partial(MerkleTree.consistency_proof, old_size=s) for s, _ in earlier
+        ]
+        tree = await partial_tree(conn, 0, size, *questions)
+        for index, (_, _, data) in enumerate(leaves):
+            proof = tree.inclusion_proof(index)
+            verify_inclusion(leaf_hash(data), index, size, proof, checkpoint.root)
+        for old, root in earlier:
+            proof = tree.consistency_proof(old)
+            verify_consistency(old, size, bytes(root), checkpoint.root, proof)
+            assert bytes(root) == whole.root(old)
+
+
+async def test_a_rebuild_makes_the_same_tree_and_the_same_checkpoints_byte_for_byte(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    """The log is a function of the stream's order: replayed in other batches, it has the same
+    leaves and nodes, and every checkpoint of a size both runs signed is the same note."""
+    await fill(js, store, nats_client, random_logs(5, seed=32), batch_size=40)
+    before = {table.name: await rows_of(store, table) for table in (log_leaves, log_nodes)}
+    signed = {int(str(row[1])): row for row in await rows_of(store, log_checkpoints)}
+    assert await rebuild(store, ["log"]) == ["log"]
+    assert await rows_of(store, log_leaves) == []
+    await fill(js, store, nats_client, [], batch_size=1000)
+    assert {table.name: await rows_of(store, table) for table in (log_leaves, log_nodes)} == before
+    again = {int(str(row[1])): row for row in await rows_of(store, log_checkpoints)}
+    assert max(again) == max(signed)  # the last checkpoint: the same note, byte for byte
+    assert all(again[size] == signed[size] for size in again.keys() & signed.keys())
+
+
+async def test_a_restarted_worker_extends_the_tree_it_left(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    logs = random_logs(6, seed=33, prefix="restart")
+    await fill(js, store, nats_client, logs[:3])
+    async with store.reading() as conn:
+        old = await latest_checkpoint(conn, 0)
+    assert old is not None
+    leaves_before = await leaves_of(store)
+    await fill(js, store, nats_client, logs[3:])  # new workers: a restart
+    async with store.reading() as conn:
+        new = await latest_checkpoint(conn, 0)
+        assert new is not None
+        assert new.size > old.size
+        tree = await partial_tree(
+            conn, 0, new.size, lambda t: t.consistency_proof(old.size, new.size)
+        )
+    verify_consistency(old.size, new.size, old.root, new.root, tree.consistency_proof(old.size))
+    assert (await leaves_of(store))[: old.size] == leaves_before
+    assert len(await leaves_of(store)) == sum(len(expected_leaves(game)) for game in logs)
+
+
+async def test_two_partitions_keep_two_independent_logs(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    layout = Partitions(2)
+    await ensure_streams(js, partitions=layout)
+    logs = random_logs(8, seed=34, prefix="parted")
+    await fill(js, store, nats_client, logs, layout)
+    for partition in layout.indexes:
+        games = [game for game in logs if layout.of(game.game_id) == partition]
+        assert games, "the seed puts games in both partitions"
+        leaves = await leaves_of(store, partition)
+        assert {g for g, _, _ in leaves} == {game.game_id for game in games}
+        assert len(leaves) == sum(len(expected_leaves(game)) for game in games)
+        async with store.reading() as conn:
+            head = await latest_checkpoint(conn, partition)
+        assert head is not None
+        assert head.note is not None
+        checkpoint = Checkpoint.parse(open_note(head.note, [verifier(partition)]).text)
+        assert checkpoint.origin == f"{ORIGIN}/{partition}"
+        assert checkpoint.root == MerkleTree(leaf_hash(data) for _, _, data in leaves).root()
+        other = verifier(1 - partition)
+        with pytest.raises(NoteError):  # one partition's key name never opens the other's
+            open_note(head.note, [other])
+
+
+async def test_without_a_key_the_log_keeps_its_leaves_and_signs_nothing(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    sign_log(ORIGIN, None)
+    await fill(js, store, nats_client, random_logs(2, seed=35, prefix="unsigned"))
+    async with store.reading() as conn:
+        head = await latest_checkpoint(conn, 0)
+    assert head is not None
+    assert head.size == len(await leaves_of(store)) > 0
+    assert (head.note, head.verifier) == (None, None)
+    assert Checkpoint.parse(head.checkpoint).size == head.size
