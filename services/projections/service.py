@@ -43,6 +43,7 @@ from services.projections.worker import (
     RetryPolicy,
     Worker,
 )
+from services.runtime.broker_users import EARLIER_MODELS
 from services.runtime.claims import Claims
 from services.runtime.follower import Following, Pace
 from services.runtime.game_stream import LayoutError, check_partitions, game_partitions
@@ -130,8 +131,8 @@ class Projections:
         """Delete the consumers an earlier version's workers followed the one stream with,
         named after their models (all of them, or one being rebuilt): they would sit on the
         server unused."""
-        labels = [model.name for model in self.models]
-        labels.append("-".join(sorted(READ_MODELS)))
+        labels = [model.name for model in self.models if model.name in EARLIER_MODELS]
+        labels.append("-".join(sorted(EARLIER_MODELS)))  # models born since had none
         js = self.client.jetstream()
         for label in labels:
             with contextlib.suppress(nats.js.errors.NotFoundError):

@@ -79,8 +79,8 @@ class MerkleTree:
 
     def leaf(self, index: int) -> bytes:
         """The hash of leaf ``index``."""
-        self._check(index < self.size, f"no leaf {index} in a tree of {self.size}")
-        return self._levels[0][index]
+        self._check(0 <= index < self.size, f"no leaf {index} in a tree of {self.size}")
+        return self.node(0, index)
 
     def root(self, size: int | None = None) -> bytes:
         """The tree head of the first ``size`` leaves (all of them by default)."""

@@ -182,7 +182,7 @@ async def inclusion(
     index: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The leaf's index.")],
     size: Annotated[int, Query(ge=1, le=MAX_SIZE, description="The tree's size.")],
 ) -> Any:
-    """The proof that leaf ``index`` is in the tree of ``size``: 422 ``malformed`` when
+    """The proof that leaf ``index`` is in the tree of ``size``: 400 ``malformed`` when
     ``index`` is not below ``size``, 404 ``not_found`` when the log is smaller than ``size``."""
     if index >= size:
         raise ProblemError("malformed", f"leaf {index} cannot be in a tree of {size}")
@@ -220,7 +220,7 @@ async def consistency(
     new: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The larger tree's size.")],
 ) -> Any:
     """The proof that the tree of ``new`` extends the tree of ``old``: what a client that
-    holds a checkpoint of ``old`` asks for before it trusts a newer one. 422 ``malformed`` when
+    holds a checkpoint of ``old`` asks for before it trusts a newer one. 400 ``malformed`` when
     ``old`` exceeds ``new``, 404 ``not_found`` when the log is smaller than ``new``."""
     if old > new:
         raise ProblemError("malformed", f"a tree of {new} cannot extend one of {old}")
