@@ -144,7 +144,7 @@ class LogModel(ReadModel):
             "note": note,
             "verifier": None if signer is None else signer.verifier.text(),
         }
-        await upsert(conn, log_checkpoints, [checkpoint], keys=["partition", "size"])
+        await upsert(conn, log_checkpoints, [checkpoint], keys=["partition"])
 
 
 def _dealt(stored: Any) -> Dealt:

@@ -475,7 +475,7 @@ def _audit_log_v11(connection: sa.Connection) -> None:
         "log_checkpoints",
         tables,
         sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
-        sa.Column("size", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("size", sa.BigInteger, nullable=False),
         sa.Column("root", sa.LargeBinary, nullable=False),
         sa.Column("checkpoint", sa.Text, nullable=False),
         sa.Column("note", sa.Text),

@@ -317,15 +317,17 @@ log_checkpoints = sa.Table(
     "log_checkpoints",
     metadata,
     sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("size", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
     sa.Column("root", sa.LargeBinary, nullable=False),
     sa.Column("checkpoint", sa.Text, nullable=False),
     sa.Column("note", sa.Text),
     sa.Column("verifier", sa.Text),
 )
-"""The checkpoints of each partition's log, one per size it stood at after a batch: its
-``tlog-checkpoint`` text, and the note signed by the log's key (``verifier``, the public key
-as text) or null when the process had no key."""
+"""Each partition's latest checkpoint: its ``tlog-checkpoint`` text, and the note signed by
+the log's key (``verifier``, the public key as text) or null when the process had no key. Only
+the latest is kept, so that the table, like the tree, is a function of the stream alone (a
+replay's batches differ); a client keeps the checkpoints it was shown, and the consistency
+proof from any of them is read from the tree."""
 
 log_games = sa.Table(
     "log_games",
