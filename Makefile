@@ -5,8 +5,17 @@ TEST_WORKERS ?= auto
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# axe-core, pinned by its package-lock.json, for the pages' accessibility test.
+AXE    := tests/browser/axe/node_modules/axe-core/axe.min.js
 
-.PHONY: install run test lint typecheck unit bench contracts clean spades bots audit lag
+# The tools nobody here wrote that tests/clients runs: openapi-python-client in a venv of its own
+# (it pins an older typer than the CLI needs), the npm packages as package-lock.json pins them.
+GENERATORS       := $(VENV)/generators
+GENERATORS_STAMP := $(GENERATORS)/.installed
+NODE_PROJECT     := tests/clients/ts
+NODE_STAMP       := $(NODE_PROJECT)/node_modules/.package-lock.json
+
+.PHONY: install run test lint typecheck unit bench contracts clean spades bots audit lag clients
 
 install: $(STAMP)
 
@@ -15,6 +24,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+$(AXE): tests/browser/axe/package-lock.json
+	cd tests/browser/axe && npm ci --no-audit --no-fund --silent
+	touch $(AXE)
+
+clients: $(GENERATORS_STAMP) $(NODE_STAMP)
+
+$(GENERATORS_STAMP): tests/clients/python/requirements.txt
+	test -x $(GENERATORS)/bin/python || $(PYTHON) -m venv $(GENERATORS)
+	$(GENERATORS)/bin/python -m pip install --quiet -r tests/clients/python/requirements.txt
+	touch $(GENERATORS_STAMP)
+
+# npm ci only when package-lock.json changed (npm writes node_modules/.package-lock.json).
+$(NODE_STAMP): $(NODE_PROJECT)/package-lock.json
+	npm ci --prefix $(NODE_PROJECT) --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
 run: install
 	$(BIN)/spades up
@@ -26,7 +51,7 @@ lint: install
 
 # Tests that compare timings (marked `alone`) run by themselves once the others have passed:
 # beside another test on two cores, a quiet figure is no longer quiet.
-test: lint
+test: lint $(AXE) clients
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 -m "not alone"
 	$(BIN)/pytest -m alone --durations=5
 
@@ -52,4 +77,5 @@ contracts: install
 	$(BIN)/spades contracts write
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) var .mypy_cache .pytest_cache .ruff_cache tests/browser/axe/node_modules \
+	  $(NODE_PROJECT)/node_modules

@@ -22,9 +22,9 @@ from typing import Any
 import msgspec
 
 from domain.commands import CreateGame, TakeSeat, from_api
-from domain.dealing import SeededDeal
 from domain.game import decide, evolve, seat_to_act
 from domain.rules import resolve_rules
+from domain.shuffle import SeededDeal
 from domain.state import Game
 from domain.table import Table, table_for
 from domain.views import event_for, seat_view

@@ -23,9 +23,9 @@ from typing import Any
 import msgspec
 
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.rules import MAX_POINTS
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 
 

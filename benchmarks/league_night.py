@@ -680,8 +680,8 @@ async def _rebuilt_differences(
 ) -> list[str]:
     """Stop the projection workers, dump the read models, rebuild them all from the streams
     with one worker, dump again, and name the tables whose rows differ."""
-    from services.projections.read_models import READ_MODELS
     from services.projections.rebuild import rebuild
+    from services.projections.registry import READ_MODELS
 
     await _caught_up(store, js, layout)
     for process in fleet.alive("projections"):

@@ -47,12 +47,12 @@ from contracts.wire import (
     read_commit,
 )
 from domain.commands import AnyCommand, CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.events import AnyEvent
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.records import HandRecorder
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
-from services.projections.read_models import READ_MODELS, seal_hands
+from services.projections.registry import READ_MODELS, seal_hands
 from services.projections.service import Projections
 from services.projections.worker import BATCH_SIZE, Received
 from services.runtime.broker_users import ADMIN

@@ -33,8 +33,8 @@ from benchmarks.timers import (
 )
 from contracts.partitions import Partitions
 from services.engine.service import ensure_streams
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
+from services.projections.registry import READ_MODELS
 from services.projections.worker import KIND
 from services.store import positions
 from services.store.database import Store, open_store

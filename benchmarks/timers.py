@@ -73,9 +73,9 @@ from contracts.wire import (
 )
 from domain.clock import Clock, rfc3339
 from domain.commands import CreateGame, TakeSeat, to_api
-from domain.dealing import SeededDeal
 from domain.events import AnyEvent, GameCreated, TimedOut
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 from domain.timing import apply_commit, deadlines
 from services.bots.stand_in import stand_in_actions

@@ -75,6 +75,9 @@ class HandScoredData(_Data, frozen=True, kw_only=True):
     """Per unit: this hand's points, and the totals after it."""
     units: list[list[int]]
     players: list[str | None]
+    away_turns: list[int]
+    """Per seat: the turns of this hand the service played for it while it was away (each
+    without a ``game.timed_out``)."""
     version: int
 
 
@@ -88,17 +91,26 @@ class GameFinishedData(_Data, frozen=True, kw_only=True):
     units: list[list[int]]
     players: list[str | None]
     hands_played: int
+    away_turns: list[int]
+    """Per seat: the turns of the game the service played for it while it was away."""
     version: int
 
 
 class GameTimedOutData(_Data, frozen=True, kw_only=True):
-    """A seat's clock ran out: the service acted for it, or the game was forfeited."""
+    """A present seat's clock ran out: the service acted for it, or the game was forfeited.
+    Sent once per timeout of a seat that is not away; a seat away (after ``away_after``
+    timeouts in a row, or marked away) is played for at once on each of its turns, and those
+    turns are not sent one by one: ``hand.scored`` and ``game.finished`` count them
+    (``away_turns``)."""
 
     game_id: str
     league: str | None
     seat: int
     player: str | None
     outcome: Literal["auto", "forfeit"]
+    away: bool
+    """Whether this timeout left the seat away: the service plays its turns at once from now
+    on, until its token acts again."""
     version: int
 
 

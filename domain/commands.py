@@ -16,9 +16,9 @@ import msgspec
 from domain.bids import Bid, read_bid
 from domain.cards import Card
 from domain.clock import Clock
-from domain.dealing import DealSource
 from domain.errors import RuleViolation
 from domain.platforms import Seating, Visibility
+from domain.shuffle import DealSource
 
 
 class Command(msgspec.Struct, frozen=True, tag_field="type", gc=False):

@@ -2,7 +2,7 @@
 
 A hand's deal publishes ``commitment = sha256(seed)``; its score reveals ``seed``. The seed must
 hash to the commitment, and the deck derived from it (with the game's and the seats' entropy,
-:func:`domain.dealing.shuffle`) must be the deck that was dealt.
+:func:`domain.shuffle.shuffle`) must be the deck that was dealt.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from domain.cards import Card
-from domain.dealing import commitment, entropy_bytes, shuffle
 from domain.rules import Rules
+from domain.shuffle import commitment, entropy_bytes, shuffle
 
 
 def deal_problems(

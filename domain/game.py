@@ -7,7 +7,7 @@ state`` applies one event and never fails on a valid history. :func:`legal_actio
 action a seat may send, from the same limits ``decide`` refuses by.
 
 Both dispatch on the type of what they are given, to the module that holds that part of the
-game, each read top to bottom: :mod:`domain.seating` (creating, seats), :mod:`domain.deal`,
+game, each read top to bottom: :mod:`domain.seating` (creating, seats), :mod:`domain.deal_phase`,
 :mod:`domain.pickup` (looking, the draw, the dealer's discard), :mod:`domain.bidding`,
 :mod:`domain.passing` (the blind nil pass), :mod:`domain.tricks` and :mod:`domain.results` (the
 end of a hand, a tally, the end of the game). Here alone are the game-wide checks (no such
@@ -44,8 +44,7 @@ from domain.commands import (
     TimeOut,
     Unreadable,
 )
-from domain.deal import check_deck, check_hands, deal_hand, decide_deal, hand_dealt
-from domain.dealing import DealSource
+from domain.deal_phase import check_deck, check_hands, deal_hand, decide_deal, hand_dealt
 from domain.errors import RuleViolation
 from domain.events import (
     AnyEvent,
@@ -96,6 +95,7 @@ from domain.seating import (
     seat_token_reissued,
     take_seat,
 )
+from domain.shuffle import DealSource
 from domain.state import Game, Hand
 from domain.timing import (
     decide_come_back,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from domain.commands import DiscardCards, Draw, LookAtHand
-from domain.deal import after_pickup, is_bidding_hand, open_bidding
+from domain.deal_phase import after_pickup, is_bidding_hand, open_bidding
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, CardDrawn, CardsDiscarded, HandLooked
 from domain.rules import DRAW_HAND

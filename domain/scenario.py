@@ -23,12 +23,12 @@ from domain.commands import (
     TakeSeat,
     from_scenario,
 )
-from domain.deal import is_bidding_hand
-from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck, deal_out
+from domain.deal_phase import is_bidding_hand
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, HandDealt, HandScored, TrickWon
 from domain.game import check_deck, check_hands, decide, evolve
 from domain.rules import resolve_rules
+from domain.shuffle import DealSource, DealtHands, SeededDeal, StackedDeck, deal_out
 from domain.state import Game
 from domain.table import Table
 

@@ -28,7 +28,7 @@ from domain.events import (
     HandDealt,
     HandLooked,
 )
-from domain.game import DiscardDue, PassDue, legal_actions
+from domain.game import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.state import HELD, LANE, NO_SEAT, Game, Phase, Status, cards_held, copies_in
 from domain.timing import on_clock
 
@@ -104,6 +104,24 @@ class SeatView(PublicState, frozen=True, kw_only=True):
     hand: list[Card] | None
     drawn_card: Card | None
     legal: list[dict[str, Any]]
+
+
+class NextTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """Who the game waits on, and for what: the seat whose token acts next and the action it
+    must send (``bid``, ``play``, ``pass``, ``discard`` or ``draw``; a bid may be preceded by a
+    ``look``). While passes are due, the first seat that owes one (every seat that owes one may
+    pass, in any order)."""
+
+    seat: int
+    must: Phase
+
+
+def next_turn(game: Game) -> NextTurn | None:
+    """Who acts next in ``game``; None when no one does (seats empty, or the game over)."""
+    seat = seat_to_act(game) if game.status == "playing" else None
+    if seat is None or seat == NO_SEAT or game.hand is None:
+        return None
+    return NextTurn(seat=seat, must=game.hand.phase)
 
 
 def public_view(game: Game) -> PublicState:

@@ -118,6 +118,6 @@ def _hands_sealed() -> None:
     """The hands model of the tests' own processes seals with a key of theirs, as a projections
     process does with the service's (services started as processes read their own). Set before
     every test: a service a test runs in its own process sets the key of its settings."""
-    from services.projections.read_models import seal_hands
+    from services.projections.registry import seal_hands
 
     seal_hands(b"the tests' service key")  # conftest_projections.TESTS_KEY

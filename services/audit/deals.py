@@ -2,7 +2,7 @@
 
 The deal published ``commitment = sha256(seed)`` before anyone bid; the score revealed the seed.
 Anyone can then check the promise: the seed hashes to the commitment, and the seed with the
-game's and the seats' entropy derives the deck that was dealt (``domain/dealing.py``). A wrong
+game's and the seats' entropy derives the deck that was dealt (``domain/shuffle.py``). A wrong
 hash is found at the reveal (the revealed seed is the lie); a deck the seed does not derive is
 found at the deal (the deal is the lie). Findings name no card.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.dealing import commitment, deal_out, shuffle
 from domain.events import HandDealt
 from domain.rules import Rules
+from domain.shuffle import commitment, deal_out, shuffle
 from domain.table import table_for
 from services.audit.history import Problem
 

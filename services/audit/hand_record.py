@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from domain.bids import Bid
-from domain.deal import entropies_of
+from domain.deal_phase import entropies_of
 from domain.errors import RuleViolation
 from domain.rules import Rules, resolve_rules
 from domain.scoring import score_hand

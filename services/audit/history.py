@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import msgspec
 
 from contracts.wire import GENESIS
-from domain.dealing import table_entropies
 from domain.events import GameCreated, HandDealt, HandScored, SeatTaken
 from domain.fairness import deal_problems
 from domain.rules import Rules
+from domain.shuffle import table_entropies
 from services.runtime.game_stream import StoredCommit
 
 CHAIN_RULE = "previous = SHA-256 of the previous commit's stored bytes"

@@ -6,7 +6,7 @@ before it (a deal with the seed it recorded), and the events the rules give must
 recorded. So every play was legal when it was made, every trick went to the seat that won it,
 every score is the rules' own and every deal is the one its seed gives. Each revealed seed must
 also hash to the commitment published with its deal and derive its deck (:mod:`.deals`), and
-the read models, when given, must show what the record shows (:mod:`.read_models`).
+the read models, when given, must show what the record shows (:mod:`.read_model_check`).
 
 The replay follows the record: where the rules give other events than the record, the finding
 is reported and the recorded events are applied, so later events are judged against the record
@@ -47,8 +47,7 @@ from domain.commands import (
     TakeSeat,
     TimeOut,
 )
-from domain.deal import entropies_of
-from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck, entropy_bytes
+from domain.deal_phase import entropies_of
 from domain.errors import RuleViolation
 from domain.events import (
     AnyEvent,
@@ -73,6 +72,7 @@ from domain.game import decide, evolve
 from domain.records import HandRecord, HandRecorder
 from domain.rules import Rules
 from domain.scoring import HandScore, score_hand
+from domain.shuffle import DealSource, DealtHands, SeededDeal, StackedDeck, entropy_bytes
 from domain.state import Game
 from domain.timing import stamped
 from services.audit.deals import deal_findings, seed_bytes
@@ -87,7 +87,7 @@ from services.audit.disputes import (
     trick_finding,
 )
 from services.audit.history import Problem, chain_problems
-from services.audit.read_models import ReadModelsView, read_model_findings
+from services.audit.read_model_check import ReadModelsView, read_model_findings
 from services.audit.report import (
     CHAIN_CHECKS,
     AuditReport,

@@ -27,14 +27,14 @@ from domain.commands import (
     RecordTally,
     TakeSeat,
 )
-from domain.deal import is_bidding_hand
-from domain.dealing import DealSource, DealtHands, StackedDeck, deal_out, entropy_bytes, shuffle
+from domain.deal_phase import is_bidding_hand
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, CardDrawn, HandDealt, HandScored, TrickWon
 from domain.game import decide, evolve
 from domain.records import Deal, Discarded, Drawn, HandRecord, Pass, Trick
 from domain.rules import Rules
 from domain.scoring import HandScore, score_hand
+from domain.shuffle import DealSource, DealtHands, StackedDeck, deal_out, entropy_bytes, shuffle
 from domain.state import Game
 from domain.table import table_for
 from services.audit.deals import deal_findings, seed_bytes

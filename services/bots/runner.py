@@ -191,6 +191,8 @@ class SeatPlayer:
                     self.client.stream(self.game_id, self.token, last_event_id=last_id)
                 ) as messages:
                     async for message in messages:
+                        if message.event == "end":
+                            return  # the game is over (or the token): nothing more will come
                         last_id = message.id or last_id
                         self._take(message)
             except (httpx.HTTPError, ApiError):

@@ -6,7 +6,7 @@ actions (the benchmark's opponent). Both are pure: no I/O, and no randomness but
 it is posted (a pass with its cards chosen), or None when the seat has nothing to do yet.
 
     >>> from domain.commands import CreateGame, TakeSeat
-    >>> from domain.dealing import SeededDeal
+    >>> from domain.shuffle import SeededDeal
     >>> from domain.game import decide, fold
     >>> from domain.views import seat_view
     >>> game = fold(decide(None, CreateGame("g", {"preset": "partnership"}, dealer=3)))

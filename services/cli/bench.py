@@ -654,3 +654,51 @@ def memory(
         )
     Console().print(table)
     typer.echo(f"created and read in {figures.seconds:.0f} s; load average {figures.load}")
+
+
+@app.command("integrity")
+def integrity(
+    players: Annotated[int, typer.Option(min=3, help="Players a league (a multiple of 3).")] = 6,
+    seeds: Annotated[int, typer.Option(min=1, help="Colluding leagues per strength.")] = 4,
+    honest: Annotated[int, typer.Option(min=0, help="Honest leagues.")] = 8,
+    strength: Annotated[
+        list[float] | None, typer.Option(help="Share of hands the pair colludes (repeatable).")
+    ] = None,
+    fdr: Annotated[float, typer.Option(help="False discovery rate a signal flags at.")] = 0.01,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line of figures.")] = False,
+) -> None:
+    """Planted colluders in bot leagues of cutthroat: the share of colluding pairs the
+    integrity signals flag, and of honest pairs, at each number of hands per player."""
+    from benchmarks.integrity import STRENGTHS, run
+
+    if players % 3:
+        raise typer.BadParameter("a league seats players three to a table", param_hint="--players")
+    figures = run(
+        players, seeds, strength or STRENGTHS, honest, fdr, None if json else console.print
+    )
+    if json:
+        typer.echo(msgspec.json.encode(figures).decode())
+        return
+    table = Table(title=f"integrity: leagues of {players} bots, flagged at FDR {fdr:g}")
+    for column in ("league", "hands", "colluders flagged", "honest flagged", "by", "honest by"):
+        table.add_column(
+            column, justify="left" if "by" in column or column == "league" else "right"
+        )
+    for row in figures:
+        kind = "honest" if row.strength is None else f"colluding {row.strength:.0%}"
+        caught = "-" if row.strength is None else f"{row.colluding_flagged}/{row.leagues}"
+        share = row.honest_flagged / row.honest_pairs if row.honest_pairs else 0.0
+        table.add_row(
+            kind,
+            str(row.hands_each),
+            caught,
+            f"{row.honest_flagged}/{row.honest_pairs} ({share:.1%})",
+            _counts(row.signals),
+            _counts(row.honest_signals),
+        )
+    Console(width=160).print(table)
+    typer.echo("colluding N%: the pair plays as partners on N% of its hands; by: flags per signal")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))

@@ -36,6 +36,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from services.cli import duplicate
 from services.cli.discover import Url
 
 if TYPE_CHECKING:
@@ -379,3 +380,7 @@ def export(
     else:
         output.write_bytes(data)
         console.print(f"wrote {output} ({len(data):,} bytes)")
+
+
+app.command("movement")(duplicate.movement_command)
+app.command("matchpoints")(duplicate.matchpoints_command)

@@ -24,6 +24,7 @@ from services.cli import (
     scenario,
     serve,
     webhooks,
+    witness,
 )
 
 
@@ -55,6 +56,7 @@ app.add_typer(broker.app, name="broker")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(partitions.app, name="partitions")
 app.add_typer(log.app, name="log")
+app.add_typer(witness.app, name="witness")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
 app.command("archive")(archive.archive)

@@ -101,7 +101,7 @@ def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
 
 
 def _check_model(model: str | None) -> None:
-    from services.projections.read_models import READ_MODELS
+    from services.projections.registry import READ_MODELS
 
     if model is not None and model not in READ_MODELS:
         raise typer.BadParameter(f"no read model {model!r}; known: {', '.join(READ_MODELS)}")
@@ -148,7 +148,7 @@ def parked(
 def replay_parked_command(model: ModelOption = None) -> None:
     """Apply the parked messages again, oldest first; those that apply are forgotten."""
     from services.projections.parking import replay_parked
-    from services.projections.read_models import seal_hands
+    from services.projections.registry import seal_hands
 
     _check_model(model)
     settings = _read_model_settings()
@@ -322,7 +322,7 @@ def bench(
     """Replay a stream of finished games into fresh read models (SQLite, and PostgreSQL when
     reachable) against a plain replay through the domain."""
     from benchmarks.projections import postgres_url_from, run
-    from services.projections.read_models import READ_MODELS
+    from services.projections.registry import READ_MODELS
 
     configure_logging(get_settings(), level="WARNING")
     started = time.perf_counter()

@@ -13,7 +13,7 @@ import msgspec
 from domain.bids import Bid
 from domain.cards import Card
 from domain.records import HandRecord
-from domain.views import ClockView
+from domain.views import ClockView, NextTurn
 
 Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "discard", "bid", "pass", "play"]
@@ -111,10 +111,12 @@ class EventRecord(msgspec.Struct, frozen=True):
 
 
 class ActionResult(msgspec.Struct, frozen=True):
-    """The answer to an action: the game's version after it, and the events it produced."""
+    """The answer to an action: the game's version after it, the events it produced, and who
+    acts next (None once the game is over, and in the answer to marking a seat away)."""
 
     version: int
     events: list[EventRecord]
+    next: NextTurn | None = None
 
 
 class EventPage(msgspec.Struct, frozen=True):

@@ -44,10 +44,10 @@ from domain.commands import (
     TimeOut,
     from_api,
 )
-from domain.dealing import SeededDeal
 from domain.events import GameEnded, SeatTaken, SeatTokenReissued
 from domain.game import decide
 from domain.seating import GAME_ID, GAME_ID_RULE
+from domain.shuffle import SeededDeal
 from domain.state import Game
 from domain.timing import on_clock
 from domain.views import event_for

@@ -19,16 +19,18 @@ from fastapi.telemetry import TelemetryConfig
 from nats.aio.client import Client
 
 from services.gateway.audits import AuditRuns
-from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
+from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens, WatchTokens
 from services.gateway.body_limit import BodyLimit
 from services.gateway.commands import Commands, InFlight
 from services.gateway.deps import Caps, Gateway, revoked_in_memory
+from services.gateway.embedding import parse_frame_origins
 from services.gateway.fast_path import FastPath
 from services.gateway.json_text import JsonText
 from services.gateway.limits import (
     DEFAULT_STREAMS,
     DEFAULT_WAITS,
     Identify,
+    Progress,
     RateLimit,
     Slots,
     caller_of,
@@ -37,7 +39,7 @@ from services.gateway.limits import (
 )
 from services.gateway.openapi import install_openapi
 from services.gateway.problems import install_problem_handlers
-from services.gateway.read_models import ProjectionReadModels
+from services.gateway.projection_queries import ProjectionReadModels
 from services.gateway.routes import (
     actions,
     audit,
@@ -48,6 +50,7 @@ from services.gateway.routes import (
     leagues,
     seats,
     service,
+    watch_links,
     webhooks,
 )
 from services.gateway.routes.pages import install_pages
@@ -100,6 +103,7 @@ def _lifespan(
             log.warning("SPADES_API_KEYS is not set: anyone may create games")
         secret = settings.signing_key()
         seat_tokens = SeatTokens(secret, settings.seat_token_ttl)
+        frame_origins = parse_frame_origins(settings.frame_origins)
         connection = await connect(
             settings.nats_url,
             "spades-gateway",
@@ -130,6 +134,9 @@ def _lifespan(
             ),
             in_flight=in_flight,
             seat_tokens=seat_tokens,
+            watch_tokens=WatchTokens(secret),
+            frame_origins=frame_origins,
+            watch_link_max_ttl_s=settings.watch_link_max_ttl,
             platform_keys=platform_keys,
             secret=secret,
             read_models=ProjectionReadModels(store),
@@ -204,6 +211,7 @@ def create_app(
     settings.platform_keys  # noqa: B018 (a bad SPADES_API_KEYS stops the start, not a request)
     rates = parse_rate_limits(settings.rate_limit)
     _stream_caps(settings), _wait_caps(settings)  # a bad setting stops the start, not a request
+    parse_frame_origins(settings.frame_origins)
     metrics = Metrics()
     app = FastAPI(
         title="Spades",
@@ -214,7 +222,7 @@ def create_app(
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
         telemetry=OWN_TELEMETRY,
     )
-    for router in (
+    routers = (
         games,
         seats,
         actions,
@@ -223,9 +231,11 @@ def create_app(
         audit,
         audit_log,
         leagues,
+        watch_links,
         webhooks,
         service,
-    ):
+    )
+    for router in routers:
         app.include_router(router.router)
     install_pages(app)
     install_problem_handlers(app)
@@ -233,7 +243,7 @@ def create_app(
     app.add_middleware(FastPath)  # innermost: a seat's view and actions, past the router
     app.add_middleware(JsonText)  # reads the body the limit lets through
     app.add_middleware(BodyLimit)
-    app.add_middleware(RateLimit, rates=rates, identify=_identify(app))
+    app.add_middleware(RateLimit, rates=rates, identify=_identify(app), progress=_progress(app))
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: sees every answer
     return app
 
@@ -256,3 +266,15 @@ def _identify(app: FastAPI) -> Identify:
         lambda: gateway.seat_tokens if (gateway := running()) else None,
         revoked,
     )
+
+
+def _progress(app: FastAPI) -> Progress:
+    """A seat's game version as this gateway holds it (without reading), for the seat's bucket
+    to earn its game's pace."""
+
+    def progress(seat_caller: str) -> int | None:
+        gateway: Gateway | None = getattr(app.state, "gateway", None)
+        held = gateway.games.peek(seat_caller.partition(":")[0]) if gateway else None
+        return held.version if held is not None and held.state is not None else None
+
+    return progress

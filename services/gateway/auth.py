@@ -11,6 +11,13 @@ shape and leaves the issue to the caller.
 ``SPADES_API_KEYS`` holds ``platform:key`` entries (several keys may name one platform, for
 rotation); a bare ``key`` names the platform ``key-<first 12 hex digits of sha256(key)>``.
 Keys and MACs are compared in constant time, and never logged.
+
+A watch link's token is ``wl1.<kind>.<id>.<generation>.<expires>.<nonce>.<mac>``, signed the
+same way: ``kind`` is ``game`` or ``league``, and it lets its holder read that game (or the
+league and its tables) as the public reads a public one, never a hidden card. The platform
+revokes every link of a game or league at once by moving its generation on (the read-model
+database holds it: :mod:`services.store.watch_links`), so, as for a seat token, the caller
+checks the generation.
 """
 
 from __future__ import annotations
@@ -24,11 +31,15 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
+from domain.league import LEAGUE_ID
 from domain.seating import GAME_ID
 from services.runtime.settings import bare_key_platform
 
 _VERSION = "st2"
+_WATCH_VERSION = "wl1"
+_GENERATION = re.compile(r"^(0|[1-9][0-9]{0,11})$")
 _NONCE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _SEAT = re.compile(r"^[0-9]$")
 _NUMBER = re.compile(r"^[1-9][0-9]{0,11}$")
@@ -120,6 +131,76 @@ class SeatTokens:
         if not hmac.compare_digest(mac.encode(), _mac(self._key, body).encode()):
             return None
         return SeatGrant(game_id, int(seat), int(issue), int(expires))
+
+
+WatchKind = Literal["game", "league"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchGrant:
+    """What a well-signed watch token names: one game, or one league and its tables, at one
+    generation of its links, until a time."""
+
+    kind: WatchKind
+    subject: str
+    """The game's or the league's id."""
+    generation: int
+    expires: int
+    """Unix seconds."""
+
+    def expired(self, now: float) -> bool:
+        return now >= self.expires
+
+    def covers(self, game_id: str, league_id: str | None) -> bool:
+        """Whether the link shows this game (itself, or a table of its league)."""
+        if self.kind == "game":
+            return self.subject == game_id
+        return league_id is not None and self.subject == league_id
+
+
+def is_watch_token(credential: str) -> bool:
+    return credential.startswith(f"{_WATCH_VERSION}.")
+
+
+class WatchTokens:
+    """Issues watch tokens and reads them back (under the seat tokens' key: the version
+    prefix keeps the two apart, so neither ever reads as the other)."""
+
+    def __init__(self, signing_key: bytes, clock: Callable[[], float] = time.time) -> None:
+        self._key = signing_key
+        self._clock = clock
+
+    def now(self) -> float:
+        return self._clock()
+
+    def issue(self, kind: WatchKind, subject: str, generation: int, ttl_s: int) -> IssuedToken:
+        expires = int(self._clock()) + ttl_s
+        nonce = secrets.token_urlsafe(12)
+        body = f"{_WATCH_VERSION}.{kind}.{subject}.{generation}.{expires}.{nonce}"
+        return IssuedToken(f"{body}.{_mac(self._key, body)}", rfc3339(expires))
+
+    def read(self, token: str) -> WatchGrant | None:
+        """What a watch token this service signed names, or None for anything else (expired
+        and revoked ones included: the caller checks those)."""
+        body, _, mac = token.rpartition(".")
+        parts = body.split(".")
+        if len(parts) != 6 or parts[0] != _WATCH_VERSION:
+            return None
+        _, kind, subject, generation, expires, nonce = parts
+        subject_shape = GAME_ID if kind == "game" else LEAGUE_ID if kind == "league" else None
+        shaped = (
+            subject_shape is not None
+            and subject_shape.fullmatch(subject)
+            and _GENERATION.match(generation)
+            and _NUMBER.match(expires)
+            and _NONCE.match(nonce)
+        )
+        if not shaped:
+            return None
+        if not hmac.compare_digest(mac.encode(), _mac(self._key, body).encode()):
+            return None
+        watched: WatchKind = "game" if kind == "game" else "league"
+        return WatchGrant(watched, subject, int(generation), int(expires))
 
 
 class PlatformKeys:

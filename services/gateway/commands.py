@@ -19,11 +19,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import structlog
 from prometheus_client import Counter
 
 from contracts.wire import CommandReply, LeagueCommandReply, LeagueRequestBody, RequestBody
@@ -168,24 +167,3 @@ def default_visibility(services: Gateway) -> Visibility:
     """What a new game or league is when its creator does not say: private on a server with
     platform keys, public on one without."""
     return "private" if services.platform_keys.required else "public"
-
-
-async def create(
-    services: Gateway,
-    kind: Literal["game", "league"],
-    platform: str | None,
-    idempotency_key: str | None,
-    send: Callable[[str, str], Awaitable[Iterable[Any]]],
-    fold: Callable[[Iterable[Any]], S | None],
-) -> tuple[str, S]:
-    """Create a game or a league: its id and command id from the key (the same for a retry),
-    one request in flight per key, the engine's events folded into what was created."""
-    created = created_id(kind, services.secret, platform, idempotency_key)
-    command_id = keyed_command_id(services.secret, idempotency_key, "create", created)
-    structlog.contextvars.bind_contextvars(**{f"{kind}_id": created, "command_id": command_id})
-    with services.in_flight.hold(command_id):
-        events = await send(created, command_id)
-    state = fold(events)
-    if state is None:
-        raise ProblemError("unavailable", "the engine created nothing; retry")
-    return created, state

@@ -4,8 +4,9 @@ The services are built once by the app's lifespan (:mod:`services.gateway.app`) 
 :class:`Gateway`; routes ask for the piece they use. A caller presents a platform key or a
 seat token as ``Authorization: Bearer <credential>`` (a token also as ``?access_token=``, for
 event streams). Who may read what (docs/api.md, "Who may read and change what"): a game or a
-league that is public, its own platform, and a game's seats through their tokens; anyone else
-is answered exactly as if there were no such game or league.
+league that is public, its own platform, a game's seats through their tokens, and the holder
+of a watch link the platform issued (the game, or the league and its tables, as the public
+sees a public one); anyone else is answered exactly as if there were no such game or league.
 """
 
 from __future__ import annotations
@@ -26,18 +27,27 @@ from domain.league import LEAGUE_ID, League
 from domain.seating import GAME_ID
 from domain.state import Game
 from services.gateway.audits import AuditRuns
-from services.gateway.auth import PlatformKeys, SeatGrant, SeatTokens
+from services.gateway.auth import (
+    PlatformKeys,
+    SeatGrant,
+    SeatTokens,
+    WatchGrant,
+    WatchTokens,
+    is_watch_token,
+)
 from services.gateway.commands import Commands, InFlight
+from services.gateway.embedding import FrameOrigins
 from services.gateway.league_census import LeagueCensus
 from services.gateway.limits import DEFAULT_STREAMS, DEFAULT_WAITS, Slots, address_of, parse_caps
 from services.gateway.problems import ProblemError
-from services.gateway.read_models import ReadModels
+from services.gateway.projection_queries import ReadModels
 from services.gateway.telemetry import Metrics
 from services.runtime.aggregate_cache import AggregateCache, Loaded
 from services.runtime.game_cache import GameCache, LoadedGame
 from services.runtime.game_stream import GameStream
 from services.runtime.league_cache import LeagueCache
 from services.runtime.webhook_addresses import AddressPolicy
+from services.store import watch_links
 from services.store.database import Store
 
 L = TypeVar("L", bound=Loaded[Any, Any])
@@ -55,6 +65,7 @@ class Gateway:
     commands: Commands
     in_flight: InFlight
     seat_tokens: SeatTokens
+    watch_tokens: WatchTokens
     platform_keys: PlatformKeys
     secret: bytes
     """The service's signing key: what ids derived from idempotency keys are keyed with."""
@@ -81,6 +92,10 @@ class Gateway:
     league_census: LeagueCensus = field(default_factory=LeagueCensus)
     """Each league's platform and end, as far as this gateway has read them (the quota of
     leagues going on counts from it)."""
+    frame_origins: FrameOrigins = field(default_factory=dict)
+    """The sites that may frame each platform's pages."""
+    watch_link_max_ttl_s: int = 30 * 86_400
+    """The longest a watch link may be valid for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +149,15 @@ Credential = Annotated[str | None, Depends(presented_token)]
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is asking: a platform (by one of its keys), a seat (by its token, signed and not
-    expired; whether it is revoked only the game can tell), or no one. Without platform keys
-    configured (local development) every caller speaks for the one platform there is."""
+    expired; whether it is revoked only the game can tell), a watcher (by a watch link's
+    token, likewise), or no one. Without platform keys configured (local development) every
+    caller speaks for the one platform there is."""
 
     platform: str | None = None
     grant: SeatGrant | None = None
     local: bool = False
+    watch: WatchGrant | None = None
+    """A watch link's grant: it reads, as the public, what the link shows; it never acts."""
 
     def owns(self, owner: str | None) -> bool:
         """Whether the caller is the platform a game or league belongs to."""
@@ -181,6 +199,13 @@ def _caller(services: Gateway, credential: str | None) -> Caller:
     if platform is not None:
         structlog.contextvars.bind_contextvars(platform=platform)
         return Caller(platform=platform)
+    if is_watch_token(credential):
+        watch = services.watch_tokens.read(credential)
+        if watch is None:
+            raise ProblemError("unauthorized", "not a watch link of this service")
+        if watch.expired(services.watch_tokens.now()):
+            raise ProblemError("unauthorized", "this watch link has expired: ask for a new one")
+        return Caller(watch=watch, local=local)
     grant = services.seat_tokens.read(credential)
     if grant is None:
         raise ProblemError("unauthorized", "not a seat token or a platform key of this service")
@@ -242,6 +267,9 @@ def _game_caller(services: Gateway, game_id: str, credential: str | None) -> Cal
         if asking.grant.game_id != game_id:
             raise ProblemError("forbidden", "this seat token is for another game")
         structlog.contextvars.bind_contextvars(seat=asking.grant.seat)
+    watch = asking.watch
+    if watch is not None and watch.kind == "game" and watch.subject != game_id:
+        raise ProblemError("forbidden", "this watch link is for another game")
     return asking
 
 
@@ -326,8 +354,24 @@ async def stream_read(services: Services, game_id: GameId, asking: StreamCaller)
     return await _read(services, game_id, asking)
 
 
+async def current_watch(services: Gateway, watch: WatchGrant | None) -> None:
+    """401 for a watch link its platform has revoked since it was issued (every gateway
+    reads the generation from the database, so a revocation holds at once everywhere)."""
+    if watch is None:
+        return
+    async with services.store.reading() as conn:
+        now = await watch_links.generation(conn, watch.kind, watch.subject)
+    if watch.generation != now:
+        raise ProblemError("unauthorized", "this watch link has been revoked: ask for a new one")
+
+
 async def _read(services: Gateway, game_id: str, asking: Caller) -> GameRead:
+    await current_watch(services, asking.watch)
+    watch = asking.watch
+
     def may_read(game: Game) -> bool:
+        if watch is not None and watch.covers(game.game_id, game.league):
+            return True
         return _seat_of(asking, game) is not None or asking.may_read(game.platform, game.visibility)
 
     loaded = await _readable(services.games, "game", game_id, may_read)
@@ -423,8 +467,13 @@ async def current_league(services: Services, league_id: LeagueId, asking: Caller
     """The league as its stream has it now, for a caller that may read it (it is public, or
     the caller is its platform); 404 otherwise, as for no league at all."""
 
+    watch = asking.watch
+    if watch is not None and not (watch.kind == "league" and watch.subject == league_id):
+        raise ProblemError("forbidden", "this watch link is for another game or league")
+    await current_watch(services, watch)
+
     def may_read(league: League) -> bool:
-        return asking.may_read(league.platform, league.visibility)
+        return watch is not None or asking.may_read(league.platform, league.visibility)
 
     loaded = await _readable(services.leagues, "league", league_id, may_read)
     assert loaded.state is not None

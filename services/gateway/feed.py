@@ -1,12 +1,26 @@
 """One game as server-sent events: a ``state`` event, then every event as it is committed.
 
-Each event's ``id:`` is its version, so a client that reconnects with ``Last-Event-ID`` gets the
-events after it and no ``state``; an id the game has not reached (or not a version at all) gets
-a fresh ``state``. The events come from an ordered reader of the game's subject
-(:mod:`~services.runtime.ordered`), started right after the last commit already rendered:
-nothing is missed or sent twice between the state and the first event. A client that resumes
-behind the game is sent what it missed from the game's history first (read as every history
-is, from the archive too). Idle streams get a keep-alive comment.
+The frames, each with an ``id:`` (a version of the game), so that ``Last-Event-ID`` always
+names the last version the client has:
+
+- ``state``: the table as the reader sees it; its id is the version it shows.
+- one named by each event's type (``bid_placed``, ...): the event as the reader may see it; its
+  id is the event's version.
+- ``clock`` (a game with a clock, after each commit): the clock as the commit left it; its id
+  is the commit's last version, the id of the event frame just before it, so a client that
+  resumes after it misses nothing and gets nothing twice.
+- ``end``, last: ``{"reason", "version"}``, why the stream ends (``game_over``,
+  ``token_expired``, ``token_revoked``); its id is the last version sent. The server closes the
+  stream after it: a client should not reconnect (one that does, after a finished game's last
+  version, is answered 204 No Content, which stops an ``EventSource``).
+
+A client that reconnects with ``Last-Event-ID`` gets the events after it and no ``state``; an id
+the game has not reached (or not a version at all) gets a fresh ``state``. The events come from
+an ordered reader of the game's subject (:mod:`~services.runtime.ordered`), started right after
+the last commit already rendered: nothing is missed or sent twice between the state and the
+first event. A client that resumes behind the game is sent what it missed from the game's
+history first (read as every history is, from the archive too). Idle streams get a keep-alive
+comment.
 
 A stream opened with a seat token lasts as long as the token: it ends when the token expires
 (at that second), right after the event that issues the seat a new token (which revokes this
@@ -21,6 +35,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import anyio
 import msgspec
@@ -31,7 +46,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from contracts.wire import commit_seconds, read_commit
-from domain.events import AnyEvent, SeatTokenReissued
+from domain.events import AnyEvent, GameEnded, SeatTokenReissued
 from domain.game import evolve
 from domain.state import Game
 from domain.timing import apply_commit
@@ -145,11 +160,38 @@ def _event_frame(version: int, event: AnyEvent, reader: Reader, owner: bool) -> 
     return format_sse_event(data_str=data, event=str(event.__struct_config__.tag), id=str(version))
 
 
-def _clock_frame(game: Game) -> bytes:
+def _clock_frame(game: Game, version: int) -> bytes:
     """The clock after a commit (each seat's bank, away, the deadline of the seat on turn):
-    public, without an id (a client resumes by its events)."""
+    public, with the id of the commit's last event."""
     data = msgspec.json.encode(clock_view(game)).decode()
-    return format_sse_event(data_str=data, event="clock")
+    return format_sse_event(data_str=data, event="clock", id=str(version))
+
+
+EndReason = Literal["game_over", "token_expired", "token_revoked"]
+
+
+class StreamEnd(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``end`` frame's data: why the stream ends, after which version."""
+
+    reason: Annotated[
+        EndReason,
+        msgspec.Meta(
+            description="Why the stream ends: the game is over, or the seat's token expired "
+            "or was revoked by a new one."
+        ),
+    ]
+    version: Annotated[int, msgspec.Meta(description="The last version sent.")]
+
+
+def _end_frame(reason: EndReason, version: int) -> bytes:
+    data = msgspec.json.encode(StreamEnd(reason=reason, version=version)).decode()
+    return format_sse_event(data_str=data, event="end", id=str(version))
+
+
+def finished_at(game: Game, resume_after: int | None) -> bool:
+    """Whether a stream resuming after ``resume_after`` has nothing left to get: the game is
+    over and the client has its last version."""
+    return game.status == "finished" and resume_after == game.version
 
 
 async def frames(
@@ -176,11 +218,16 @@ async def frames(
                         yield _event_frame(version, event, reader, start.owner)
                         seen = version
                         if start.revokes(event):
+                            yield _end_frame("token_revoked", seen)
                             return
+        if game.status == "finished":
+            yield _end_frame("game_over", seen)
+            return
         async with _following(connection, stream, game.game_id, start.sequence + 1) as following:
             quiet_since = time.monotonic()
             while True:
                 if start.expired():
+                    yield _end_frame("token_expired", seen)
                     return
                 keep_alive_in = quiet_since + keep_alive_s - time.monotonic()
                 if keep_alive_in <= 0:
@@ -192,19 +239,26 @@ async def frames(
                     message = await following.next_msg(max(wait_s, 0.01))
                 except nats.errors.TimeoutError:
                     if revoked is not None and revoked():
+                        yield _end_frame("token_revoked", seen)
                         return
                     continue
                 quiet_since = time.monotonic()
                 commit = read_commit(message.data)
+                over = False
                 for version, event in versioned(commit):
                     if version > seen:
                         yield _event_frame(version, event, reader, start.owner)
                         seen = version
+                        over = over or isinstance(event, GameEnded)
                         if start.revokes(event):
+                            yield _end_frame("token_revoked", seen)
                             return
                 if game.timing is not None and commit.events and commit.version > game.version:
                     at = commit_seconds(commit.time)
                     game = apply_commit(game, commit.events, at, evolve) or game
-                    yield _clock_frame(game)
+                    yield _clock_frame(game, seen)
+                if over:
+                    yield _end_frame("game_over", seen)
+                    return
     except nats.errors.Error as error:
         log.warning("event stream ends: nats", game_id=game.game_id, error=type(error).__name__)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from domain.league import BYE_WINS, League
-from services.gateway.read_models import GameSummary, LeagueStandings, PlayerRecord
+from services.gateway.projection_queries import GameSummary, LeagueStandings, PlayerRecord
 from services.store.ratings import Standing
 
 STANDINGS_CSV = (

@@ -12,7 +12,11 @@ also draws on an ``audit`` bucket of the same caller. ``SPADES_RATE_LIMIT`` sets
     platform=200/s,seat=20/s,anonymous=20/s,audit=2/s
 
 ``COUNT/UNIT`` (``s``, ``m`` or ``h``): a bucket holds ``COUNT`` requests and refills at that
-rate, so a caller may burst ``COUNT`` at once and then keeps to the rate. A name left out keeps
+rate, so a caller may burst ``COUNT`` at once and then keeps to the rate. A seat's bucket also
+earns :data:`EARNED_PER_EVENT` requests for every event its game records (as far as the gateway
+holds the game in memory): a seat that views and acts once a move is paced by its game, and
+never runs dry however fast the table plays, while one that only asks keeps to the rate (its
+game does not move for it). A name left out keeps
 its default; ``off`` turns limiting off. Every limited answer carries the IETF
 ``RateLimit-Policy`` and ``RateLimit`` fields (draft-ietf-httpapi-ratelimit-headers, structured
 fields: ``"platform";q=200;w=1`` and ``"platform";r=150;t=1``); a refusal carries
@@ -40,6 +44,9 @@ KINDS = ("platform", "seat", "anonymous", "audit")
 DEFAULT_LIMITS = "platform=200/s,seat=20/s,anonymous=20/s,audit=2/s"
 """Enough for people and well-behaved programs; a flood from one caller gets 429s, and a
 ``make run`` server stays answering everyone else."""
+EARNED_PER_EVENT = 2
+"""What each event of a seat's game adds to the seat's bucket: the view and the action of the
+README's loop (an action records one event at least; the other seats' moves add theirs)."""
 MAX_BUCKETS = 100_000
 """Buckets kept at most; full ones (as good as new) go first when there are more."""
 
@@ -97,6 +104,8 @@ def _entries(text: str) -> dict[str, Rate]:
 class Bucket:
     tokens: float
     stamp: float
+    progress: int = 0
+    """The version of the caller's game when it last drew (seats only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,13 +127,20 @@ class Buckets:
     rate: Rate
     held: OrderedDict[str, Bucket] = field(default_factory=OrderedDict)
 
-    def draw(self, caller: str, now: float) -> Verdict:
+    def draw(self, caller: str, now: float, progress: int | None = None) -> Verdict:
+        """Take one request from ``caller``'s bucket; ``progress`` is the version of the
+        caller's game (a seat's), whose every event since the last draw earns
+        :data:`EARNED_PER_EVENT` requests back."""
         capacity, per_s = self.rate.count, self.rate.per_s
         bucket = self.held.pop(caller, None)
         if bucket is None:
-            bucket = Bucket(float(capacity), now)
+            bucket = Bucket(float(capacity), now, progress or 0)
         else:
-            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.stamp) * per_s)
+            earned = (now - bucket.stamp) * per_s
+            if progress is not None and progress > bucket.progress:
+                earned += (progress - bucket.progress) * EARNED_PER_EVENT
+                bucket.progress = progress
+            bucket.tokens = min(capacity, bucket.tokens + earned)
             bucket.stamp = now
         allowed = bucket.tokens >= 1
         if allowed:
@@ -152,6 +168,13 @@ class Buckets:
 
 Identify = Callable[[Scope], tuple[str, str]]
 """A request's caller: its kind (platform, seat, anonymous) and who it is within the kind."""
+Progress = Callable[[str], int | None]
+"""A seat caller's (``game_id:seat``) game version, as the gateway holds it; None if it holds
+none."""
+
+
+def _no_progress(_caller: str) -> int | None:
+    return None
 
 
 class RateLimit:
@@ -164,11 +187,13 @@ class RateLimit:
         rates: dict[str, Rate] | None,
         identify: Identify,
         clock: Callable[[], float] = time.monotonic,
+        progress: Progress = _no_progress,
     ) -> None:
         self.app = app
         self.buckets = {kind: Buckets(rate) for kind, rate in (rates or {}).items()}
         self.identify = identify
         self.clock = clock
+        self.progress = progress
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.buckets or scope["type"] != "http" or _unlimited(scope["path"]):
@@ -176,7 +201,8 @@ class RateLimit:
             return
         kind, caller = self.identify(scope)
         now = self.clock()
-        drawn = [(kind, self.buckets[kind].draw(caller, now))]
+        pace = self.progress(caller) if kind == "seat" else None
+        drawn = [(kind, self.buckets[kind].draw(caller, now, pace))]
         if drawn[0][1].allowed and _AUDIT_PATH.match(scope["path"]):
             drawn.append(("audit", self.buckets["audit"].draw(f"{kind}:{caller}", now)))
         headers = self._headers(drawn)

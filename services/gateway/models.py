@@ -250,33 +250,13 @@ RuleSet = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Rules"})]
 generated from the struct."""
 
 
-class SeatInfo(BaseModel):
-    seat: int
-    player: str | None
-
-
-class TrickCard(BaseModel):
-    seat: int
-    card: Card
-
-
-class SeatClock(BaseModel):
-    seat: int
-    bank_s: float = Field(description="What is left of the seat's bank.")
-    away: bool = Field(description="Acted for at once on each turn until its token acts.")
-    timeouts: int = Field(description="Its timeouts in a row.")
-    deadline: str | None = Field(description="When its clock runs out (RFC 3339), on turn.")
-
-
-class ClockState(BaseModel):
-    turn_s: float
-    bank_s: float
-    on_timeout: Literal["auto", "forfeit"]
-    away_after: int
-    seats: list[SeatClock]
-    deadline: str | None = Field(
-        description="When the seat on turn runs out of time (RFC 3339); null when none is."
-    )
+SeatInfo = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "SeatInfo"})]
+"""A seat and its player: :class:`domain.views.SeatInfo`."""
+TrickCard = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "TrickCard"})]
+"""A card of the trick being played and its seat: :class:`domain.views.TrickCard`."""
+ClockState = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "ClockState"})]
+"""A game's clock as anyone may see it: :class:`domain.views.ClockView` (its seats'
+:class:`domain.views.SeatClockView` are ``SeatClock``)."""
 
 
 class PublicState(BaseModel):
@@ -374,13 +354,8 @@ class SeatTaken(BaseModel):
 # --------------------------------------------------------------------------- events
 
 
-class ClockShown(BaseModel):
-    """A table's clock as recorded (docs/api.md, "Clocks")."""
-
-    turn_s: float
-    bank_s: float
-    on_timeout: Literal["auto", "forfeit"]
-    away_after: int
+ClockShown = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Clock"})]
+"""A table's clock as recorded (docs/api.md, "Clocks"): :class:`domain.clock.Clock`."""
 
 
 Event = Annotated[
@@ -402,6 +377,26 @@ class Events(BaseModel):
 
     version: int
     events: list[EventRecord]
+
+
+class NextTurn(BaseModel):
+    """Who acts next: the seat and what it must send (the domain's ``NextTurn``)."""
+
+    seat: int = Field(description="The seat whose token acts next.")
+    must: Phase = Field(
+        description="The action it must send: `bid` (a `look` may come first), `play`, `pass`, "
+        "`discard` or `draw`. While passes are due, the first seat that owes one."
+    )
+
+
+class Acted(Events):
+    """An action's answer: the events it caused as the acting seat sees them, and who acts
+    next, so that a client needs no other request to know whose turn it is."""
+
+    next: NextTurn | None = Field(
+        description="Who acts next once these events are applied (or later, if the game "
+        "moved on before the answer was sent); null when no one does: the game is over."
+    )
 
 
 # --------------------------------------------------------------------------- records

@@ -11,7 +11,7 @@ the seed is revealed only with the score), and nothing but this model reads them
 shows them, and what endpoints show of a hand in progress comes from the game itself. So they
 are kept sealed (:mod:`services.runtime.sealing`, under the service's key, bound to the game):
 a copy of the database tells nothing of a hand being played. The model refuses to save without
-its key (:func:`services.projections.read_models.seal_hands`).
+its key (:func:`services.projections.registry.seal_hands`).
 """
 
 from __future__ import annotations

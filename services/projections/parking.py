@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from contracts.partitions import ONE, Partitions
 from services.projections.model import Delivered, OutOfOrder, Unapplicable
-from services.projections.read_models import READ_MODELS
+from services.projections.registry import READ_MODELS
 from services.store import positions
 from services.store.database import Statements, Store, is_store_trouble, upsert
 from services.store.schema import parked

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 
 from contracts.partitions import ONE, Partitions
 from services.projections.model import ReadModel
-from services.projections.read_models import read_models
+from services.projections.registry import read_models
 from services.store import positions
 from services.store.database import Statements, Store
 from services.store.schema import parked

@@ -27,7 +27,7 @@ from nats.aio.client import Client
 
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
 from services.projections.model import ReadModel
-from services.projections.read_models import (
+from services.projections.registry import (
     READ_MODELS,
     lay_out_log,
     read_models,

@@ -65,8 +65,8 @@ from contracts.partitions import Partitions
 from contracts.wire import read_commit
 from services.projections.model import Delivered, ReadModel, Refusals, Unreadable
 from services.projections.parking import ParkedMessage, describe, now, park
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
+from services.projections.registry import READ_MODELS
 from services.runtime.follower import Message, Opened, Pace, Partition, end_after, purged
 from services.runtime.game_archive import GameArchive
 from services.runtime.game_stream import may_follow_archived

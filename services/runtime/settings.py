@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     platform), or bare keys; unset, the gateway runs for local development (no platforms)."""
     seat_token_ttl: int = Field(default=86_400, ge=1, le=366 * 86_400)
     """Seconds a seat token is valid for after it is issued."""
+    watch_link_max_ttl: int = Field(default=30 * 86_400, ge=60, le=366 * 86_400)
+    """The longest a watch link a platform issues may be valid for, in seconds."""
+    frame_origins: str = ""
+    """The sites that may show a platform's pages in a frame, ``platform=ORIGIN ORIGIN``
+    entries separated by ``;`` (a bare list of origins: the games of a server without
+    platform keys); unset, no site may (``frame-ancestors 'none'``)."""
     rate_limit: str = ""
     """Token buckets per caller, e.g. ``platform=200/s,anonymous=20/s,audit=2/s`` (names left
     out keep their defaults; ``off`` turns limiting off): see the gateway's ``limits``."""

@@ -417,6 +417,18 @@ def _rebuilds_under_way_v9(connection: sa.Connection) -> None:
     connection.execute(sa.text("ALTER TABLE projection_positions ADD COLUMN rebuilding_since TEXT"))
 
 
+def _watch_links_v11(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "watch_links",
+        tables,
+        sa.Column("subject", sa.String(80), primary_key=True),
+        sa.Column("generation", sa.Integer, nullable=False),
+        sa.Column("revoked_at", sa.Double, nullable=False),
+    )
+    tables.create_all(connection)
+
+
 def _nothing(_connection: sa.Connection) -> None:
     """A step whose work is its ``sealing``."""
 
@@ -449,7 +461,7 @@ def _sealed_webhook_secrets_v10(connection: sa.Connection, secret: bytes) -> Non
             )
 
 
-def _audit_log_v11(connection: sa.Connection) -> None:
+def _audit_log_v12(connection: sa.Connection) -> None:
     # Empty at first: the log model replays every partition's stream from its start (it has
     # no position yet), so every game already played gets its leaves, in stream order.
     tables = sa.MetaData()
@@ -518,8 +530,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         _nothing,
         _sealed_webhook_secrets_v10,
     ),
+    Migration(11, "watch links: each game's and league's revocations", _watch_links_v11),
     Migration(
-        11, "the audit log: leaves, tree nodes and checkpoints per partition", _audit_log_v11
+        12, "the audit log: leaves, tree nodes and checkpoints per partition", _audit_log_v12
     ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""

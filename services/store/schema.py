@@ -287,6 +287,19 @@ webhook_positions = sa.Table(
 webhooks worker turned into deliveries, and the stream it belongs to (its creation time, as
 :mod:`services.runtime.stream_identity` reads it)."""
 
+# --------------------------------------------------------------------------- watch links
+
+watch_links = sa.Table(
+    "watch_links",
+    metadata,
+    sa.Column("subject", sa.String(80), primary_key=True),
+    sa.Column("generation", sa.Integer, nullable=False),
+    sa.Column("revoked_at", sa.Double, nullable=False),
+)
+"""Per game or league (``subject``: ``game:<id>``, ``league:<id>``) whose watch links its
+platform has revoked, the generation links are issued at now: a link of an earlier generation
+is refused. No row: generation 0, nothing revoked. Not a read model: nothing rebuilds it."""
+
 # --------------------------------------------------------------------------- the audit log
 
 log_leaves = sa.Table(

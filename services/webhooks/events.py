@@ -7,8 +7,12 @@ the whole commit, each seat that has just come to act makes ``game.turn``. A lea
 round's last game ends, :mod:`services.engine.round_watch`) ``league.round_finished``; and
 ``league_finished`` (its last planned round over) ``league.finished``.
 
-A seat's clock running out (``timed_out``) makes ``game.timed_out`` (:func:`timed_out`), and a
-clocked game's ``game.turn`` carries the seat's deadline (:func:`turn_deadline`).
+A present seat's clock running out (``timed_out``) makes ``game.timed_out`` (:func:`timed_out`),
+and a clocked game's ``game.turn`` carries the seat's deadline (:func:`turn_deadline`). The
+turns the service plays for an away seat make no webhook each (an auto-played game would send
+one per move, and a platform that tells its users of each would flood them): the timeout that
+leaves a seat away says so (``away``), and ``hand.scored`` and ``game.finished`` count those
+turns per seat (``away_turns``).
 
 Nothing here reads a card: every payload is built from what the public view shows.
 """
@@ -16,7 +20,7 @@ Nothing here reads a card: every payload is built from what the public view show
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from contracts.webhooks import (
     AnyWebhook,
@@ -82,11 +86,24 @@ def league_chain(league_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """A game as the webhooks know it: its state, and the league whose table it is (which
-    only its creation says)."""
+    """A game as the webhooks know it: its state, the league whose table it is (which only its
+    creation says), and the turns played for away seats, this hand's and the game's."""
 
     game: Game
     league: str | None
+    hand_away_turns: tuple[int, ...] = ()
+    game_away_turns: tuple[int, ...] = ()
+
+
+def _away(game: Game | None, seat: int) -> bool:
+    timing = game.timing if game is not None else None
+    return timing is not None and 0 <= seat < len(timing.seats) and timing.seats[seat].away
+
+
+def _counted(turns: tuple[int, ...], seat: int, seats: int) -> tuple[int, ...]:
+    counts = list(turns or (0,) * seats)
+    counts[seat] += 1
+    return tuple(counts)
 
 
 def game_webhooks(before: Seen | None, commit: Commit) -> tuple[Seen | None, list[Made]]:
@@ -94,40 +111,59 @@ def game_webhooks(before: Seen | None, commit: Commit) -> tuple[Seen | None, lis
     chain = game_chain(commit.game_id)
     made: list[Made] = []
     state = before.game if before is not None else None
-    league = before.league if before is not None else None
+    seen = before
     for event in commit.events:
+        played_away = isinstance(event, TimedOut) and _away(state, event.seat)
         state = evolve(state, event)
-        if isinstance(event, GameCreatedEvent):
-            league = event.league
-        webhook = _of_event(Seen(state, league), event, commit.time)
+        seen = _next_seen(seen, state, event)
+        if played_away and isinstance(event, TimedOut):  # counted, not sent
+            seats = state.rules.players
+            seen = replace(
+                seen,
+                hand_away_turns=_counted(seen.hand_away_turns, event.seat, seats),
+                game_away_turns=_counted(seen.game_away_turns, event.seat, seats),
+            )
+            continue
+        webhook = _of_event(seen, event, commit)
         if webhook is not None:
             made.append(Made(chain, webhook))
-    if state is None:
+        if isinstance(event, HandScoredEvent):
+            seen = replace(seen, hand_away_turns=())
+    if state is None or seen is None:
         return None, made
     if state.timing is not None and commit.events:  # the clocks run to the commit's time
         before_game = before.game if before is not None else None
         state = stamped(before_game, commit.events, state, commit_seconds(commit.time))
-    after = Seen(state, league)
+    after = replace(seen, game=state)
     if commit.events:
         made += [Made(chain, turn) for turn in _turns(before, after, commit)]
     return after, made
 
 
-def _of_event(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
+def _next_seen(seen: Seen | None, state: Game, event: AnyEvent) -> Seen:
+    if isinstance(event, GameCreatedEvent):
+        return Seen(state, event.league)
+    return Seen(state, None) if seen is None else replace(seen, game=state)
+
+
+def _of_event(seen: Seen, event: AnyEvent, commit: Commit) -> AnyWebhook | None:
+    time = commit.time
     if isinstance(event, GameCreatedEvent):
         return _created(seen, time)
     if isinstance(event, HandScoredEvent):
         return _scored(seen, event, time)
     if isinstance(event, GameEnded):
         return _finished(seen, time)
-    return timed_out(seen, event, time)
+    if isinstance(event, TimedOut):
+        away = any(isinstance(e, SeatAway) and e.seat == event.seat for e in commit.events)
+        return timed_out(seen, event, time, away)
+    return None
 
 
-def timed_out(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
-    """``game.timed_out`` for the event that records a seat's clock running out: the service
-    acted for the seat (``auto``) or the game is forfeited (``forfeit``)."""
-    if not isinstance(event, TimedOut):
-        return None
+def timed_out(seen: Seen, event: TimedOut, time: str, away: bool) -> AnyWebhook:
+    """``game.timed_out`` for the event that records a present seat's clock running out: the
+    service acted for the seat (``auto``) or the game is forfeited (``forfeit``); ``away``
+    when the timeout left the seat away (its commit says so)."""
     game = seen.game
     timing = game.timing
     player = game.players[event.seat] if 0 <= event.seat < len(game.players) else None
@@ -137,6 +173,7 @@ def timed_out(seen: Seen, event: AnyEvent, time: str) -> AnyWebhook | None:
         seat=event.seat,
         player=player.name if player else None,
         outcome=timing.clock.on_timeout if timing is not None else "auto",
+        away=away,
         version=game.version,
     )
     return GameTimedOut(timestamp=time, data=data)
@@ -150,6 +187,10 @@ def turn_deadline(game: Game, seat: int) -> str | None:
         return None
     deadline = timing.deadline(seat)
     return rfc3339(deadline) if deadline is not None else None
+
+
+def _per_seat(counts: tuple[int, ...], game: Game) -> list[int]:
+    return list(counts) if counts else [0] * game.rules.players
 
 
 def _players(game: Game) -> list[str | None]:
@@ -187,6 +228,7 @@ def _scored(seen: Seen, event: HandScoredEvent, time: str) -> AnyWebhook:
         bags=list(event.bags),
         units=_units(game),
         players=_players(game),
+        away_turns=_per_seat(seen.hand_away_turns, game),
         version=game.version,
     )
     return HandScored(timestamp=time, data=data)
@@ -203,6 +245,7 @@ def _finished(seen: Seen, time: str) -> AnyWebhook:
         units=_units(game),
         players=_players(game),
         hands_played=game.hands_played,
+        away_turns=_per_seat(seen.game_away_turns, game),
         version=game.version,
     )
     return GameFinished(timestamp=time, data=data)

@@ -23,9 +23,9 @@ import pytest
 
 from domain.cards import Card
 from domain.commands import CreateGame, PlaceBid, PlayCard, TakeSeat
-from domain.dealing import DealtHands
 from domain.events import HandScored
 from domain.game import decide, evolve, legal_actions
+from domain.shuffle import DealtHands
 from domain.state import Game
 
 pyspiel = pytest.importorskip(

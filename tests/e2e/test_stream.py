@@ -99,3 +99,92 @@ async def test_the_service_endpoints(stack: Stack) -> None:
         "/v1/games/{game_id}/audit",
     ):
         assert path in paths, path
+
+
+async def all_messages(
+    client: SpadesClient,
+    game_id: str,
+    last_event_id: str | None = None,
+    opened: asyncio.Event | None = None,
+) -> list[ServerSentEvent]:
+    """Every message of the stream, until the server closes it (it must, within the timeout);
+    ``opened`` is set at the first."""
+    messages: list[ServerSentEvent] = []
+
+    async def read() -> None:
+        async with aclosing(client.stream(game_id, last_event_id=last_event_id)) as stream:
+            async for message in stream:
+                messages.append(message)
+                if opened is not None:
+                    opened.set()
+
+    await asyncio.wait_for(read(), READ_TIMEOUT_S)
+    return messages
+
+
+async def test_a_finished_games_stream_ends_with_an_end_frame_and_is_closed(
+    client: SpadesClient,
+) -> None:
+    table = await seat_players(client, {"preset": "two-player", "max_hands": 1}, random.Random(3))
+    opened = asyncio.Event()
+    following = asyncio.create_task(all_messages(client, table.game_id, opened=opened))
+    await asyncio.wait_for(opened.wait(), READ_TIMEOUT_S)
+    final = await table.play_out()
+    live = await following  # opened as the game began: ends once it ends
+    assert [m.event for m in live[-2:]] == ["game_ended", "end"]
+    assert live[-1].json() == {"reason": "game_over", "version": final.version}
+    assert live[-1].id == str(final.version)
+    assert [m.id for m in live[1:-1]] == [
+        str(v) for v in range(live[0].json()["version"] + 1, final.version + 1)
+    ]
+
+    fresh = await all_messages(client, table.game_id)  # opened after the end: state, then end
+    assert [(m.event, m.id) for m in fresh] == [
+        ("state", str(final.version)),
+        ("end", str(final.version)),
+    ]
+    behind = await all_messages(client, table.game_id, str(final.version - 2))
+    assert [m.event for m in behind][-1] == "end"
+    assert [m.id for m in behind] == [
+        str(final.version - 1),
+        str(final.version),
+        str(final.version),
+    ]
+
+    url = f"/v1/games/{table.game_id}/events/stream"
+    async with httpx.AsyncClient(base_url=client.base_url, timeout=READ_TIMEOUT_S) as http:
+        caught_up = await http.get(
+            url,
+            headers={
+                "Authorization": f"Bearer {client.api_key}",
+                "Last-Event-ID": str(final.version),
+            },
+        )
+    assert caught_up.status_code == 204  # nothing left: an EventSource stops reconnecting
+    assert caught_up.content == b""
+
+
+async def test_every_frame_of_a_clocked_game_has_an_id_and_a_clock_resumes_exactly(
+    client: SpadesClient,
+) -> None:
+    created = await client.create_game(
+        {"preset": "two-player", "max_hands": 1}, clock={"turn_s": 0.02, "on_timeout": "auto"}
+    )
+    opened = asyncio.Event()
+    following = asyncio.create_task(all_messages(client, created.game_id, opened=opened))
+    await asyncio.wait_for(opened.wait(), READ_TIMEOUT_S)
+    for seat in (0, 1):  # nobody acts: the service plays every move, each a commit and a clock
+        await client.take_seat(created.game_id, f"p{seat}", seat=seat)
+    messages = await following
+    assert all(m.id is not None and m.id.isdigit() for m in messages), messages
+    clocks = [at for at, m in enumerate(messages) if m.event == "clock"]
+    assert len(clocks) > 10
+    for at in clocks:  # a clock carries the id of the event just before it
+        assert messages[at - 1].event not in ("clock", "state")
+        assert messages[at].id == messages[at - 1].id
+    assert messages[-1].event == "end"
+    after_clock = messages[clocks[len(clocks) // 2]]
+    resumed = await all_messages(client, created.game_id, after_clock.id)
+    events = [m for m in messages if m.event not in ("state", "clock", "end")]
+    expected = [m.id for m in events if int(m.id or 0) > int(after_clock.id or 0)]
+    assert [m.id for m in resumed if m.event not in ("clock", "end")] == expected

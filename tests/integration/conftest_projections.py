@@ -32,7 +32,7 @@ from domain.game import fold
 from domain.state import Game
 from domain.table import table_for
 from services.engine.service import ensure_streams
-from services.projections.read_models import READ_MODELS
+from services.projections.registry import READ_MODELS
 from services.projections.service import Projections
 from services.projections.worker import PACE, RetryPolicy
 from services.runtime.follower import Pace

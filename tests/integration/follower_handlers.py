@@ -45,15 +45,15 @@ from contracts.wire import (
 )
 from domain.clock import Clock
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.events import AnyEvent, GameEnded
 from domain.game import decide
+from domain.shuffle import SeededDeal
 from services.engine.engine import Engine
 from services.engine.league_engine import LeagueEngine
 from services.engine.round_watch import KIND as ROUND_WATCH
 from services.engine.round_watch import RoundWatch
 from services.engine.service import ensure_streams
-from services.projections.read_models import READ_MODELS
+from services.projections.registry import READ_MODELS
 from services.projections.service import Projections
 from services.projections.worker import KIND as PROJECTIONS
 from services.runtime.checkpoints import Checkpoint, Checkpoints

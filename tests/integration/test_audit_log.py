@@ -22,8 +22,8 @@ from contracts.wire import read_commit
 from domain.events import GameEnded, HandDealt, HandScored
 from services.engine.service import ensure_streams
 from services.projections.audit_log import log_origin
-from services.projections.read_models import sign_log
 from services.projections.rebuild import rebuild
+from services.projections.registry import sign_log
 from services.store.audit_log import latest_checkpoint, partial_tree
 from services.store.database import Store
 from services.store.schema import log_checkpoints, log_leaves, log_nodes

@@ -27,7 +27,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from contracts.wire import GAME_SUBJECTS, GAMES_STREAM
-from services.audit.read_models import ReadModels
+from services.audit.read_model_check import ReadModels
 from services.audit.replay import audit_game
 from services.bots.runner import GameOutcome, play_games
 from services.bots.strategy import Bot

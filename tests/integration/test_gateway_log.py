@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from domain.dealing import commitment
+from domain.shuffle import commitment
 from services.runtime.nats_server import EmbeddedNats
 from services.transparency.checkpoint import Checkpoint
 from services.transparency.leaves import HandEnd, read_entry

@@ -33,13 +33,13 @@ from contracts.wire import CreateGameRequest, TakeSeatRequest
 from domain import events, records, views
 from domain.clock import Clock
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.game import decide, fold
 from domain.rules import Rules
+from domain.shuffle import SeededDeal
 from services.audit import report
 from services.audit.history import Problem
 from services.client.models import HandScoreLine, ScoredHandRecord
-from services.gateway import models, read_models
+from services.gateway import models, projection_queries
 from services.gateway.app import create_app
 from services.gateway.auth import SeatTokens
 from services.runtime.nats_server import EmbeddedNats
@@ -125,8 +125,6 @@ def _struct_shape(struct: type[msgspec.Struct]) -> dict[str, Any]:
 MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.PublicState, views.PublicState),
     (models.SeatView, views.SeatView),
-    (models.SeatInfo, views.SeatInfo),
-    (models.TrickCard, views.TrickCard),
     # A hand's record as served: the domain's, with its score's lines (the client's shape).
     (models.HandRecord, ScoredHandRecord),
     (models.ScoreLine, HandScoreLine),
@@ -136,14 +134,13 @@ MIRRORS: list[tuple[type[BaseModel], type[msgspec.Struct]]] = [
     (models.Pass, records.Pass),
     (models.Trick, records.Trick),
     (models.Played, records.Played),
-    (models.Scoreboard, read_models.Scoreboard),
-    (models.HandScore, read_models.HandScore),
-    (models.GameSummary, read_models.GameSummary),
-    (models.GameList, read_models.GamePage),
+    (models.Scoreboard, projection_queries.Scoreboard),
+    (models.HandScore, projection_queries.HandScore),
+    (models.GameSummary, projection_queries.GameSummary),
+    (models.GameList, projection_queries.GamePage),
     (models.Audit, report.AuditReport),
     (models.HandAudit, report.HandReport),
     (models.AuditProblem, Problem),
-    (models.ClockShown, Clock),
 ]
 """The response models still written by hand, and the structs they answer with. (Events and
 the resolved rule set are not among them: the document takes their schemas from the domain's
@@ -164,7 +161,12 @@ def test_the_document_takes_events_and_rules_from_the_domain() -> None:
     (event, rules), defs = msgspec.json.schema_components(
         [events.AnyEvent, Rules], ref_template="#/components/schemas/{name}"
     )
-    assert schemas["Rules"] == json.loads(json.dumps(defs["Rules"]))
+    served_rules = dict(schemas["Rules"])
+    # an answer sends every option of the rule set: each one is required there
+    assert served_rules.pop("required") == list(defs["Rules"]["properties"])
+    domain_rules = json.loads(json.dumps(defs["Rules"]))
+    domain_rules.pop("required", None)
+    assert served_rules == domain_rules
     tags = {str(kind.__struct_config__.tag) for kind in get_args(events.AnyEvent)}
     assert set(schemas["Event"]["discriminator"]["mapping"]) == tags
     assert len(schemas["Event"]["anyOf"]) == len(event["anyOf"]) == len(tags)
@@ -172,6 +174,37 @@ def test_the_document_takes_events_and_rules_from_the_domain() -> None:
     assert served["$ref"] == "#/components/schemas/Event"
     assert schemas["PublicState"]["properties"]["rules"] == {"$ref": "#/components/schemas/Rules"}
     assert rules == {"$ref": "#/components/schemas/Rules"}
+
+
+@pytest.mark.parametrize(
+    ("component", "struct"),
+    [
+        ("SeatInfo", views.SeatInfo),
+        ("TrickCard", views.TrickCard),
+        ("ClockState", views.ClockView),
+        ("SeatClock", views.SeatClockView),
+        ("Clock", Clock),
+    ],
+)
+def test_the_document_takes_the_tables_shapes_from_the_domain(
+    component: str, struct: type[msgspec.Struct]
+) -> None:
+    """The answers' seats, trick cards and clocks are the domain's structs, not mirrors."""
+    document = create_app(Settings(nats_url="nats://127.0.0.1:1", secret_key="k")).openapi()
+    schemas = document["components"]["schemas"]
+    (_ref,), defs = msgspec.json.schema_components(
+        [struct], ref_template="#/components/schemas/{name}"
+    )
+    text = json.dumps(defs[struct.__name__])
+    for old, new in (("ClockView", "ClockState"), ("SeatClockView", "SeatClock")):
+        text = text.replace(f'/{old}"', f'/{new}"')
+    own = json.loads(text)
+    own.pop("title", None)
+    own.pop("required", None)
+    served = {key: value for key, value in schemas[component].items() if key != "title"}
+    # every field is sent, so every field is required in an answer (defaults or not)
+    assert set(served.pop("required")) == set(own["properties"])
+    assert served == own
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ from domain.commands import (
     TakeSeat,
     to_api,
 )
-from domain.dealing import SeededDeal
 from domain.game import DiscardDue, PassDue, decide, legal_actions
 from domain.records import hand_records
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 from domain.table import table_for
 from services.engine.engine import Engine

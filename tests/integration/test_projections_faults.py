@@ -23,8 +23,8 @@ from domain.events import TrickWon
 from domain.game import decide
 from services.projections.model import ReadModel
 from services.projections.parking import parked_messages, replay_parked
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
+from services.projections.registry import READ_MODELS
 from services.projections.scoreboard import Scoreboard, ScoreboardModel
 from services.projections.service import Projections
 from services.runtime.broker_users import EARLIER_MODELS

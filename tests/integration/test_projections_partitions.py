@@ -18,8 +18,8 @@ from benchmarks.commands import wait_for_engine
 from benchmarks.nats_table import RandomTable
 from contracts.partitions import Partitions
 from services.projections.parking import parked_messages
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
+from services.projections.registry import READ_MODELS
 from services.runtime.engine_client import EngineClient
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats

@@ -20,8 +20,8 @@ from benchmarks.timers import fill, finished_histories
 from contracts.partitions import Partitions
 from services.engine.service import ensure_streams
 from services.projections.parking import parked_messages
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import AcrossPartitions, rebuild
+from services.projections.registry import READ_MODELS
 from services.runtime.nats_server import EmbeddedNats
 from services.store import positions
 from services.store.database import Store, open_store

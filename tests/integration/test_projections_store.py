@@ -18,13 +18,13 @@ from typer.testing import CliRunner
 from benchmarks.projections import GameLog, GameWriter, measure, random_games
 from contracts.wire import GAMES_STREAM
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.game import decide
+from domain.shuffle import SeededDeal
 from services.cli.projections import app as projections_cli
 from services.projections.model import Delivered
 from services.projections.parking import parked_messages
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
+from services.projections.registry import READ_MODELS
 from services.runtime.game_stream import GameStream
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.stream_identity import StreamIdentity, message_digest

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from contracts.wire import GAMES_STREAM
 from services.cli.projections import app as projections_cli
 from services.engine.service import ensure_streams
-from services.projections.read_models import READ_MODELS
 from services.projections.rebuild import rebuild
+from services.projections.registry import READ_MODELS
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.stream_identity import REBUILD_COMMAND, StreamIdentity
 from services.store import positions, queries

@@ -164,7 +164,7 @@ async def test_an_open_stream_ends_when_its_token_is_revoked(
                 events.append("(re-issue)")
                 reissued = await http.post(f"{table.url}/seats/{seat}/token", headers=bearer(ACME))
                 assert reissued.status_code == 200, reissued.text
-    assert events == ["state", "(re-issue)", "seat_token_reissued"]
+    assert events == ["state", "(re-issue)", "seat_token_reissued", "end"]
     # what the new token's holder does next is not shown to the old one: it has gone
     new = reissued.json()["token"]
     looked = await http.post(f"{table.url}/actions", json={"type": "look"}, headers=bearer(new))

@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from benchmarks.engine import new_game
-from domain.dealing import SeededDeal
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions, seat_to_act
 from domain.rules import PRESETS
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 from services.gateway import models
 from services.gateway.views import (

@@ -21,13 +21,13 @@ from msgspec.structs import replace
 from contracts.wire import GENESIS, Commit, Refusal, encode_commit, read_commit
 from domain.cards import cards_in
 from domain.commands import AnyCommand, CreateGame, PlaceBid, PlayCard, TakeSeat
-from domain.dealing import SeededDeal
 from domain.errors import InvalidRules, RuleViolation
 from domain.events import AnyEvent, CardPlayed, HandScored
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions
 from domain.rules import resolve_rules
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held, held
-from services.audit.read_models import ReadModels
+from services.audit.read_model_check import ReadModels
 from services.audit.replay import audit_game, replay_game
 from services.projections.hands import HandsModel
 from services.projections.scoreboard import ScoreboardModel

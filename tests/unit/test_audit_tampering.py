@@ -14,9 +14,9 @@ from msgspec.structs import replace
 
 from contracts.wire import Commit, encode_commit, read_commit
 from domain.cards import Card, cards_in
-from domain.dealing import commitment
 from domain.events import AnyEvent, BidPlaced, CardPlayed, HandDealt, HandScored, TrickWon
 from domain.game import fold
+from domain.shuffle import commitment
 from domain.state import held
 from domain.table import table_for
 from services.audit.history import Problem

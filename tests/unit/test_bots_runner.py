@@ -17,9 +17,9 @@ import msgspec
 import pytest
 
 from domain.commands import CreateGame, TakeSeat, from_api
-from domain.dealing import SeededDeal
 from domain.errors import RuleViolation
 from domain.game import decide, evolve
+from domain.shuffle import SeededDeal
 from domain.state import Game
 from domain.views import event_for, public_view, seat_view
 from services.bots.runner import play_game, play_games

@@ -67,7 +67,7 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (models.SeatView, "SeatView"),
     (models.Seat, "SeatTaken"),
     (models.EventRecord, "EventRecord"),
-    (models.EventPage, "Events"),
+    (models.EventPage, "EventPage"),
     (models.ScoredHandRecord, "HandRecord"),
     (models.HandScoreLine, "ScoreLine"),
     (models.HandList, "HandRecords"),
@@ -89,7 +89,7 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (webhooks.CreatedWebhook, "CreatedWebhook"),
     (webhooks.WebhookList, "WebhookList"),
     (webhooks.Delivery, "Delivery"),
-    (webhooks.DeliveryPage, "Deliveries"),
+    (webhooks.DeliveryPage, "DeliveryPage"),
     (webhooks.Replayed, "Replayed"),
 ]
 

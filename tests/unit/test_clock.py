@@ -22,7 +22,6 @@ from domain.commands import (
     TimeOut,
     from_api,
 )
-from domain.dealing import SeededDeal
 from domain.errors import RuleViolation
 from domain.events import (
     GameEnded,
@@ -31,6 +30,7 @@ from domain.events import (
     TimedOut,
 )
 from domain.game import DiscardDue, PassDue, decide, evolve, legal_actions
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 from domain.timing import apply_commit, deadlines, on_clock
 

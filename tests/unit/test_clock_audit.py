@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from contracts.wire import GENESIS, Commit, encode_commit, read_commit
 from domain.clock import Clock
 from domain.commands import AnyCommand, CreateGame, TakeSeat, TimeOut
-from domain.dealing import SeededDeal
 from domain.events import AnyEvent, CardPlayed, TimedOut
 from domain.game import decide, evolve
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 from domain.timing import apply_commit, deadlines
 from services.audit.render import TIMED_OUT, tell_hand

@@ -12,10 +12,10 @@ from contracts.webhooks import type_of
 from contracts.wire import Commit
 from domain.clock import Clock
 from domain.commands import AnyCommand, CreateGame, TakeSeat, TimeOut
-from domain.dealing import SeededDeal
 from domain.game import decide, evolve
+from domain.shuffle import SeededDeal
 from domain.state import Game
-from domain.timing import apply_commit
+from domain.timing import apply_commit, on_clock
 from services.bots.stand_in import stand_in_actions
 from services.webhooks.events import Made, Seen, game_webhooks
 from tests.unit.test_webhook_events import CARD, strings_in
@@ -34,12 +34,13 @@ def iso(seconds: float) -> str:
 class Run:
     """Commands decided and committed at given times; the webhooks of each commit."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, rules: dict[str, Any] | None = None) -> None:
         self.state: Game | None = None
         self.seen: Seen | None = None
         self.version = 0
         self.made: list[Made] = []
-        self.commit(CreateGame("g", {"preset": "partnership"}, dealer=3, clock=clock), T0)
+        rules = rules or {"preset": "partnership"}
+        self.commit(CreateGame("g", rules, dealer=3, clock=clock), T0)
         for seat in range(4):
             self.commit(TakeSeat(f"p{seat}", seat), T0)
 
@@ -107,3 +108,25 @@ def test_a_game_without_a_clock_has_no_deadline() -> None:
             if type_of(m.webhook) == "game.turn":
                 assert data(m)["deadline"] is None
             assert type_of(m.webhook) != "game.timed_out"
+
+
+def test_an_auto_played_game_tells_each_present_seats_timeout_once_and_counts_the_rest() -> None:
+    run = Run(Clock(turn_s=5, on_timeout="auto", away_after=2), {"preset": "partnership"})
+    at, timeouts = T0, 0
+    while run.state is not None and run.state.status == "playing":
+        at += 100
+        run.time_out(min(on_clock(run.state)), at)
+        timeouts += 1
+    told = [data(m) for m in run.made if type_of(m.webhook) == "game.timed_out"]
+    # Two timeouts in a row of each present seat, the second leaving it away; no more.
+    assert sorted((t["seat"], t["away"]) for t in told) == [
+        (seat, away) for seat in range(4) for away in (False, True)
+    ]
+    scored = [data(m) for m in run.made if type_of(m.webhook) == "hand.scored"]
+    finished = [data(m) for m in run.made if type_of(m.webhook) == "game.finished"]
+    assert len(finished) == 1
+    assert len(scored) > 1
+    by_hands = [sum(turns) for turns in zip(*(s["away_turns"] for s in scored), strict=True)]
+    assert finished[0]["away_turns"] == by_hands
+    assert len(told) + sum(by_hands) == timeouts  # every timeout: told once, or counted
+    assert timeouts > 100  # a whole game played by the service, not one webhook a move

@@ -27,10 +27,10 @@ from contracts.wire import (
     TakeSeatRequest,
 )
 from domain.commands import to_api
-from domain.dealing import commitment
 from domain.events import HandDealt
 from domain.game import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.league import RoundCompleted, RoundScheduled
+from domain.shuffle import commitment
 from domain.state import cards_held
 from services.engine.engine import Engine
 from services.engine.handler import MAX_ATTEMPTS, commit_time, commit_time_at

@@ -1,4 +1,4 @@
-"""Provably fair dealing (domain/dealing.py): the shuffle, its commitment, the deal and the cut.
+"""Provably fair dealing (domain/shuffle.py): the shuffle, its commitment, the deal and the cut.
 
 The known-answer check re-implements the algorithm of the module's docstring here, as plainly as
 it is written there, with the standard library's ``hmac``."""
@@ -14,8 +14,11 @@ import pytest
 
 from domain.cards import CARDS, Card
 from domain.commands import CreateGame, TakeSeat
-from domain.deal import entropies_of
-from domain.dealing import (
+from domain.deal_phase import entropies_of
+from domain.events import HandDealt
+from domain.game import decide, fold
+from domain.rules import resolve_rules
+from domain.shuffle import (
     SeededDeal,
     _Stream,
     _swaps_from,
@@ -27,9 +30,6 @@ from domain.dealing import (
     shuffle,
     table_entropies,
 )
-from domain.events import HandDealt
-from domain.game import decide, fold
-from domain.rules import resolve_rules
 from domain.state import Game
 from domain.table import table_for
 
@@ -39,7 +39,7 @@ PACK = tuple(card for card in CARDS if not card.is_joker)
 def reference_shuffle(
     seed: bytes, entropies: Sequence[bytes], hand: int, pack: Sequence[Card]
 ) -> list[Card]:
-    """Steps 1 to 3 of domain/dealing.py's docstring, written out independently."""
+    """Steps 1 to 3 of domain/shuffle.py's docstring, written out independently."""
     material = b"spades/deal/v1" + struct.pack(">I", hand)
     for entropy in entropies:
         material += struct.pack(">I", len(entropy)) + entropy

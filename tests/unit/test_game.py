@@ -26,7 +26,6 @@ from domain.commands import (
     Unreadable,
     from_scenario,
 )
-from domain.dealing import DealSource, DealtHands, SeededDeal, StackedDeck
 from domain.errors import CODES, RuleViolation
 from domain.events import (
     AnyEvent,
@@ -42,6 +41,7 @@ from domain.events import (
     TrickWon,
 )
 from domain.game import decide, evolve, fold, legal_actions, legal_bids, legal_plays
+from domain.shuffle import DealSource, DealtHands, SeededDeal, StackedDeck
 from domain.state import NO_SEAT, Game, held
 from domain.table import table_for
 

@@ -93,18 +93,21 @@ def test_contracts_never_import_services() -> None:
 # (and its own modules) may import it. Everything several services share lives in the shared
 # packages, which never import a service.
 SERVICES = frozenset(
-    {"engine", "projections", "webhooks", "gateway", "timers", "backup", "archive"}
+    {"engine", "projections", "webhooks", "gateway", "timers", "backup", "archive", "witness"}
 )
 """Packages run by a ``spades`` command: a process (engine, projections, webhooks, gateway,
-timers) or a tool the CLI drives (backup, archive)."""
-SHARED = frozenset({"transparency", "runtime", "store", "audit", "client", "bots"})
-"""Libraries several services and the CLI use: the audit log's Merkle tree, notes and entries
-(transparency), process plumbing and the event streams
+timers, and a witness of the audit logs, run by another party) or a tool the CLI drives (backup,
+archive)."""
+SHARED = frozenset({"transparency", "runtime", "store", "audit", "client", "bots", "integrity"})
+"""Libraries several services and the CLI use: process plumbing and the event streams
 (runtime), the read-model database (store), audit by replay (audit), the HTTP client (client),
 the bots' strategies (bots: the engine's stand-in for a seat whose clock ran out plays with them,
-and their runner plays games through the client)."""
+and their runner plays games through the client), and the audit log's hashing, proofs and signed
+notes (transparency: pure, of the specifications, used by the log, its readers and witnesses),
+and the collusion signals over hand records (integrity: for the read model, the route and the
+CLI alike)."""
 RUNNER = "cli"
-SHARED_ORDER = ("transparency", "runtime", "store", "audit", "client", "bots")
+SHARED_ORDER = ("transparency", "runtime", "store", "audit", "client", "bots", "integrity")
 """Shared packages below in this order import only those before them (and contracts, domain)."""
 
 
@@ -174,7 +177,7 @@ def test_the_layering_rule_names_each_crossing() -> None:
         ("gateway/deps.py", "gateway", "from services.store.database import Store\n"),
         ("webhooks/x.py", "webhooks", "def f():\n    import services.engine.client\n"),
         ("cli/serve.py", "cli", "from services.engine import service\n"),
-        ("store/lag.py", "store", "from services.projections.read_models import READ_MODELS\n"),
+        ("store/lag.py", "store", "from services.projections.registry import READ_MODELS\n"),
         ("runtime/x.py", "runtime", "from services.store import database\n"),
         ("audit/x.py", "audit", "from services.runtime.game_stream import GameStream\n"),
     ]

@@ -48,7 +48,7 @@ from services.gateway.league_views import (
     standings_json,
     to_csv,
 )
-from services.gateway.read_models import LeagueStandings, PlayerRecord
+from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.webhooks.events import league_webhooks
 
 PLAYERS = ("ann", "bob", "cat", "dan", "eve")

@@ -94,3 +94,24 @@ async def test_an_audit_draws_on_the_audit_budget_too() -> None:
         other = await h.get("/v1/games/g1")
     assert (first.status_code, second.status_code, other.status_code) == (200, 429, 200)
     assert '"audit";q=1;w=1' in second.headers["ratelimit-policy"]
+
+
+def test_a_seat_earns_two_requests_for_every_event_its_game_records() -> None:
+    buckets = Buckets(Rate(3, 1))
+    drawn = [buckets.draw("g:0", now=0.0, progress=10) for _ in range(3)]
+    assert [d.allowed for d in drawn] == [True, True, True]
+    assert not buckets.draw("g:0", now=0.0, progress=10).allowed  # the game stood still
+    moved = buckets.draw("g:0", now=0.0, progress=11)  # one event: a view and an action
+    assert (moved.allowed, moved.remaining) == (True, 1)
+    assert buckets.draw("g:0", now=0.0, progress=11).allowed
+    assert not buckets.draw("g:0", now=0.0, progress=11).allowed
+    assert buckets.draw("g:0", now=0.0, progress=500).remaining == 2  # never past its count
+
+
+def test_a_view_and_an_action_a_move_never_run_dry_at_any_speed() -> None:
+    buckets = Buckets(Rate(20, 1))
+    version = 5
+    for _move in range(10_000):  # all at one instant: no refill by time at all
+        assert buckets.draw("g:1", now=0.0, progress=version).allowed  # the view
+        assert buckets.draw("g:1", now=0.0, progress=version).allowed  # the action
+        version += 1  # the action's event (the other seats' moves would add theirs)

@@ -33,7 +33,6 @@ from domain.commands import (
     PlayCard,
     TakeSeat,
 )
-from domain.dealing import SeededDeal
 from domain.errors import CODES, RuleViolation
 from domain.events import (
     AnyEvent,
@@ -60,6 +59,7 @@ from domain.game import (
 )
 from domain.rules import Rules, resolve_rules
 from domain.scoring import score_hand
+from domain.shuffle import SeededDeal
 from domain.state import Game, cards_held
 from domain.views import PUBLIC, event_for, public_view, seat_view
 

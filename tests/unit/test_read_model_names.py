@@ -3,7 +3,7 @@ the workers; the workers' models must answer to the same names."""
 
 from __future__ import annotations
 
-from services.projections.read_models import READ_MODELS as WORKERS
+from services.projections.registry import READ_MODELS as WORKERS
 from services.store.positions import READ_MODELS
 
 

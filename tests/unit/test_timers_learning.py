@@ -13,8 +13,8 @@ from benchmarks.projections import EPOCH, GameWriter, play_game
 from contracts.wire import read_commit
 from domain.clock import Clock
 from domain.commands import CreateGame, TakeSeat
-from domain.dealing import SeededDeal
 from domain.game import decide
+from domain.shuffle import SeededDeal
 from domain.timing import deadlines
 from services.timers.clocks import UNANSWERED_S, Clocks
 

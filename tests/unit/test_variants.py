@@ -25,13 +25,13 @@ from domain.commands import (
     from_scenario,
     to_api,
 )
-from domain.dealing import DealtHands, SeededDeal, deal_out
 from domain.errors import RuleViolation
 from domain.events import AnyEvent, BidPlaced, CardsDiscarded, HandDealt, HandLooked
 from domain.game import DiscardDue, decide, fold, legal_actions
 from domain.records import hand_records
 from domain.rules import resolve_rules
 from domain.scoring import score_hand
+from domain.shuffle import DealtHands, SeededDeal, deal_out
 from domain.state import Game, cards_held, count_held
 from domain.table import table_for
 from domain.views import PUBLIC, event_for, public_view, seat_view

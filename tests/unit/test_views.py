@@ -19,7 +19,6 @@ from domain.commands import (
     PlayCard,
     TakeSeat,
 )
-from domain.dealing import DealtHands, SeededDeal, StackedDeck
 from domain.events import (
     AnyEvent,
     CardDrawn,
@@ -31,8 +30,9 @@ from domain.events import (
     HandScored,
 )
 from domain.game import decide, fold
+from domain.shuffle import DealtHands, SeededDeal, StackedDeck
 from domain.state import Game, held
-from domain.views import PUBLIC, event_for, public_view, seat_view
+from domain.views import PUBLIC, NextTurn, event_for, next_turn, public_view, seat_view
 
 BASE = [
     "AS KS QS JS AH KH QH AD KD QD AC KC QC",
@@ -298,3 +298,13 @@ def test_views_encode_as_json() -> None:
         decoded: Any = msgspec.json.decode(msgspec.json.encode(seat_view(state, reader)))
         assert isinstance(decoded, dict)
         assert decoded["seat"] == reader
+
+
+def test_next_turn_names_the_seat_the_game_waits_on_and_what_it_must_send() -> None:
+    waiting = apply(None, CreateGame("g", {"preset": "partnership"}, dealer=3))
+    assert next_turn(waiting) is None  # no one acts before the seats fill
+    state = dealt()
+    assert next_turn(state) == NextTurn(seat=0, must="bid")  # left of the dealer
+    state = bids(state, 3, 3, 3, 3)
+    assert next_turn(state) == NextTurn(seat=0, must="play")
+    assert {action["type"] for action in seat_view(state, 0).legal} == {"play"}

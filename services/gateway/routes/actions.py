@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import structlog
 from fastapi import APIRouter, Body, Header
 
-from contracts.wire import ActRequest
-from services.gateway.commands import MAX_IDEMPOTENCY_KEY, command_id_for
+from services.gateway.commands import MAX_IDEMPOTENCY_KEY
 from services.gateway.deps import GameCaller, GameId, Services
-from services.gateway.models import Action, Events
+from services.gateway.models import Acted, Action
 from services.gateway.openapi import problems
+from services.gateway.operations import games as operations
 from services.gateway.problems import ProblemError
-from services.gateway.views import events_answer
+from services.gateway.views import Answer, event_seen
 
 router = APIRouter(prefix="/v1/games/{game_id}/actions", tags=["actions"])
 
@@ -35,7 +34,7 @@ IdempotencyKey = Annotated[
 ActionBody = Annotated[Action, Body(discriminator="type")]
 
 
-@router.post("", response_model=Events, responses=problems(401, 403, 404, 409, 422, 429, 503))
+@router.post("", response_model=Acted, responses=problems(401, 403, 404, 409, 422, 429, 503))
 async def act(
     game_id: GameId,
     asking: GameCaller,
@@ -43,7 +42,8 @@ async def act(
     services: Services,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
-    """Act for the token's seat; the answer is the events it caused, as this seat sees them.
+    """Act for the token's seat; the answer is the events it caused, as this seat sees them,
+    and who acts next (``next``: the seat and what it must send; null once the game is over).
     A token whose seat has been issued a new one since is revoked: 401, and nothing changes
     (the engine checks the token's issue against the game's history as it decides)."""
     grant = asking.grant
@@ -52,15 +52,12 @@ async def act(
     seat = grant.seat
     if action.seat is not None and action.seat != seat:
         raise ProblemError("forbidden", f"this seat token acts for seat {seat} only")
-    command_id = command_id_for(services.secret, game_id, seat, grant.issue, idempotency_key)
-    structlog.contextvars.bind_contextvars(command_id=command_id)
-    request = ActRequest(
-        seat=seat,
-        action=action.model_dump(exclude={"expected_version", "seat"}),
-        expected_version=action.expected_version,
-        issue=grant.issue,
+    body = action.model_dump(exclude={"expected_version", "seat"})
+    acted = await operations.act(
+        services, game_id, grant, body, action.expected_version, idempotency_key
     )
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send(game_id, request, command_id)
-    events = ((record.version, record.event) for record in reply.events)
-    return events_answer(reply.version, events, seat)
+    records = [
+        {"version": record.version, "event": event_seen(record.event, seat)}
+        for record in acted.events
+    ]
+    return Answer({"version": acted.version, "events": records, "next": acted.next})

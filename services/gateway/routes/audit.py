@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from services.audit.read_models import ReadModels
+from services.audit.read_model_check import ReadModels
 from services.audit.replay import audit_game
 from services.gateway.audits import Report
 from services.gateway.deps import GameReadOf, Services

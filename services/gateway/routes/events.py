@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request, Response
 
 from domain.events import AnyEvent
 from services.gateway.deps import GameReadOf, Services, StreamReadOf, held_by, revoked_in_memory
-from services.gateway.feed import EventStream, FeedStart, frames, resume_point
+from services.gateway.feed import EventStream, FeedStart, finished_at, frames, resume_point
 from services.gateway.models import Events
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, event_stream_schema, problems
 from services.gateway.problems import ProblemError
@@ -53,8 +53,14 @@ async def events(
     response_class=EventStream,
     responses={
         200: {
-            "description": "A `state` event, then every event, each with `id:` its version.",
+            "description": "A `state` event, then every event, each with `id:` its version; "
+            "a `clock` after each commit of a clocked game, with its last event's id; last, "
+            "`end`, after which the server closes the stream.",
             "content": {"text/event-stream": {"schema": event_stream_schema()}},
+        },
+        204: {
+            "description": "The game is over and `Last-Event-ID` is its last version: nothing "
+            "is left to send (an `EventSource` stops reconnecting)."
         },
         **problems(401, 403, 404, 429, 503),
     },
@@ -67,13 +73,16 @@ async def event_stream(
     last_event_id: Annotated[
         str | None, Header(max_length=32, description="Resume after this version.")
     ] = None,
-) -> EventStream:
-    """The game as server-sent events, resumable with ``Last-Event-ID``. A seat's stream
-    ends when its token expires, or is revoked by a new one. A caller holds at most its share
-    of open streams (``SPADES_MAX_STREAMS``): past it, 429 ``rate_limited``."""
+) -> Response:
+    """The game as server-sent events, resumable with ``Last-Event-ID``. The stream ends, with
+    an `end` event naming why, when the game is over, and a seat's when its token expires or is
+    revoked by a new one. A caller holds at most its share of open streams
+    (``SPADES_MAX_STREAMS``): past it, 429 ``rate_limited``."""
     game, sequence, reader = read.game, read.loaded.sequence, read.seat
     grant = read.caller.grant if reader is not None else None
     resume = resume_point(last_event_id, game.version)
+    if finished_at(game, resume):
+        return Response(status_code=204)
     start = FeedStart(game, sequence, resume, grant, owner=read.owner)
     kind, who = held_by(read.caller, request)
     if not services.streams.take(kind, who):

@@ -8,15 +8,15 @@ from fastapi import APIRouter, Query, Response
 
 from contracts.wire import CreateGameRequest
 from domain.clock import Clock
-from domain.game import fold
 from domain.state import Status
-from services.gateway.commands import create, default_visibility
+from services.gateway.commands import default_visibility
 from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Services
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.operations import games as operations
 from services.gateway.problems import ProblemError
+from services.gateway.projection_queries import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.quotas import check_games_quota, check_turn
-from services.gateway.read_models import GAME_CURSOR_PATTERN, GameQuery, InvalidCursor
 from services.gateway.routes.actions import IdempotencyKey
 from services.gateway.views import as_json, state_answer, state_for
 from services.runtime.logging import get_logger
@@ -63,12 +63,7 @@ async def create_game(
         seating=body.seating,
         clock=clock,
     )
-
-    async def send(game_id: str, command_id: str) -> list[Any]:
-        reply = await services.commands.send(game_id, request, command_id)
-        return [record.event for record in reply.events]
-
-    game_id, game = await create(services, "game", platform, idempotency_key, send, fold)
+    game_id, game = await operations.create_game(services, request, idempotency_key)
     log.info("game created", preset=game.rules.preset, visibility=game.visibility)
     response.headers["Location"] = f"{router.prefix}/{game_id}"
     return as_json(state_for(game, None))

@@ -1,51 +1,28 @@
 """Leagues: create one, schedule and start its rounds, read a round and the standings; for the
 league's platform, withdraw a player, seat a substitute, and export standings and results.
-
-Starting a round is two steps, both safe to repeat: the engine schedules the round (a league
-command), then the gateway creates each table's game and seats its players with the ordinary
-game commands, under command ids fixed by the table (``league-create``, ``league-seat-<n>``).
-If anything fails half-way (a 503), the same request with the same ``Idempotency-Key`` gets the
-same round from the engine and finishes starting it: each game command already answered gets
-its first answer, and nothing is created or seated twice.
+What each command does is :mod:`services.gateway.operations.leagues` (starting a round's
+workflow among it); here, the HTTP.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any, Literal
 
 import msgspec
-import structlog
 from fastapi import APIRouter, Body, Path, Query, Response
 
 from contracts.wire import (
-    CreateGameRequest,
     CreateLeagueRequest,
-    MarkAwayRequest,
-    ReissueTokenRequest,
-    ScheduleRoundRequest,
     SubstitutePlayerRequest,
-    TakeSeatRequest,
-    WithdrawPlayerRequest,
 )
 from domain.clock import Clock
 from domain.errors import RuleViolation
-from domain.events import SeatTokenReissued
 from domain.league import (
     League,
-    LeagueTable,
-    PlayerSubstituted,
-    PlayerWithdrawn,
-    RoundScheduled,
-    fold,
 )
-from domain.platforms import FIRST_ISSUE
 from domain.rules import resolve_rules
 from services.gateway.commands import (
-    create,
     default_visibility,
-    keyed_command_id,
-    league_command_id,
 )
 from services.gateway.deps import (
     CurrentLeague,
@@ -78,6 +55,7 @@ from services.gateway.models import (
 from services.gateway.models import League as LeagueModel
 from services.gateway.models import Standings as StandingsModel
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.operations import leagues as operations
 from services.gateway.problems import ProblemError
 from services.gateway.quotas import check_games_quota, check_turn, leagues_quota
 from services.gateway.routes.actions import IdempotencyKey
@@ -87,9 +65,6 @@ router = APIRouter(prefix="/v1/leagues", tags=["leagues"])
 
 log = get_logger("spades.gateway")
 
-TABLES_AT_ONCE = 32
-"""Tables started concurrently when a round starts."""
-CREATE_COMMAND = "league-create"
 
 _LOCATION = {"description": "The URL of what was created.", "schema": {"type": "string"}}
 
@@ -127,12 +102,8 @@ async def create_league(
         visibility=body.visibility or default_visibility(services),
         clock=clock,
     )
-
-    async def send(league_id: str, command_id: str) -> list[Any]:
-        return (await services.commands.send_league(league_id, request, command_id)).events
-
     async with leagues_quota(services, platform):
-        league_id, league = await create(services, "league", platform, idempotency_key, send, fold)
+        league_id, league = await operations.create_league(services, request, idempotency_key)
     log.info("league created", players=len(league.players), pairing=league.pairing)
     response.headers["Location"] = f"{router.prefix}/{league_id}"
     return league_json(league)
@@ -176,23 +147,16 @@ async def start_round(
     _check_caps(services, owned.rules.to_json(), len(owned.players))
     table_size = max(1, owned.rules.players)
     await check_games_quota(services, platform, max(1, len(owned.players) // table_size))
-    command_id = league_command_id(services.secret, league_id, platform, idempotency_key)
-    structlog.contextvars.bind_contextvars(command_id=command_id)
-    request = ScheduleRoundRequest(round=body.round if body is not None else None)
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send_league(league_id, request, command_id)
-        scheduled = next((e for e in reply.events if isinstance(e, RoundScheduled)), None)
-        league = (await services.leagues.latest(league_id)).state
-        if scheduled is None or league is None:
-            raise ProblemError("unavailable", "the engine scheduled nothing; retry")
-        tables = await _start_tables(services, league, scheduled.tables)
-    log.info("round started", round=scheduled.round, tables=len(tables))
+    round_number = body.round if body is not None else None
+    league, scheduled, tables = await operations.start_round(
+        services, league_id, platform, round_number, idempotency_key
+    )
     response.headers["Location"] = f"{router.prefix}/{league_id}/rounds/{scheduled.round}"
     return {
         "league_id": league_id,
         "round": scheduled.round,
         "pairing": league.pairing,
-        "tables": tables,
+        "tables": [table.as_json() for table in tables],
         "byes": list(scheduled.byes),
     }
 
@@ -234,43 +198,6 @@ def _check_caps(services: Services, rules: dict[str, Any], players: int) -> None
         )
 
 
-async def _start_tables(
-    services: Services, league: League, tables: tuple[LeagueTable, ...]
-) -> list[dict[str, Any]]:
-    gate = asyncio.Semaphore(TABLES_AT_ONCE)
-
-    async def start(number: int, table: LeagueTable) -> dict[str, Any]:
-        async with gate:
-            return await _start_table(services, league, number, table)
-
-    return list(await asyncio.gather(*(start(n, table) for n, table in enumerate(tables, start=1))))
-
-
-async def _start_table(
-    services: Services, league: League, number: int, table: LeagueTable
-) -> dict[str, Any]:
-    """Create the table's game in the league and seat its players, each seat's command id fixed
-    so that starting the table again changes nothing."""
-    create = CreateGameRequest(
-        rules=league.rules.to_json(),
-        league=league.league_id,
-        platform=league.platform,
-        visibility=league.visibility,
-        seating="platform",
-        clock=league.clock,
-    )
-    await services.commands.send(table.game_id, create, CREATE_COMMAND)
-    seats = []
-    for seat, player in enumerate(table.players):
-        sit = TakeSeatRequest(player=player, seat=seat)
-        await services.commands.send(table.game_id, sit, f"league-seat-{seat}")
-        issued = services.seat_tokens.issue(table.game_id, seat, FIRST_ISSUE)
-        seats.append(
-            {"seat": seat, "player": player, "token": issued.token, "expires_at": issued.expires_at}
-        )
-    return {"table": number, "game_id": table.game_id, "seats": seats}
-
-
 @router.get(
     "/{league_id}/rounds/{round_number}",
     response_model=LeagueRound,
@@ -303,7 +230,7 @@ async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services:
     return standings_json(league, await services.read_models.league_standings(league.league_id))
 
 
-# --------------------------------------------------------------------------- operations
+# --------------------------------------------------------------------------- the platform's
 
 
 @router.post(
@@ -327,48 +254,16 @@ async def withdraw(
     they have withdrawn already, the league is finished, or too few players would be left for
     a table."""
     _of_the_league(await _owned(services, league_id, platform), body.player)
-    command_id = keyed_command_id(services.secret, idempotency_key, "withdraw", league_id, platform)
-    structlog.contextvars.bind_contextvars(command_id=command_id)
-    request = WithdrawPlayerRequest(player=body.player)
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send_league(league_id, request, command_id)
-    left = next((e for e in reply.events if isinstance(e, PlayerWithdrawn)), None)
-    league = (await services.leagues.latest(league_id)).state
-    if left is None or league is None:
-        raise ProblemError("unavailable", "the engine recorded nothing; retry")
-    running = league.seat_of(left.player)
-    if running is not None:
-        table, seat = running
-        game = (await services.games.latest(table.game_id)).state
-        if game is None or game.status == "finished":
-            running = None  # their table is over: nothing left to play out
-        else:
-            await play_out_withdrawn_seat(services, table.game_id, seat, command_id)
-    log.info("player withdrawn", after_round=left.after_round)
+    withdrawal = await operations.withdraw(
+        services, league_id, platform, body.player, idempotency_key
+    )
+    log.info("player withdrawn", after_round=withdrawal.left.after_round)
     return {
         "league_id": league_id,
-        "player": left.player,
-        "after_round": left.after_round,
-        "running_game": running[0].game_id if running is not None else None,
+        "player": withdrawal.left.player,
+        "after_round": withdrawal.left.after_round,
+        "running_game": withdrawal.running_game,
     }
-
-
-async def play_out_withdrawn_seat(
-    services: Services, game_id: str, seat: int, command_id: str
-) -> None:
-    """Have the clock play out a withdrawn player's seat of a game still being played: the seat
-    is marked away, so the service acts for it at once on every turn. The command id follows
-    the withdrawal's, so a retried withdrawal marks the seat once. A table without a clock
-    refuses (`wrong_phase`) and waits for its seat, or for a substitute (``POST
-    .../substitutions``); that refusal does not undo the withdrawal."""
-    try:
-        await services.commands.send(game_id, MarkAwayRequest(seat=seat), f"{command_id}-away")
-    except ProblemError as refused:
-        if refused.code not in {"wrong_phase", "game_over"}:
-            raise
-        log.info("withdrawn seat left to its table", game_id=game_id, seat=seat, why=refused.code)
-        return
-    log.info("withdrawn seat played out by its clock", game_id=game_id, seat=seat)
 
 
 @router.post(
@@ -394,38 +289,19 @@ async def substitute(
     `game_over` when that game is over, `seat_taken` when the substitute plays a seat of the
     round already; 404 `not_found` when the player is not the league's."""
     _of_the_league(await _owned(services, league_id, platform), body.player)
-    command_id = keyed_command_id(
-        services.secret, idempotency_key, "substitute", league_id, platform
-    )
-    structlog.contextvars.bind_contextvars(command_id=command_id)
     request = SubstitutePlayerRequest(player=body.player, substitute=body.substitute)
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send_league(league_id, request, command_id)
-        seated = next((e for e in reply.events if isinstance(e, PlayerSubstituted)), None)
-        if seated is None:
-            raise ProblemError("unavailable", "the engine recorded nothing; retry")
-        # One game command per substitution (the league's version names it): a retry of the
-        # same substitution gets the same issue of the seat's token, a later one a new one.
-        reissue = ReissueTokenRequest(seat=seated.seat, player=seated.substitute)
-        game_reply = await services.commands.send(
-            seated.game_id, reissue, f"league-substitute-{reply.version}"
-        )
-    reissued = next(
-        (r.event for r in game_reply.events if isinstance(r.event, SeatTokenReissued)), None
+    substituted, seated = await operations.substitute(
+        services, league_id, platform, request, idempotency_key
     )
-    if reissued is None:
-        raise ProblemError("unavailable", "the engine issued nothing; retry")
-    issued = services.seat_tokens.issue(seated.game_id, reissued.seat, reissued.issue)
-    log.info("substitute seated", game_id=seated.game_id, seat=seated.seat, issue=reissued.issue)
     return {
         "league_id": league_id,
-        "round": seated.round,
-        "game_id": seated.game_id,
-        "seat": seated.seat,
-        "player": seated.player,
-        "substitute": seated.substitute,
-        "token": issued.token,
-        "expires_at": issued.expires_at,
+        "round": substituted.round,
+        "game_id": substituted.game_id,
+        "seat": substituted.seat,
+        "player": substituted.player,
+        "substitute": substituted.substitute,
+        "token": seated.issued.token,
+        "expires_at": seated.issued.expires_at,
     }
 
 

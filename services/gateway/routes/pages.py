@@ -5,7 +5,13 @@ API from the browser, like any other client: there is no page-only endpoint and 
 Every page and asset comes from this server under a Content-Security-Policy that allows this
 origin only (no inline script or style, no other host), so a page works offline and an
 injected string can never run. A seat's token stays in the URL fragment, which no browser
-sends; the scripts send it as ``Authorization: Bearer``.
+sends; the scripts send it as ``Authorization: Bearer``. A watch link's token rides the same
+way (``/watch/GAME#token=...``, ``/leagues/LEAGUE#token=...``, ``/replay/GAME?hand=N#token=...``).
+
+A page of a game or a league may be framed by the sites its platform named
+(``SPADES_FRAME_ORIGINS``, :mod:`services.gateway.embedding`), by no other; the home and
+docs pages by none. A framed table tells its parent of each turn and of the game's end with
+``postMessage``, and ``?theme=dark`` draws it dark (see ``assets/js/embed.js``).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 from starlette.staticfiles import StaticFiles
@@ -21,6 +27,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from domain.league import LEAGUE_ID
 from domain.seating import GAME_ID
+from services.gateway.deps import Services
+from services.gateway.embedding import frame_ancestors
 from services.gateway.problems import ProblemError
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
@@ -37,11 +45,11 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "object-src 'none'",
         "base-uri 'none'",
         "form-action 'self'",
-        "frame-ancestors 'none'",
     )
 )
+NO_FRAMES = "frame-ancestors 'none'"
 PAGE_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "Content-Security-Policy": f"{CONTENT_SECURITY_POLICY}; {NO_FRAMES}",
     "X-Content-Type-Options": "nosniff",
     # The fragment (a seat's token) is never part of a referrer; nothing else needs to be.
     "Referrer-Policy": "no-referrer",
@@ -51,8 +59,9 @@ PAGE_HEADERS = {
 router = APIRouter(include_in_schema=False)
 
 
-def _page(name: str) -> FileResponse:
-    return FileResponse(PAGES / name, media_type="text/html", headers=PAGE_HEADERS)
+def _page(name: str, ancestors: str = NO_FRAMES) -> FileResponse:
+    headers = {**PAGE_HEADERS, "Content-Security-Policy": f"{CONTENT_SECURITY_POLICY}; {ancestors}"}
+    return FileResponse(PAGES / name, media_type="text/html", headers=headers)
 
 
 def _game_id(game_id: str) -> str:
@@ -64,6 +73,21 @@ def _game_id(game_id: str) -> str:
 GamePath = Annotated[str, PathParam(description="The game's id.")]
 
 
+async def page_game_id(game_id: GamePath) -> str:
+    return _game_id(game_id)
+
+
+async def game_frames(game_id: Annotated[str, Depends(page_game_id)], services: Services) -> str:
+    """Who may frame a page of this game: its platform's sites (none for an unknown game).
+    Whether it exists is all this tells, and only to one who knows its id. (The id is checked
+    first: an impossible one is a 404 before anything is read.)"""
+    game = (await services.games.latest(game_id)).state
+    return frame_ancestors(services.frame_origins, game.platform) if game is not None else NO_FRAMES
+
+
+GameFrames = Annotated[str, Depends(game_frames)]
+
+
 @router.api_route("/", methods=["GET", "HEAD"])
 async def home() -> FileResponse:
     """Games being played and finished, and their leagues."""
@@ -71,34 +95,34 @@ async def home() -> FileResponse:
 
 
 @router.api_route("/play/{game_id}", methods=["GET", "HEAD"])
-async def play(game_id: GamePath) -> FileResponse:
+async def play(ancestors: GameFrames) -> FileResponse:
     """A seat's table; the seat's token comes in the fragment (``#token=...``)."""
-    _game_id(game_id)
-    return _page("table.html")
+    return _page("table.html", ancestors)
 
 
 @router.api_route("/watch/{game_id}", methods=["GET", "HEAD"])
-async def watch(game_id: GamePath) -> FileResponse:
-    """The table without a hand."""
-    _game_id(game_id)
-    return _page("table.html")
+async def watch(ancestors: GameFrames) -> FileResponse:
+    """The table without a hand; a watch link's token comes in the fragment."""
+    return _page("table.html", ancestors)
 
 
 @router.api_route("/replay/{game_id}", methods=["GET", "HEAD"])
-async def replay(game_id: GamePath) -> FileResponse:
+async def replay(ancestors: GameFrames) -> FileResponse:
     """A finished hand (``?hand=N``), step by step, with its score and the audit's verdict."""
-    _game_id(game_id)
-    return _page("replay.html")
+    return _page("replay.html", ancestors)
 
 
 @router.api_route("/leagues/{league_id}", methods=["GET", "HEAD"])
 async def league(
+    services: Services,
     league_id: Annotated[str, PathParam(description="The league's id.")],
 ) -> FileResponse:
     """A league's rounds, tables and standings."""
-    if not LEAGUE_ID.match(league_id):
+    if not LEAGUE_ID.fullmatch(league_id):
         raise ProblemError("league_not_found", "no league has that id")
-    return _page("league.html")
+    found = (await services.leagues.latest(league_id)).state
+    ancestors = frame_ancestors(services.frame_origins, found.platform) if found else NO_FRAMES
+    return _page("league.html", ancestors)
 
 
 @router.api_route("/docs", methods=["GET", "HEAD"])

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import structlog
 from fastapi import APIRouter, Body, Path
 
-from contracts.wire import MarkAwayRequest, ReissueTokenRequest, TakeSeatRequest
-from domain.events import SeatTokenReissued
+from contracts.wire import ReissueTokenRequest, TakeSeatRequest
 from domain.league import table_of
-from domain.platforms import FIRST_ISSUE
 from domain.rules import PLAYERS
 from domain.state import Game
-from services.gateway.commands import anonymous_seat_key, keyed_command_id
+from services.gateway.commands import anonymous_seat_key
 from services.gateway.deps import Caller, GameCaller, GameReadOf, Services
 from services.gateway.models import Events, ReissueToken, SeatTaken, TakeSeat
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.operations import games as operations
 from services.gateway.problems import ProblemError
 from services.gateway.routes.actions import IdempotencyKey
 from services.gateway.views import event_records
@@ -70,23 +68,12 @@ async def take_seat(
     await _refuse_league_tables(services, game.game_id)
     if asking.platform is None:
         anonymous_seat_key(idempotency_key)
-    command_id = keyed_command_id(
-        services.secret, idempotency_key, "seat", game.game_id, asking.platform
-    )
-    structlog.contextvars.bind_contextvars(command_id=command_id)
     request = TakeSeatRequest(player=body.player, seat=body.seat, entropy=body.entropy)
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send(game.game_id, request, command_id)
-    if reply.seat is None:
-        raise ProblemError("unavailable", "the engine named no seat; retry")
-    log.info("seat taken", seat=reply.seat)
-    issued = services.seat_tokens.issue(game.game_id, reply.seat, FIRST_ISSUE)
-    return {
-        "seat": reply.seat,
-        "player": body.player,
-        "token": issued.token,
-        "expires_at": issued.expires_at,
-    }
+    taken = await operations.take_seat(
+        services, game.game_id, asking.platform, request, idempotency_key
+    )
+    log.info("seat taken", seat=taken.seat)
+    return taken.as_json()
 
 
 @router.post(
@@ -108,24 +95,12 @@ async def reissue_token(
     with the same ``Idempotency-Key`` gets the same issue (and a token of it)."""
     game = read.game
     _platforms_seat(asking, game, seat, "only the game's platform issues its seats' tokens")
-    command_id = keyed_command_id(
-        services.secret, idempotency_key, "token", game.game_id, seat, asking.platform
-    )
-    structlog.contextvars.bind_contextvars(command_id=command_id, seat=seat)
     request = ReissueTokenRequest(seat=seat, player=body.player if body is not None else None)
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send(game.game_id, request, command_id)
-    reissued = next((r.event for r in reply.events if isinstance(r.event, SeatTokenReissued)), None)
-    if reissued is None:
-        raise ProblemError("unavailable", "the engine issued nothing; retry")
+    reissued = await operations.reissue_token(
+        services, game.game_id, asking.platform, request, idempotency_key
+    )
     log.info("seat token issued again", issue=reissued.issue)
-    issued = services.seat_tokens.issue(game.game_id, reissued.seat, reissued.issue)
-    return {
-        "seat": reissued.seat,
-        "player": reissued.player,
-        "token": issued.token,
-        "expires_at": issued.expires_at,
-    }
+    return reissued.as_json()
 
 
 @router.post(
@@ -147,15 +122,12 @@ async def mark_away(
     clock refuses it (409 `wrong_phase`); a seat away already changes nothing."""
     game = read.game
     _platforms_seat(asking, game, seat, "only the game's platform says a seat is away")
-    command_id = keyed_command_id(
-        services.secret, idempotency_key, "away", game.game_id, seat, asking.platform
+    version, events = await operations.mark_away(
+        services, game.game_id, seat, asking.platform, idempotency_key
     )
-    structlog.contextvars.bind_contextvars(command_id=command_id, seat=seat)
-    with services.in_flight.hold(command_id):
-        reply = await services.commands.send(game.game_id, MarkAwayRequest(seat=seat), command_id)
-    log.info("seat marked away", changed=bool(reply.events))
-    events = ((record.version, record.event) for record in reply.events)
-    return {"version": reply.version, "events": event_records(events, None)}
+    log.info("seat marked away", changed=bool(events))
+    records = ((record.version, record.event) for record in events)
+    return {"version": version, "events": event_records(records, None)}
 
 
 def _platforms_seat(asking: Caller, game: Game, seat: int, forbidden: str) -> None:
@@ -169,6 +141,8 @@ def _platforms_seat(asking: Caller, game: Game, seat: int, forbidden: str) -> No
 
 def _may_sit(asking: Caller, game: Game) -> None:
     """403 for a caller who may read the game but not sit at it."""
+    if asking.watch is not None:
+        raise ProblemError("forbidden", "a watch link watches; it takes no seat")
     if game.seating == "open" or game.platform is None or asking.owns(game.platform):
         return
     raise ProblemError("forbidden", "the game's platform seats its players (seating: platform)")

@@ -127,12 +127,13 @@ export function follow(gameId, token, { onState, onEvent, onStatus }) {
       signal: controller.signal,
     });
     if (!response.ok) await answer(response); // throws the problem
+    if (response.status === 204) return end({ reason: "game_over" }); // over, and we have it all
     onStatus("live", lastId === null ? "connected" : `resumed after event ${lastId}`);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) return;
+      if (done || stopped) return;
       buffer += value.replace(/\r\n?/g, "\n");
       let end;
       while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -140,6 +141,12 @@ export function follow(gameId, token, { onState, onEvent, onStatus }) {
         buffer = buffer.slice(end + 2);
       }
     }
+  }
+
+  /** The server's last frame: the stream is over for good (the game ended, or the token). */
+  function end(payload) {
+    stopped = true;
+    onStatus("closed", payload.reason);
   }
 
   function dispatch(block) {
@@ -158,7 +165,8 @@ export function follow(gameId, token, { onState, onEvent, onStatus }) {
     if (data.length === 0) return;
     if (id !== null) lastId = id;
     const payload = JSON.parse(data.join("\n"));
-    if (name === "state") onState(payload);
+    if (name === "end") end(payload);
+    else if (name === "state") onState(payload);
     else onEvent({ version: Number(id), type: name, event: payload });
   }
 
@@ -194,6 +202,11 @@ export function follow(gameId, token, { onState, onEvent, onStatus }) {
 export function fragmentValue(name) {
   const params = new URLSearchParams(location.hash.replace(/^#/, ""));
   return params.get(name);
+}
+
+/** Whether a token from the fragment is a watch link's (it reads; it never acts). */
+export function isWatchLink(token) {
+  return typeof token === "string" && token.startsWith("wl1.");
 }
 
 /** The last segment of the path: the game's or the league's id. */

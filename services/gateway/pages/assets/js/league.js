@@ -1,11 +1,15 @@
 // A league: /leagues/{league_id}. Its rules and players, every round's tables with links to
-// their games, and the standings with ratings, from the league endpoints of the API.
-import { get, pathId, Refusal } from "./api.js";
+// their games, and the standings with ratings, from the league endpoints of the API. A private
+// league's watch link carries its token after # (never sent to a server); the tables' links
+// carry it on.
+import { fragmentValue, get, pathId, Refusal } from "./api.js";
 import { byId, h, replaceChildren } from "./dom.js";
 import { refusalWords } from "./words.js";
 
 const leagueId = pathId();
 const base = `/v1/leagues/${encodeURIComponent(leagueId)}`;
+const token = fragmentValue("token");
+const fragment = token ? `#token=${encodeURIComponent(token)}` : "";
 
 function about(league) {
   const rules = league.rules;
@@ -22,8 +26,12 @@ function about(league) {
 
 function standings(table) {
   if (!table.players.length) return h("p", { class: "quiet" }, "No player yet.");
-  return h("table", { class: "standings" },
-    h("caption", {}, `Counting ${table.version} finished game(s). Ranked by wins (a bye counts one), then points, then fewest forfeits, then rating.`),
+  // On a phone the table scrolls within its box (which the keyboard can reach), not the page.
+  // The caption is said as the table's name, and shown above the box (inside, it would be as
+  // wide as the table and scroll out of sight).
+  const ranking = `Counting ${table.version} finished game(s). Ranked by wins (a bye counts one), then points, then fewest forfeits, then rating.`;
+  return [h("p", { class: "quiet", "aria-hidden": "true" }, ranking), h("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Standings table" }, h("table", { class: "standings" },
+    h("caption", { class: "visually-hidden" }, ranking),
     h("thead", {}, h("tr", {}, ["Rank", "Player", "Wins", "Points", "Games", "Byes", "Forfeits", "Rating"].map((title) => h("th", { scope: "col" }, title)))),
     h("tbody", {}, table.players.map((row) =>
       h("tr", { dataset: { player: row.player } },
@@ -35,7 +43,7 @@ function standings(table) {
         h("td", {}, String(row.byes)),
         h("td", {}, String(row.forfeits)),
         h("td", { title: `mu ${row.rating.mu.toFixed(2)}, sigma ${row.rating.sigma.toFixed(2)}` },
-          `${row.rating.ordinal.toFixed(1)} (μ ${row.rating.mu.toFixed(1)} ± ${row.rating.sigma.toFixed(1)})`)))));
+          `${row.rating.ordinal.toFixed(1)} (μ ${row.rating.mu.toFixed(1)} ± ${row.rating.sigma.toFixed(1)})`))))))];
 }
 
 function round(played) {
@@ -50,8 +58,8 @@ function round(played) {
         h("span", {}, table.players.map((player, seat) =>
           table.sitting[seat] === player ? player : `${player} (played by ${table.sitting[seat]})`).join(", ")),
         h("span", {}, status, scores ? `, ${scores}` : ""),
-        h("a", { href: `/watch/${game}` }, status === "finished" ? "the table" : "watch"),
-        status === "finished" ? h("a", { href: `/replay/${game}?hand=1` }, "replay") : null);
+        h("a", { href: `/watch/${game}${fragment}` }, status === "finished" ? "the table" : "watch"),
+        status === "finished" ? h("a", { href: `/replay/${game}?hand=1${fragment}` }, "replay") : null);
     })),
     played.byes.length ? h("p", { class: "quiet" }, `Sitting out: ${played.byes.join(", ")}.`) : null);
 }
@@ -60,13 +68,13 @@ async function load() {
   const problem = byId("problem");
   problem.hidden = true;
   try {
-    const league = await get(base);
+    const league = await get(base, token);
     document.title = `Spades league ${league.name}`;
     replaceChildren(byId("title"), `League · ${league.name}`);
     replaceChildren(byId("about"), about(league));
     const [table, ...rounds] = await Promise.all([
-      get(`${base}/standings`),
-      ...Array.from({ length: league.rounds_scheduled }, (_, k) => get(`${base}/rounds/${k + 1}`)),
+      get(`${base}/standings`, token),
+      ...Array.from({ length: league.rounds_scheduled }, (_, k) => get(`${base}/rounds/${k + 1}`, token)),
     ]);
     replaceChildren(byId("standings"), standings(table));
     replaceChildren(byId("rounds"), rounds.length ? rounds.reverse().map(round) : h("p", { class: "quiet" }, "No round yet."));

@@ -1,14 +1,14 @@
 // A finished hand, step by step: /replay/{game_id}?hand=N. Everything comes from the hand's
 // record (GET /v1/games/{id}/hands/{n}, every card revealed once the hand is over), the game's
 // public state (names, units) and the replay audit (GET /v1/games/{id}/audit).
-import { fragmentValue, get, pathId, Refusal } from "./api.js";
+import { fragmentValue, get, isWatchLink, pathId, Refusal } from "./api.js";
 import { bidWords, cardFace, cardWords, sortHand } from "./cards.js";
 import { byId, h, replaceChildren } from "./dom.js";
 import { refusalWords } from "./words.js";
 
 const gameId = pathId();
 const handNumber = Number(new URLSearchParams(location.search).get("hand") || "1");
-const token = fragmentValue("token"); // a seat's, when the game is readable by its seats only
+const token = fragmentValue("token"); // a seat's or a watch link's, when the game is private
 
 const page = { game: null, record: null, steps: [], at: 0 };
 
@@ -207,9 +207,10 @@ function showProblem(error) {
 
 async function start() {
   const base = `/v1/games/${encodeURIComponent(gameId)}`;
-  byId("watch-link").href = token
-    ? `/play/${encodeURIComponent(gameId)}#token=${encodeURIComponent(token)}`
-    : `/watch/${encodeURIComponent(gameId)}`;
+  const fragment = token ? `#token=${encodeURIComponent(token)}` : "";
+  byId("watch-link").href = token && !isWatchLink(token)
+    ? `/play/${encodeURIComponent(gameId)}${fragment}`
+    : `/watch/${encodeURIComponent(gameId)}${fragment}`;
   replaceChildren(byId("title"), `Replay · hand ${handNumber}`);
   document.title = `Spades replay ${gameId} hand ${handNumber}`;
   byId("first").addEventListener("click", () => go(0));

@@ -1,14 +1,16 @@
-// The table: /play/{game_id}#token=... for a seat, /watch/{game_id} for anyone who may read it.
+// The table: /play/{game_id}#token=... for a seat, /watch/{game_id} for anyone who may read it
+// (/watch/{game_id}#token=... with a watch link's token, for a private game).
 // The state comes from the event stream's `state` event and, after each event, from the API
 // (the seat's view, with its `legal` actions, or the public state); nothing is decided here.
 import { act, follow, fragmentValue, get, pathId, Refusal, serverOffsetMs } from "./api.js";
 import { bidWords, cardFace, cardWords, groupWords, sortHand, suitGroup } from "./cards.js";
 import { byId, h, replaceChildren } from "./dom.js";
+import { tellParent } from "./embed.js";
 import { countdownWords, eventWords, phaseWords, refusalWords, turnVerb } from "./words.js";
 
 const gameId = pathId();
 const playing = location.pathname.startsWith("/play/");
-const token = playing ? fragmentValue("token") : null;
+const token = fragmentValue("token");
 
 const page = {
   state: null,
@@ -25,6 +27,7 @@ const page = {
   // "bid:SEAT" and "play:SEAT:CARD" (a card played is public; a bid is too).
   byService: new Map(), // key -> the version of the move
   service: { seat: null }, // the seat the service is acting for, from a `timed_out` to its move
+  following: null, // the event stream, until the game is over
 };
 
 const LOG_LINES = 40;
@@ -82,6 +85,15 @@ function setState(state) {
   }
   page.selected = page.selected.filter((card) => (state.hand || []).includes(card));
   render();
+  tellParent(state);
+  if (state.status === "finished") endFollowing();
+}
+
+/** A finished game has nothing more to say: stop listening, and say so. */
+function endFollowing() {
+  if (page.following) page.following.stop();
+  page.following = null;
+  onStatus("over");
 }
 
 /** What happened just before the page opened: the log's first lines, and the last trick. */
@@ -319,7 +331,12 @@ function renderSeats() {
   const seats = order.map((seat, index) => {
     const turn = state.turn === seat && state.status === "playing";
     const bid = state.bids[seat];
-    const facts = [
+    // Once the game is over its last hand's bids and tricks are gone: the seat's side's score is
+    // what is left to say.
+    const facts = state.status === "finished" ? [
+      h("span", { class: "fact" }, "final score ", h("strong", { dataset: { seatScore: seat } }, String(state.scores[unitOf(seat)]))),
+      state.winners.includes(unitOf(seat)) ? h("span", { class: "badge" }, "won") : null,
+    ] : [
       h("span", { class: "fact" }, "bid ", h("strong", { dataset: { seatBid: seat } }, bidWords(bid)),
         bid !== null && bid !== undefined && page.byService.has(`bid:${seat}`)
           ? h("span", { class: "service-note", dataset: { timedOut: true } }, " (timed out: bid by the service)") : null),
@@ -658,7 +675,7 @@ function renderClockTicks() {
 function onStatus(status, detail) {
   const box = byId("connection");
   box.dataset.status = status;
-  const words = { live: "live", reconnecting: "reconnecting…", closed: "not connected" }[status];
+  const words = { live: "live", reconnecting: "reconnecting…", closed: "not connected", over: "game over" }[status];
   box.textContent = detail ? `${words} (${detail})` : words;
 }
 
@@ -673,7 +690,7 @@ function start() {
     return;
   }
   let first = true;
-  follow(gameId, token, {
+  page.following = follow(gameId, token, {
     onState(state) {
       setState(state);
       if (first) {
@@ -691,6 +708,7 @@ function start() {
     },
     onEvent,
     onStatus(status, detail, refusal) {
+      if (page.state && page.state.status === "finished") return; // over: nothing to follow
       onStatus(status, detail);
       if (refusal) showRefusal(refusal);
     },

@@ -1,8 +1,8 @@
 """A hand's deal: from a source of cards to :class:`~domain.events.HandDealt`, and the hand it
 starts.
 
-The cards come from a :data:`~domain.dealing.DealSource`: a secret seed (the live engine's
-provably fair shuffle, :mod:`domain.dealing`), a stacked deck, or the hands themselves (a
+The cards come from a :data:`~domain.shuffle.DealSource`: a secret seed (the live engine's
+provably fair shuffle, :mod:`domain.shuffle`), a stacked deck, or the hands themselves (a
 scenario, a recorded deal). Given decks and hands are checked against the pack here.
 """
 
@@ -14,7 +14,10 @@ from msgspec.structs import replace
 
 from domain.cards import Card
 from domain.commands import DealHand
-from domain.dealing import (
+from domain.errors import RuleViolation
+from domain.events import AnyEvent, HandDealt
+from domain.rules import Rules
+from domain.shuffle import (
     DealSource,
     DealtHands,
     SeededDeal,
@@ -26,9 +29,6 @@ from domain.dealing import (
     shuffle,
     table_entropies,
 )
-from domain.errors import RuleViolation
-from domain.events import AnyEvent, HandDealt
-from domain.rules import Rules
 from domain.state import Game, Hand, Phase, pack_hands
 from domain.table import Seat, Table
 from domain.tricks import start_play
@@ -72,7 +72,7 @@ def deal_hand(state: Game, source: DealSource) -> HandDealt:
 
 def entropies_of(state: Game) -> list[str]:
     """The entropies a hand of this game is shuffled with, in hex (see
-    :func:`domain.dealing.table_entropies`)."""
+    :func:`domain.shuffle.table_entropies`)."""
     seats = [player.entropy if player is not None else None for player in state.players]
     return table_entropies(state.entropy, seats)
 

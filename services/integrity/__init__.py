@@ -1,0 +1,1 @@
+"""The integrity report: statistical signals of collusion between pairs of players."""

@@ -1,0 +1,175 @@
+"""Clients generated from ``contracts/openapi.json`` by other people's generators, each with its
+default options, play whole games against ``spades up`` with the server's default rate limits:
+
+- TypeScript: ``openapi-typescript`` types, ``openapi-fetch`` requests, ``tsc --strict``, no cast
+  and no ``any`` (``tests/clients/ts/play.ts``);
+- Python: ``openapi-python-client`` with no warning, checked by ``mypy --strict``, every answer
+  its parsed model (``tests/clients/python/play.py``).
+
+Each plays a partnership game with a blind nil and its pass, a two-player game with the draw,
+and a game of the jokers preset with the dealer's discard, the three at once. Each first sends
+more views than a seat's budget lets through: the 429s are made again after ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.clients.conftest import (
+    CONTRACTS,
+    NODE_PROJECT,
+    PROJECT_BIN,
+    generator_tool,
+    node_tool,
+    run,
+)
+from tests.e2e.stack import Stack
+
+pytestmark = pytest.mark.e2e
+
+KEY = "clients-platform-key"
+GAMES = {
+    "partnership": {"bid", "pass", "play"},
+    "two-player": {"draw", "bid", "play"},
+    "jokers-54": {"discard", "bid", "play"},
+}
+"""The game each client plays, and the phases it must go through."""
+BURST = 60
+"""Views at once of one seat: three times the default seat budget of 20 a second."""
+GAME_TIMEOUT_S = 240
+SOURCE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """``spades up`` with its default rate limits: the budgets a platform meets."""
+    running = Stack(tmp_path_factory.mktemp("clients-stack"), api_keys=KEY, rate_limit=None)
+    running.start()
+    yield running
+    running.terminate()
+
+
+@pytest.fixture(scope="module")
+def typescript_program() -> Path:
+    """``play.ts`` on freshly generated types, compiled by ``tsc --strict``."""
+    generated = NODE_PROJECT / "generated" / "api.d.ts"
+    run([node_tool("openapi-typescript"), CONTRACTS / "openapi.json", "-o", generated])
+    run([node_tool("tsc"), "--strict", "-p", NODE_PROJECT])
+    return NODE_PROJECT / "build" / "play.js"
+
+
+@pytest.fixture(scope="module")
+def python_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated package's directory (``spades_client``), generated with no warning."""
+    out = tmp_path_factory.mktemp("python-client") / "client"
+    env = {**os.environ, "PATH": f"{PROJECT_BIN}{os.pathsep}{os.environ['PATH']}"}  # its ruff
+    said = run(
+        [
+            generator_tool("openapi-python-client"),
+            "generate",
+            "--path",
+            CONTRACTS / "openapi.json",
+            "--output-path",
+            out,
+        ],
+        env=env,
+    )
+    assert "warning" not in said.lower(), said
+    assert (out / "spades_client" / "api" / "actions" / "act.py").exists()
+    return out
+
+
+def play_all(argv: list[str | Path], stack: Stack, env: dict[str, str]) -> dict[str, Any]:
+    """Every game at once, one process each; what each printed."""
+    running = {
+        game: subprocess.Popen(
+            [*map(str, argv), stack.base_url, KEY, game, str(BURST)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for game in GAMES
+    }
+    played: dict[str, Any] = {}
+    for game, process in running.items():
+        out, err = process.communicate(timeout=GAME_TIMEOUT_S)
+        assert process.returncode == 0, f"{game}: exited {process.returncode}\n{out}\n{err}"
+        played[game] = json.loads(out.strip().splitlines()[-1])
+    return played
+
+
+def check_games(played: dict[str, Any], stack: Stack) -> None:
+    """Each game ended, through its phases, as the server tells it too; the bursts met the
+    seat's budget, and each refusal was waited out and made again."""
+    assert sum(summary["retries"] for summary in played.values()) > 0, played
+    with httpx.Client(base_url=stack.base_url, headers={"Authorization": f"Bearer {KEY}"}) as http:
+        for game, phases in GAMES.items():
+            summary = played[game]
+            assert summary["status"] == "finished", summary
+            assert phases <= set(summary["phases"]), summary
+            assert summary["sent"].get(sorted(phases - {"bid", "play"})[0]), summary
+            assert summary["audit_ok"], summary
+            assert summary["hands"] == summary["scoreboard_hands"] >= 1, summary
+            assert summary["first_hand_tricks"] == 13, summary
+            assert "game_ended" in summary["event_types"], summary
+            assert all(re.fullmatch(r"[0-9]+", after) for after in summary["retry_after"])
+            served = http.get(f"/v1/games/{summary['game_id']}").json()
+            assert served["status"] == "finished"
+            assert served["version"] == summary["version"]
+            assert served["scores"] == summary["scores"]
+
+
+CASTS = re.compile(
+    r"\bas\s+[\w{(\[]"  # x as T
+    r"|(?<![\w.])<[\w\[\]\"., |]+>\s*[\w(]"  # <T>x (a generic call, f<T>(x), is no cast)
+    r"|\w[!]\.|[)\]][!]\."  # x!.y, a non-null assertion
+    r"|\bany\b|@ts-"
+)
+
+
+def test_the_typescript_program_has_no_cast_and_no_any() -> None:
+    code = re.sub(r"//.*", "", (NODE_PROJECT / "play.ts").read_text())
+    assert CASTS.search("const n = <number>x;")
+    assert CASTS.search("const v = view as SeatView;")
+    assert not CASTS.search("createClient<paths>({ baseUrl })")
+    assert not CASTS.findall(code)
+
+
+def test_a_typescript_client_plays_every_phase_under_tsc_strict(
+    stack: Stack, typescript_program: Path
+) -> None:
+    played = play_all(["node", typescript_program], stack, dict(os.environ))
+    check_games(played, stack)
+
+
+def test_a_generated_python_client_plays_every_phase_every_answer_parsed(
+    stack: Stack, python_client: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(python_client), "MYPYPATH": str(python_client)}
+    program = SOURCE / "python" / "play.py"
+    run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--config-file=",
+            "--cache-dir=/dev/null",
+            program,
+        ],
+        env=env,
+    )
+    played = play_all([generator_tool("python"), program], stack, env)
+    check_games(played, stack)
