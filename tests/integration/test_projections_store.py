@@ -363,6 +363,7 @@ async def test_the_operator_commands(
             "hands": garbage,
             "players": garbage,
             "standings": garbage,
+            "log": garbage,
         }
 
         rebuilt = await asyncio.to_thread(spades_projections, "rebuild", "games", "--wait")
