@@ -207,7 +207,11 @@ class FollowerContract:
             last = (await harness.append(names))[-1]
             await until(stored_at(harness, last), f"stored at {last}")
 
-        assert watched.openings == [0]
+        # One opening, at the start (the timers' harness may have stored its first message's
+        # position by the time a loaded machine opens it: 2 of 3 full runs here): what matters
+        # is that every message's effect is there once, in order.
+        assert len(watched.openings) == 1, watched.openings
+        assert watched.openings[0] <= 1, watched.openings
         assert await harness.effects() == names
 
     async def test_a_new_holder_resumes_at_the_stored_position(self, harness: Harness) -> None:
