@@ -15,7 +15,7 @@ GENERATORS_STAMP := $(GENERATORS)/.installed
 NODE_PROJECT     := tests/clients/ts
 NODE_STAMP       := $(NODE_PROJECT)/node_modules/.package-lock.json
 
-.PHONY: install run test lint typecheck unit bench contracts clean spades bots audit lag clients
+.PHONY: install run test soak lint typecheck unit bench contracts clean spades bots audit lag clients
 
 install: $(STAMP)
 
@@ -49,11 +49,13 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Tests that compare timings (marked `alone`) run by themselves once the others have passed:
-# beside another test on two cores, a quiet figure is no longer quiet.
+# Every test but the long soaks and measurements (marked `soak`), which `make soak` runs one at a
+# time (beside another test on two cores, a quiet figure is no longer quiet); CI runs both.
 test: lint $(AXE) clients
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 -m "not alone"
-	$(BIN)/pytest -m alone --durations=5
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 -m "not soak"
+
+soak: install
+	$(BIN)/pytest -m soak --durations=10
 
 # The common commands, beside `make run` (they find its stack by themselves).
 spades: install

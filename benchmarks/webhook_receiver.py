@@ -87,6 +87,11 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 body = self.rfile.read(length)
+                if len(body) < length:
+                    # The sender went away mid-body (a webhooks process killed while sending):
+                    # no receiver takes half a request as delivered, and there is no one to answer.
+                    self.close_connection = True
+                    return
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 request = Received(headers, body, time.time(), 0)
                 status = receiver.answer(request)

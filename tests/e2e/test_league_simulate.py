@@ -23,6 +23,7 @@ async def test_a_simulated_league_plays_every_round_and_prints_its_standings(
 ) -> None:
     argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
     argv += ["--players", "8", "--rounds", "2", "--bots", "--url", stack.base_url]
+    argv += ["--rules", '{"max_hands": 3}']  # whole games to 500 are `spades bots`' test
     if stack.api_key:
         argv += ["--api-key", stack.api_key]
     process = await asyncio.create_subprocess_exec(

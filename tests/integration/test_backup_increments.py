@@ -409,7 +409,7 @@ MEASURED_GAMES = int(os.environ.get("SPADES_BACKUP_MEASURED_GAMES", "600"))
 in deploy/README.md are of 3,000 (``SPADES_BACKUP_MEASURED_GAMES=3000``, ``pytest -s``)."""
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 async def test_an_increment_after_one_percent_more_games_costs_about_one_percent(
     js: JetStreamContext, nats_client: Client, tmp_path: Path
 ) -> None:

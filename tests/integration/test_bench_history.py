@@ -12,7 +12,7 @@ from benchmarks.league_night import KINDS
 from benchmarks.timers import finished_histories
 from services.engine.round_watch import KIND as ROUND_WATCH
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.soak]
 
 
 def test_each_size_is_filled_audited_restarted_and_measured() -> None:

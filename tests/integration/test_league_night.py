@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.league_night import Night, NightPlan, fresh_schema_url
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.integration, pytest.mark.soak, pytest.mark.postgres]
 
 PLAN = NightPlan(players=64, rounds=3, partitions=3, kill_round=2, turn_s=3.0, concurrency=8)
 """Eight tables played by bots at a time on a machine of two cores; the others, and the idle

@@ -37,7 +37,7 @@ from tests.e2e.stack import Stack
 from tests.integration.test_gateway import choose
 from tests.security.tenants import bearer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alone]
+pytestmark = [pytest.mark.e2e, pytest.mark.soak]
 
 FLOODER, PLAYER = "flood-a-key", "flood-b-key"
 KEYS = f"flood-a:{FLOODER},flood-b:{PLAYER}"
