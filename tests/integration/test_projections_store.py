@@ -391,6 +391,7 @@ def said(output: str) -> str:
     return " ".join(output.replace("│", " ").split())
 
 
+@pytest.mark.soak
 async def test_the_benchmark_measures_what_it_published() -> None:
     """``spades bench projections`` on a small stream: the counts are those of the games."""
     games = list(random_games(12, seed=1))
