@@ -207,11 +207,10 @@ class FollowerContract:
             last = (await harness.append(names))[-1]
             await until(stored_at(harness, last), f"stored at {last}")
 
-        # One opening, at the start (the timers' harness may have stored its first message's
-        # position by the time a loaded machine opens it: 2 of 3 full runs here): what matters
-        # is that every message's effect is there once, in order.
-        assert len(watched.openings) == 1, watched.openings
-        assert (watched.openings[0] or 0) <= 1, watched.openings
+        # One opening, at the start: from nothing stored (None or 0), or from the first message
+        # when the timers' harness stored its position before a loaded machine opened the stream
+        # (2 of 3 full runs here). What matters is each message's effect, once and in order.
+        assert watched.openings in ([None], [0], [1]), watched.openings
         assert await harness.effects() == names
 
     async def test_a_new_holder_resumes_at_the_stored_position(self, harness: Harness) -> None:
