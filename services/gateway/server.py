@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from services.gateway.problems import PROBLEM_JSON, RETRY_AFTER_S
 from services.runtime.settings import Settings
 
 GRACEFUL_SHUTDOWN_S = 3
@@ -84,7 +85,9 @@ def trusted_proxies(settings: Settings) -> list[str]:
 
 def _refusal(status: int, code: str, detail: str) -> bytes:
     """A whole HTTP/1.1 answer, a problem document, that closes the connection (written
-    before any application could answer: the request was never read)."""
+    before any application could answer: the request was never read). A 429 says when to try
+    again, as every other 429 does: a client that honours ``Retry-After`` has nothing else
+    to go by."""
     body = json.dumps(
         {
             "type": f"urn:spades:problem:{code}",
@@ -94,10 +97,12 @@ def _refusal(status: int, code: str, detail: str) -> bytes:
             "code": code,
         }
     ).encode()
+    retry_after = f"retry-after: {RETRY_AFTER_S}\r\n" if status == 429 else ""
     head = (
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
-        "content-type: application/problem+json\r\n"
+        f"content-type: {PROBLEM_JSON}\r\n"
         f"content-length: {len(body)}\r\n"
+        f"{retry_after}"
         "connection: close\r\n\r\n"
     )
     return head.encode() + body

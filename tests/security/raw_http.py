@@ -23,6 +23,8 @@ class Answer:
     body: bytes
     closed: bool
     """Whether the server closed the connection."""
+    headers: dict[str, str]
+    """The answer's header fields, names in lower case."""
 
     def problem(self) -> dict[str, Any]:
         document: dict[str, Any] = json.loads(self.body)
@@ -57,10 +59,13 @@ async def read_answer(
 
 def _parse(data: bytes, *, closed: bool) -> Answer:
     if not data:
-        return Answer(0, b"", closed)
+        return Answer(0, b"", closed, {})
     head, _, body = data.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    return Answer(status, body, closed)
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    headers = {
+        name.strip().lower(): value.strip() for name, _, value in (f.partition(":") for f in fields)
+    }
+    return Answer(int(status_line.split(" ", 2)[1]), body, closed, headers)
 
 
 async def endless_head(url: str, most_bytes: int) -> tuple[int, Answer]:

@@ -115,6 +115,7 @@ async def test_connections_past_the_cap_per_address_are_refused(guarded: str) ->
         assert answer.closed
         assert answer.status == 429, answer
         assert answer.problem()["code"] == "rate_limited"
+        assert int(answer.headers["retry-after"]) >= 1, answer  # as every 429 says
     finally:
         for _, held_writer in held:
             held_writer.close()
