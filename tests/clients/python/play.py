@@ -72,6 +72,9 @@ GAMES: dict[str, tuple[dict[str, Any], bool]] = {
     "two-player": ({"preset": "two-player", "max_hands": 1}, False),
     "jokers-54": ({"preset": "jokers-54", "max_hands": 1}, False),
     "cutthroat": ({"preset": "cutthroat", "max_hands": 1}, False),
+    "solo": ({"preset": "solo", "max_hands": 1}, False),
+    "three-player-house": ({"preset": "three-player-house", "max_hands": 1}, False),
+    "six-player": ({"preset": "six-player", "max_hands": 1}, False),
 }
 NAMES = ("north", "east", "south", "west", "nadir", "zenith")
 MAX_TRIES = 30

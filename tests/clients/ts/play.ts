@@ -19,6 +19,9 @@ const GAMES: Record<string, { rules: Rules; blindNil: boolean }> = {
   "two-player": { rules: { preset: "two-player", max_hands: 1 }, blindNil: false },
   "jokers-54": { rules: { preset: "jokers-54", max_hands: 1 }, blindNil: false },
   cutthroat: { rules: { preset: "cutthroat", max_hands: 1 }, blindNil: false },
+  solo: { rules: { preset: "solo", max_hands: 1 }, blindNil: false },
+  "three-player-house": { rules: { preset: "three-player-house", max_hands: 1 }, blindNil: false },
+  "six-player": { rules: { preset: "six-player", max_hands: 1 }, blindNil: false },
 };
 const NAMES = ["north", "east", "south", "west", "nadir", "zenith"];
 const MAX_TRIES = 30;
