@@ -681,6 +681,27 @@ class Standings(BaseModel):
     players: list[PlayerStanding]
 
 
+class ResultRow(BaseModel):
+    """One seat of a finished round's table, or one bye (no table, no game, no seat)."""
+
+    round: int
+    table: int | None = Field(description="The table's number in its round, from 1; none: a bye.")
+    game_id: str | None
+    seat: int | None
+    player: str = Field(description="The league's player who held the seat.")
+    played_by: str | None = Field(description="Who finished the seat (a substitute, if any).")
+    points: int
+    result: Literal["win", "loss", "forfeit", "bye"]
+
+
+class LeagueResults(BaseModel):
+    """Every seat's result in the league's finished rounds, and every bye: in round, then
+    table, then seat order."""
+
+    league_id: str
+    results: list[ResultRow]
+
+
 # --------------------------------------------------------------------------- audit
 
 

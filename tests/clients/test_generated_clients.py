@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from services.runtime.nats_server import free_port
 from tests.clients.conftest import (
     CONTRACTS,
     NODE_PROJECT,
@@ -60,7 +61,12 @@ SOURCE = Path(__file__).parent
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """``spades up`` with its default rate limits: the budgets a platform meets."""
-    running = Stack(tmp_path_factory.mktemp("clients-stack"), api_keys=KEY, rate_limit=None)
+    running = Stack(
+        tmp_path_factory.mktemp("clients-stack"),
+        api_keys=KEY,
+        rate_limit=None,
+        env={"SPADES_WEBHOOK_ALLOW_PRIVATE": "1"},  # the webhook endpoint on loopback
+    )
     running.start()
     yield running
     running.terminate()
@@ -160,23 +166,64 @@ def test_a_typescript_client_plays_every_phase_under_tsc_strict(
     check_games(played, stack)
 
 
+def typed(program: Path, python_client: Path) -> dict[str, str]:
+    """The environment a program on the generated package runs in, once ``mypy --strict`` has
+    passed it."""
+    env = {**os.environ, "PYTHONPATH": str(python_client)}
+    env["MYPYPATH"] = os.pathsep.join([str(python_client), str(program.parent)])  # its `play`
+    mypy = ["-m", "mypy", "--strict", "--no-incremental", "--config-file=", "--cache-dir=/dev/null"]
+    run([sys.executable, *mypy, program], env=env)
+    return env
+
+
 def test_a_generated_python_client_plays_every_phase_every_answer_parsed(
     stack: Stack, python_client: Path
 ) -> None:
-    env = {**os.environ, "PYTHONPATH": str(python_client), "MYPYPATH": str(python_client)}
     program = SOURCE / "python" / "play.py"
-    run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--config-file=",
-            "--cache-dir=/dev/null",
-            program,
-        ],
-        env=env,
-    )
-    played = play_all([generator_tool("python"), program], stack, env)
+    played = play_all([generator_tool("python"), program], stack, typed(program, python_client))
     check_games(played, stack)
+
+
+UNPARSED = {"eventStream": "a server-sent event stream: tests/e2e/test_stream.py reads it"}
+"""Operations the Python programs do not call, and why."""
+
+
+def called(operation_id: str, sources: str) -> bool:
+    """Whether the programs call the generated function of ``operation_id`` (``createGame``
+    is ``create_game.sync_detailed``)."""
+    module = re.sub(r"(?<!^)(?=[A-Z])", "_", operation_id).lower()
+    return re.search(rf"\b{module}\.(a?sync|asyncio)(_detailed)?\b", sources) is not None
+
+
+def test_the_generated_python_client_calls_every_operation_each_answer_parsed(
+    stack: Stack, python_client: Path
+) -> None:
+    program = SOURCE / "python" / "operations.py"
+    env = typed(program, python_client)
+    hook = f"http://127.0.0.1:{free_port()}/hooks"  # nobody listens: the deliveries fail
+    said = run([generator_tool("python"), program, stack.base_url, KEY, hook], env=env)
+    seen = json.loads(said.strip().splitlines()[-1])
+    assert seen["metrics_lines"] > 10, seen
+    assert seen["tables"] == len(seen["round_tables"]) == 2, seen
+    assert seen["substitute"][1] == "zed", seen
+    assert seen["substitute"][2] in seen["round_tables"], seen
+    assert seen["league_withdrawn"] == [seen["withdrawn"]], seen
+    assert seen["league_substitutions"] == 1, seen
+    assert sorted(seen["standings"]) == sorted(seen["exported_standings"]), seen
+    assert len(seen["standings"]) == 8, seen
+    assert seen["results"] == 0, seen  # no round finished yet
+    assert "away" in " ".join(seen["away_events"]), seen
+    assert seen["league_link"], seen
+    assert seen["game_link"], seen
+    assert seen["league_links_revoked"] == seen["game_links_revoked"] == 204, seen
+    assert seen["endpoint_listed"], seen
+    assert seen["endpoint_deleted"] == 204, seen
+    sources = "".join((SOURCE / "python" / name).read_text() for name in ("play.py", program.name))
+    operations = {
+        operation["operationId"]
+        for path in json.loads((CONTRACTS / "openapi.json").read_text())["paths"].values()
+        for operation in path.values()
+    }
+    assert called("createGame", sources)
+    assert not called("createGames", sources)
+    assert {op for op in operations if not called(op, sources)} == set(UNPARSED)

@@ -44,6 +44,7 @@ from services.gateway.league_views import (
 )
 from services.gateway.models import (
     CreateLeague,
+    LeagueResults,
     LeagueRound,
     RoundStarted,
     ScheduleRound,
@@ -317,7 +318,8 @@ ExportFormat = Annotated[
         **problems(401, 404, 429, 503),
         200: {
             "description": "The standings as `GET .../standings` has them, or as CSV.",
-            "content": {"application/json": {}, "text/csv": {}},
+            "model": StandingsModel,
+            "content": {"text/csv": {"schema": {"type": "string"}}},
         },
     },
     openapi_extra=OPTIONAL_CREDENTIAL,
@@ -346,7 +348,8 @@ async def export_standings(
         **problems(401, 404, 429, 503),
         200: {
             "description": "Every seat's result of the finished rounds, and every bye.",
-            "content": {"application/json": {}, "text/csv": {}},
+            "model": LeagueResults,
+            "content": {"text/csv": {"schema": {"type": "string"}}},
         },
     },
     openapi_extra=OPTIONAL_CREDENTIAL,

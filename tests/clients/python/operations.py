@@ -1,0 +1,272 @@
+"""The rest of a platform's API through the generated client: every operation ``play.py`` does
+not call (a league and its round, a substitution and a withdrawal, its standings and exports,
+watch links, a seat marked away, webhooks and their deliveries, the metrics), each 2xx answer
+its parsed model, as ``play.py`` holds its own to.
+
+``python operations.py BASE_URL API_KEY HOOK_URL`` (the generated package on ``PYTHONPATH``)
+prints one JSON line: the operations called and what the server said, for the test to hold up.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+from play import parsed, retrying
+from spades_client import AuthenticatedClient
+from spades_client.api.games import create_game
+from spades_client.api.leagues import (
+    create_league,
+    export_results,
+    export_standings,
+    get_league,
+    get_round,
+    standings,
+    start_round,
+    substitute,
+    withdraw,
+)
+from spades_client.api.seats import mark_away, take_seat
+from spades_client.api.service import metrics
+from spades_client.api.watch_links import (
+    create_game_watch_link,
+    create_league_watch_link,
+    revoke_game_watch_links,
+    revoke_league_watch_links,
+)
+from spades_client.api.webhooks import (
+    create_webhook,
+    delete_webhook,
+    list_deliveries,
+    list_webhooks,
+    replay_deliveries,
+)
+from spades_client.models import (
+    ClockSettings,
+    CreatedWebhook,
+    CreateGame,
+    CreateGameRuleSetInput,
+    CreateLeague,
+    CreateLeagueRuleSetInput,
+    CreateWatchLink,
+    CreateWebhook,
+    CreateWebhookEventsItem,
+    DeliveryPage,
+    EventPage,
+    League,
+    LeagueResults,
+    LeagueRound,
+    PublicState,
+    Replay,
+    Replayed,
+    RoundStarted,
+    ScheduleRound,
+    SeatTaken,
+    Standings,
+    Substituted,
+    TakeSeat,
+    WatchLink,
+    WebhookList,
+    Withdraw,
+    Withdrawn,
+)
+from spades_client.models import Substitute as SubstituteBody
+from spades_client.types import Response
+
+PLAYERS = ["ada", "bo", "cy", "di", "ed", "flo", "gus", "hal"]
+RULES = {"preset": "partnership", "max_hands": 1}
+
+
+def emptied(response: Response[Any], what: str) -> int:
+    """A 204's status; anything else stops the program."""
+    if response.status_code != 204:
+        raise SystemExit(f"{what}: {response.status_code} {response.content!r}")
+    return int(response.status_code)
+
+
+def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
+    """A league of two tables: its first round, a substitute, a withdrawal, what it reports."""
+    body = CreateLeague(
+        name="Thursday", rules=CreateLeagueRuleSetInput.from_dict(RULES), players=PLAYERS, rounds=2
+    )
+    league = parsed(
+        retrying(lambda: create_league.sync_detailed(client=platform, body=body)),
+        League,
+        "createLeague",
+    )
+    league_id = league.league_id
+    first_round = ScheduleRound(round_=1)  # an optional body left out: the client sends UNSET
+    started = parsed(
+        retrying(partial(start_round.sync_detailed, league_id, client=platform, body=first_round)),
+        RoundStarted,
+        "startRound",
+    )
+    first = parsed(
+        retrying(partial(get_round.sync_detailed, league_id, 1, client=platform)),
+        LeagueRound,
+        "getRound",
+    )
+    player = first.tables[0].players[0]
+    swap = SubstituteBody(player=player, substitute="zed")
+    substituted = parsed(
+        retrying(partial(substitute.sync_detailed, league_id, client=platform, body=swap)),
+        Substituted,
+        "substitute",
+    )
+    leaving = Withdraw(player=first.tables[1].players[0])
+    withdrawn = parsed(
+        retrying(partial(withdraw.sync_detailed, league_id, client=platform, body=leaving)),
+        Withdrawn,
+        "withdraw",
+    )
+    link = parsed(
+        retrying(
+            partial(
+                create_league_watch_link.sync_detailed,
+                league_id,
+                client=platform,
+                body=CreateWatchLink(expires_in_s=600),
+            )
+        ),
+        WatchLink,
+        "createLeagueWatchLink",
+    )
+    revoked = emptied(
+        retrying(partial(revoke_league_watch_links.sync_detailed, league_id, client=platform)),
+        "revokeLeagueWatchLinks",
+    )
+    ranked = parsed(
+        retrying(partial(standings.sync_detailed, league_id, client=platform)),
+        Standings,
+        "standings",
+    )
+    kept = parsed(
+        retrying(partial(export_standings.sync_detailed, league_id, client=platform)),
+        Standings,
+        "exportStandings",
+    )
+    results = parsed(
+        retrying(partial(export_results.sync_detailed, league_id, client=platform)),
+        LeagueResults,
+        "exportResults",
+    )
+    again = parsed(
+        retrying(partial(get_league.sync_detailed, league_id, client=platform)),
+        League,
+        "getLeague",
+    )
+    return {
+        "league_id": league_id,
+        "tables": len(started.tables),
+        "round_tables": [table.game_id for table in first.tables],
+        "substitute": [substituted.player, substituted.substitute, substituted.game_id],
+        "withdrawn": withdrawn.player,
+        "league_link": link.url,
+        "league_links_revoked": revoked,
+        "standings": [standing.player for standing in ranked.players],
+        "exported_standings": [standing.player for standing in kept.players],
+        "results": len(results.results),
+        "league_withdrawn": list(again.withdrawn),
+        "league_substitutions": len(again.substitutions),
+    }
+
+
+def game_operations(platform: AuthenticatedClient) -> dict[str, Any]:
+    """A clocked game whose west is marked away, and its watch links."""
+    body = CreateGame(
+        rules=CreateGameRuleSetInput.from_dict({"preset": "partnership"}),
+        clock=ClockSettings(turn_s=60.0),
+    )
+    game = parsed(
+        retrying(lambda: create_game.sync_detailed(client=platform, body=body)),
+        PublicState,
+        "createGame",
+    )
+    for seat in game.seats:
+        taking = TakeSeat(player=PLAYERS[seat.seat], seat=seat.seat)
+        parsed(
+            retrying(partial(take_seat.sync_detailed, game.game_id, client=platform, body=taking)),
+            SeatTaken,
+            "takeSeat",
+        )
+    away = parsed(
+        retrying(partial(mark_away.sync_detailed, game.game_id, 3, client=platform)),
+        EventPage,
+        "markAway",
+    )
+    link = parsed(
+        retrying(
+            partial(
+                create_game_watch_link.sync_detailed,
+                game.game_id,
+                client=platform,
+                body=CreateWatchLink(expires_in_s=600),
+            )
+        ),
+        WatchLink,
+        "createGameWatchLink",
+    )
+    revoked = emptied(
+        retrying(partial(revoke_game_watch_links.sync_detailed, game.game_id, client=platform)),
+        "revokeGameWatchLinks",
+    )
+    return {
+        "away_events": [str(record.event.type_) for record in away.events],
+        "game_link": link.url,
+        "game_links_revoked": revoked,
+    }
+
+
+def webhook_operations(platform: AuthenticatedClient, hook_url: str) -> dict[str, Any]:
+    """An endpoint made, listed, its deliveries read and sent again, and deleted."""
+    body = CreateWebhook(url=hook_url, events=[CreateWebhookEventsItem.GAME_FINISHED])
+    created = parsed(
+        retrying(lambda: create_webhook.sync_detailed(client=platform, body=body)),
+        CreatedWebhook,
+        "createWebhook",
+    )
+    listed = parsed(
+        retrying(lambda: list_webhooks.sync_detailed(client=platform)), WebhookList, "listWebhooks"
+    )
+    deliveries = parsed(
+        retrying(partial(list_deliveries.sync_detailed, created.id, client=platform)),
+        DeliveryPage,
+        "listDeliveries",
+    )
+    since = Replay(since=datetime.now(UTC) - timedelta(hours=1))
+    replayed = parsed(
+        retrying(partial(replay_deliveries.sync_detailed, created.id, client=platform, body=since)),
+        Replayed,
+        "replayDeliveries",
+    )
+    deleted = emptied(
+        retrying(partial(delete_webhook.sync_detailed, created.id, client=platform)),
+        "deleteWebhook",
+    )
+    return {
+        "endpoint_listed": created.id in {endpoint.id for endpoint in listed.webhooks},
+        "deliveries": len(deliveries.deliveries),
+        "replayed": replayed.replayed,
+        "endpoint_deleted": deleted,
+    }
+
+
+def main(base_url: str, api_key: str, hook_url: str) -> dict[str, Any]:
+    platform = AuthenticatedClient(base_url=base_url, token=api_key)
+    scraped = retrying(lambda: metrics.sync_detailed(client=platform))
+    if scraped.status_code != 200:  # Prometheus text: the generator leaves it unparsed
+        raise SystemExit(f"metrics: {scraped.status_code} {scraped.content!r}")
+    return {
+        "metrics_lines": scraped.content.decode().count("\n"),
+        **league_operations(platform),
+        **game_operations(platform),
+        **webhook_operations(platform, hook_url),
+    }
+
+
+if __name__ == "__main__":
+    url, key, hook = sys.argv[1:4]
+    print(json.dumps(main(url, key, hook)))
