@@ -265,6 +265,35 @@ def test_a_league_watch_link_shows_the_league_and_its_tables(pages: Browse, keye
     expect(refused.locator("#problem")).to_contain_text("revoked")
 
 
+def test_the_home_page_with_the_platforms_key_lists_its_private_games(
+    pages: Browse, keyed: Keyed
+) -> None:
+    game = private_game(keyed, 0, max_hands=1)
+    play_out(keyed.acme, game)
+    playing = private_game(keyed, 2)
+    public = pages.page("/")
+    expect(public.locator("#platform-note")).to_be_hidden()
+    for hidden in (game, playing):
+        expect(public.locator(f'[data-game="{hidden.game_id}"]')).to_have_count(0)
+    others = pages.page(f"/#token={BETA_KEY}")  # another platform's key: none of acme's games
+    expect(others.locator("#platform-note")).to_be_visible()
+    expect(others.locator("#finished")).not_to_contain_text("Loading")
+    expect(others.locator(f'[data-game="{game.game_id}"]')).to_have_count(0)
+
+    home = pages.page(f"/#token={ACME_KEY}")
+    expect(home.locator("#platform-note")).to_be_visible()
+    expect(home.locator(f'#playing [data-game="{playing.game_id}"]')).to_have_count(1)
+    finished = home.locator(f'#finished [data-game="{game.game_id}"]')
+    expect(finished.locator("a", has_text="replay hand 1")).to_have_attribute(
+        "href", f"/replay/{game.game_id}?hand=1#token={ACME_KEY}"
+    )
+    screenshot(home, "home-platform")
+    finished.locator("a", has_text="the table").click()
+    expect(home).to_have_url(f"{keyed.stack.base_url}/watch/{game.game_id}#token={ACME_KEY}")
+    expect(home.locator("#connection")).to_have_attribute("data-status", "over")
+    expect(home.locator("#seats [data-seat-score]")).to_have_count(4)
+
+
 EMBEDDING = """<!doctype html><html lang="en"><head><title>A platform's page</title></head>
 <body><h1>Our game</h1><iframe title="The table" width="900" height="700" src="{src}"></iframe>
 <script>

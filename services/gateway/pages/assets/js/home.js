@@ -1,15 +1,20 @@
 // The front page: games being played and finished, their leagues, and a way in for a seat.
-import { get, Refusal } from "./api.js";
+// With a platform's key after # (`/#token=KEY`, never sent to a server but as a bearer) it lists
+// that platform's games, private ones too, and its links carry the key on to the table, the
+// replays and the leagues.
+import { fragmentValue, get, Refusal } from "./api.js";
 import { byId, h, replaceChildren } from "./dom.js";
 import { refusalWords } from "./words.js";
 
 const SHOWN = 50;
+const token = fragmentValue("token");
+const fragment = token ? `#token=${encodeURIComponent(token)}` : "";
 
 function gameItem(game) {
   const id = encodeURIComponent(game.game_id);
   const players = game.players.map((p) => p || "(free)").join(", ");
-  const links = [h("a", { href: `/watch/${id}` }, game.status === "finished" ? "the table" : "watch")];
-  if (game.hands_played > 0) links.push(h("a", { href: `/replay/${id}?hand=${game.hands_played}` }, `replay hand ${game.hands_played}`));
+  const links = [h("a", { href: `/watch/${id}${fragment}` }, game.status === "finished" ? "the table" : "watch")];
+  if (game.hands_played > 0) links.push(h("a", { href: `/replay/${id}?hand=${game.hands_played}${fragment}` }, `replay hand ${game.hands_played}`));
   return h("li", { dataset: { game: game.game_id } },
     h("strong", {}, game.preset),
     h("span", {}, players),
@@ -22,17 +27,18 @@ function fill(id, items, empty) {
 }
 
 async function load() {
+  byId("platform-note").hidden = !token;
   try {
     const [playing, waiting, finished] = await Promise.all(
-      ["playing", "waiting", "finished"].map((status) => get(`/v1/games?status=${status}&limit=${SHOWN}`)),
+      ["playing", "waiting", "finished"].map((status) => get(`/v1/games?status=${status}&limit=${SHOWN}`, token)),
     );
     fill("playing", [...playing.games, ...waiting.games].map(gameItem), "No game is being played.");
     fill("finished", finished.games.map(gameItem), "No game has finished yet.");
     const leagueIds = [...new Set([...playing.games, ...waiting.games, ...finished.games].map((g) => g.league).filter(Boolean))];
-    const leagues = await Promise.all(leagueIds.map((id) => get(`/v1/leagues/${encodeURIComponent(id)}`).catch(() => null)));
+    const leagues = await Promise.all(leagueIds.map((id) => get(`/v1/leagues/${encodeURIComponent(id)}`, token).catch(() => null)));
     fill("leagues", leagues.filter(Boolean).map((league) =>
       h("li", { dataset: { league: league.league_id } },
-        h("a", { href: `/leagues/${encodeURIComponent(league.league_id)}` }, league.name),
+        h("a", { href: `/leagues/${encodeURIComponent(league.league_id)}${fragment}` }, league.name),
         h("span", { class: "quiet" }, `${league.players.length} players, ${league.rounds_scheduled} round(s)`))), "No league has a game yet.");
   } catch (error) {
     const box = byId("problem");
