@@ -700,5 +700,49 @@ def integrity(
     typer.echo("colluding N%: the pair plays as partners on N% of its hands; by: flags per signal")
 
 
+@app.command("events")
+def events(
+    pairs: Annotated[int, typer.Option(min=2, max=32, help="Partnerships in an event.")] = 8,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds of an event.")] = 7,
+    deals: Annotated[
+        list[int] | None, typer.Option(min=1, help="Deals a table plays a round (repeatable).")
+    ] = None,
+    count: Annotated[int, typer.Option("--events", min=2, help="Events of each format.")] = 30,
+    seed: Annotated[int, typer.Option(help="Seed of the first event.")] = 1,
+    json: Annotated[bool, typer.Option("--json", help="One JSON line per --deals.")] = False,
+) -> None:
+    """Pairs of known strength play Swiss on fresh deals and duplicate on the same number of
+    deals: Kendall's tau between their strength order and each event's standings."""
+    from benchmarks.events import run
+
+    for per_round in deals or [1, 2]:
+        figures = run(pairs, rounds, per_round, count, seed)
+        if json:
+            typer.echo(msgspec.json.encode(figures).decode())
+            continue
+        table = Table(
+            title=f"events: {pairs} pairs, {rounds} rounds of {per_round} deal(s), "
+            f"{count} events each"
+        )
+        for column in ("format", "deals each", "tau mean", "tau sd", "min", "max", "best first"):
+            table.add_column(column, justify="left" if column == "format" else "right")
+        for row in figures.formats:
+            table.add_row(
+                row.format,
+                str(row.deals_each),
+                f"{row.tau_mean:+.3f}",
+                f"{row.tau_stdev:.3f}",
+                f"{row.tau_min:+.2f}",
+                f"{row.tau_max:+.2f}",
+                f"{row.top_pair_first}/{row.events}",
+            )
+        Console(width=160).print(table)
+        gain, error = figures.gain()
+        typer.echo(
+            f"duplicate - swiss: tau {gain:+.3f} (standard error {error:.3f}); "
+            f"errors on card play by pair: {', '.join(f'{e:.0%}' for e in figures.errors)}"
+        )
+
+
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
