@@ -17,7 +17,7 @@ from msgspec.structs import replace
 from domain.bids import Bid
 from domain.cards import CARDS, Card
 from domain.clock import OnTimeout, rfc3339
-from domain.commands import to_api
+from domain.commands import Draw, LookAtHand, PlaceBid, PlayCard
 from domain.events import (
     AnyEvent,
     CardDrawn,
@@ -29,6 +29,7 @@ from domain.events import (
     HandLooked,
 )
 from domain.game import DiscardDue, PassDue, legal_actions, seat_to_act
+from domain.rules import Rules
 from domain.state import HELD, LANE, NO_SEAT, Game, Phase, Status, cards_held, copies_in
 from domain.timing import on_clock
 
@@ -76,7 +77,7 @@ class PublicState(msgspec.Struct, frozen=True, kw_only=True):
 
     game_id: str
     version: int
-    rules: dict[str, Any]
+    rules: Rules
     status: Status
     phase: Phase | None
     hand_number: int
@@ -95,6 +96,52 @@ class PublicState(msgspec.Struct, frozen=True, kw_only=True):
     passes_due: list[int]
     discards: list[Card]
     clock: ClockView | None = None
+    """The game's clock, when it was created with one."""
+
+    def player(self, seat: int) -> str | None:
+        """The name at ``seat``, if taken."""
+        return self.seats[seat].player if 0 <= seat < len(self.seats) else None
+
+    def unit_of(self, seat: int) -> int:
+        """The scoring unit ``seat`` plays for."""
+        return next(index for index, unit in enumerate(self.units) if seat in unit)
+
+
+class LegalBid(msgspec.Struct, frozen=True, tag="bid", tag_field="type"):
+    bid: Bid
+
+
+class LegalPlay(msgspec.Struct, frozen=True, tag="play", tag_field="type"):
+    card: Card
+
+
+class LegalPass(msgspec.Struct, frozen=True, tag="pass", tag_field="type"):
+    """A pass that is due: ``count`` cards of the seat's choosing."""
+
+    count: int
+
+
+class LegalDiscard(msgspec.Struct, frozen=True, tag="discard", tag_field="type"):
+    """The dealer's discard, due: ``count`` cards of its choosing."""
+
+    count: int
+
+
+class LegalDraw(msgspec.Struct, frozen=True, tag="draw", tag_field="type"):
+    keep: bool
+
+
+class LegalLook(msgspec.Struct, frozen=True, tag="look", tag_field="type"):
+    pass
+
+
+class LegalBack(msgspec.Struct, frozen=True, tag="back", tag_field="type"):
+    """Listed while the seat is away."""
+
+
+LegalAction = LegalBid | LegalPlay | LegalPass | LegalDiscard | LegalDraw | LegalLook | LegalBack
+"""An action the seat may send now, as it is posted (a pass or a discard names how many cards,
+and the seat chooses them from its hand)."""
 
 
 class SeatView(PublicState, frozen=True, kw_only=True):
@@ -102,8 +149,10 @@ class SeatView(PublicState, frozen=True, kw_only=True):
 
     seat: int
     hand: list[Card] | None
+    """None until the seat has looked at its cards (or bid, or discarded)."""
     drawn_card: Card | None
-    legal: list[dict[str, Any]]
+    """The card the seat sees on its turn of the two-player draw."""
+    legal: list[LegalAction]
 
 
 class NextTurn(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,7 +181,7 @@ def public_view(game: Game) -> PublicState:
     return PublicState(
         game_id=game.game_id,
         version=game.version,
-        rules=game.rules.shown,
+        rules=game.rules,
         status=game.status,
         phase=hand.phase if hand else None,
         hand_number=hand.number if hand else game.hands_played,
@@ -214,20 +263,28 @@ def seat_view(game: Game, seat: int) -> SeatView:
     )
 
 
-def _back(game: Game, seat: int) -> list[dict[str, Any]]:
+def _back(game: Game, seat: int) -> list[LegalAction]:
     """``{"type": "back"}`` for a seat that is away (acted for at once on its turns)."""
     timing = game.timing
     if timing is None or not 0 <= seat < len(timing.seats) or not timing.seats[seat].away:
         return []
-    return [{"type": "back"}]
+    return [LegalBack()]
 
 
-def _legal(action: Any) -> dict[str, Any]:
+def _legal(action: Any) -> LegalAction:
+    if isinstance(action, PlayCard):
+        return LegalPlay(action.card)
+    if isinstance(action, PlaceBid):
+        return LegalBid(action.bid)
     if isinstance(action, PassDue):
-        return {"type": "pass", "count": action.count}
+        return LegalPass(action.count)
     if isinstance(action, DiscardDue):
-        return {"type": "discard", "count": action.count}
-    return to_api(action)
+        return LegalDiscard(action.count)
+    if isinstance(action, Draw):
+        return LegalDraw(action.keep)
+    if isinstance(action, LookAtHand):
+        return LegalLook()
+    raise ValueError(f"{action!r} is no action a seat is offered")
 
 
 def _discards(game: Game) -> list[Card]:

@@ -14,7 +14,7 @@ from domain.commands import LookAtHand, PlayerAction, from_api
 from domain.game import decide, evolve
 from domain.state import Game
 from domain.views import seat_view
-from services.bots.strategy import Bot
+from services.bots.strategy import Bot, as_json
 
 MAX_STEPS = 3
 """A look, then the move: never more."""
@@ -25,8 +25,8 @@ def stand_in_actions(game: Game, seat: int) -> tuple[PlayerAction, ...]:
     then the move that ends the turn; empty when the seat has nothing to do."""
     actions: list[PlayerAction] = []
     for _ in range(MAX_STEPS):
-        view = seat_view(game, seat)
-        choice = Bot().act(view) or _fallback(view.legal, view.hand)
+        view = as_json(seat_view(game, seat))
+        choice = Bot().act(view) or _fallback(view["legal"], view["hand"])
         if choice is None:
             break
         action = from_api(seat, choice)
@@ -46,6 +46,6 @@ def _fallback(legal: list[dict[str, Any]], hand: list[Any] | None) -> dict[str, 
         return {"type": "look"} if legal else None
     move = moves[0]
     if move["type"] in ("pass", "discard"):
-        cards = [card.value for card in (hand or [])[: move["count"]]]
+        cards = list((hand or [])[: move["count"]])
         return {"type": move["type"], "cards": cards}
     return move

@@ -25,7 +25,14 @@ from services.cli.discover import Url
 from services.cli.errors import server_errors_reported
 from services.cli.follow import GameFollower
 from services.cli.table import describe_action, narrate, render_table, seat_name
-from services.client import ApiError, PublicState, SeatView, ServerSentEvent, SpadesClient
+from services.client import (
+    ApiError,
+    LegalLook,
+    PublicState,
+    SeatView,
+    ServerSentEvent,
+    SpadesClient,
+)
 
 T = TypeVar("T")
 
@@ -72,7 +79,7 @@ class PromptChooser:
         self.ask = ask or terminal_ask(console)
 
     async def __call__(self, view: SeatView) -> Mapping[str, Any] | None:
-        options = view.legal
+        options: list[dict[str, Any]] = msgspec.to_builtins(view.legal)  # as they are posted
         for number, action in enumerate(options, 1):
             self.console.print(f"  {number:>2}. {describe_action(action)}")
         while True:
@@ -125,7 +132,7 @@ class PromptChooser:
 def _your_move(view: SeatView) -> bool:
     """Something to do now beyond looking at the cards (which waits for the seat's turn, so
     that a blind nil stays possible)."""
-    return any(action.get("type") != "look" for action in view.legal)
+    return any(not isinstance(action, LegalLook) for action in view.legal)
 
 
 def _position(message: ServerSentEvent) -> int:

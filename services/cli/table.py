@@ -203,7 +203,7 @@ def narrate(event: Mapping[str, Any], state: PublicState) -> str:
         return f"{who} passes cards to {seat_name(state, event.get('to'))}."
     if kind == "cards_discarded":
         cards = event.get("cards")
-        what = cards_text(cards).plain if cards else f"{state.rules['dealer_discard']} cards"
+        what = cards_text(cards).plain if cards else f"{state.rules.dealer_discard} cards"
         return f"{who} discards {what} face down."
     if kind == "cards_received":
         return f"{who} receives the passed cards."

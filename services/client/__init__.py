@@ -1,6 +1,20 @@
 """A typed Python client for the Spades HTTP API (docs/api.md): used by the CLI, tests and bots."""
 
 from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
+from domain.views import (
+    LegalAction,
+    LegalBack,
+    LegalBid,
+    LegalDiscard,
+    LegalDraw,
+    LegalLook,
+    LegalPass,
+    LegalPlay,
+    PublicState,
+    SeatInfo,
+    SeatView,
+    TrickCard,
+)
 from services.client.api import ApiError, ClientError, SpadesClient, UnexpectedResponse
 from services.client.models import (
     Action,
@@ -18,14 +32,10 @@ from services.client.models import (
     LookAction,
     PassAction,
     PlayAction,
-    PublicState,
     Scoreboard,
     ScoredHandRecord,
     ScoreLine,
     Seat,
-    SeatInfo,
-    SeatView,
-    TrickCard,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 from services.client.webhooks import WebhookClient, WebhookVerificationError, verify_webhook
@@ -48,6 +58,14 @@ __all__ = [
     "GameSummary",
     "HandRecord",
     "HandScoreLine",
+    "LegalAction",
+    "LegalBack",
+    "LegalBid",
+    "LegalDiscard",
+    "LegalDraw",
+    "LegalLook",
+    "LegalPass",
+    "LegalPlay",
     "LookAction",
     "Pass",
     "PassAction",

@@ -32,6 +32,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from domain.views import PublicState, SeatView
 from services.client.models import (
     Action,
     ActionResult,
@@ -40,11 +41,9 @@ from services.client.models import (
     EventRecord,
     GameList,
     HandList,
-    PublicState,
     Scoreboard,
     ScoredHandRecord,
     Seat,
-    SeatView,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 

@@ -1,5 +1,9 @@
 """What the API answers, as typed structs that mirror docs/api.md.
 
+The table's state and a seat's view are the domain's own structs (:class:`PublicState`,
+:class:`SeatView` and its legal actions, from :mod:`domain.views`): the very types the server
+encodes its answers from, and whose JSON Schemas ``contracts/openapi.json`` publishes.
+
 Unknown fields are ignored (docs/api.md: "more may be added"), so a newer server does not break an
 older client; a missing or mistyped field is an :class:`~services.client.api.UnexpectedResponse`.
 """
@@ -13,75 +17,12 @@ import msgspec
 from domain.bids import Bid
 from domain.cards import Card
 from domain.records import HandRecord
-from domain.views import ClockView, NextTurn
+from domain.views import (
+    NextTurn,
+)
 
 Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "discard", "bid", "pass", "play"]
-
-
-class SeatInfo(msgspec.Struct, frozen=True):
-    seat: int
-    player: str | None
-
-
-class TrickCard(msgspec.Struct, frozen=True):
-    """A card on the table in the current trick, and who played it."""
-
-    seat: int
-    card: Card
-
-
-class PublicState(msgspec.Struct, frozen=True, kw_only=True):
-    """The table as anyone watching it sees it (``GET /v1/games/{id}``)."""
-
-    game_id: str
-    version: int
-    rules: dict[str, Any]
-    """Every option resolved."""
-    status: Status
-    phase: Phase | None
-    hand_number: int
-    dealer: int | None
-    turn: int | None
-    seats: list[SeatInfo]
-    units: list[list[int]]
-    bids: list[Bid | None]
-    tricks: list[int]
-    """Tricks won this hand, per seat."""
-    current_trick: list[TrickCard]
-    spades_broken: bool
-    scores: list[int]
-    bags: list[int]
-    winners: list[int]
-    deal_commitment: str | None
-    passes_due: list[int] = []
-    """Seats that still owe a blind nil pass (docs/api.md, "Shapes of the answers")."""
-    discards: list[Card] = []
-    """The face-up discards of the two-player draw (docs/api.md, "Shapes of the answers")."""
-    clock: ClockView | None = None
-    """A clocked game's clock: each seat's bank, away, the deadline of the seat on turn."""
-
-    def player(self, seat: int) -> str | None:
-        """The name at ``seat``, if taken."""
-        return self.seats[seat].player if 0 <= seat < len(self.seats) else None
-
-    def unit_of(self, seat: int) -> int:
-        """The scoring unit ``seat`` plays for."""
-        return next(index for index, unit in enumerate(self.units) if seat in unit)
-
-
-class SeatView(PublicState, frozen=True, kw_only=True):
-    """The table as one seat sees it (``GET /v1/games/{id}/view``)."""
-
-    seat: int
-    hand: list[Card] | None
-    """None until the seat has looked at its cards or bid."""
-    drawn_card: Card | None = None
-    """The card the seat sees on its turn of the two-player draw."""
-    legal: list[dict[str, Any]]
-    """Every action the seat may send now, exactly as it would be posted; a pass is given as
-    ``{"type": "pass", "count": n}`` and the dealer's discard as ``{"type": "discard",
-    "count": n}`` (the seat chooses n cards of its hand)."""
 
 
 class Seat(msgspec.Struct, frozen=True):

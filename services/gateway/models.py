@@ -259,86 +259,12 @@ ClockState = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "ClockStat
 :class:`domain.views.SeatClockView` are ``SeatClock``)."""
 
 
-class PublicState(BaseModel):
-    """The table as anyone watching it sees it."""
-
-    game_id: str
-    version: int
-    rules: RuleSet
-    status: Status
-    phase: Phase | None
-    hand_number: int
-    dealer: int | None
-    turn: int | None
-    seats: list[SeatInfo]
-    units: list[list[int]]
-    bids: list[Bid | None]
-    tricks: list[int]
-    current_trick: list[TrickCard]
-    spades_broken: bool
-    scores: list[int]
-    bags: list[int]
-    winners: list[int]
-    deal_commitment: str | None
-    passes_due: list[int]
-    discards: list[Card]
-    clock: ClockState | None = Field(
-        default=None, description="The game's clock, when it was created with one."
-    )
-
-
-class LegalBid(BaseModel):
-    type: Literal["bid"]
-    bid: Bid
-
-
-class LegalPlay(BaseModel):
-    type: Literal["play"]
-    card: Card
-
-
-class LegalPass(BaseModel):
-    """A pass that is due: ``count`` cards of the seat's choosing."""
-
-    type: Literal["pass"]
-    count: int
-
-
-class LegalDiscard(BaseModel):
-    """The dealer's discard, due: ``count`` cards of its choosing."""
-
-    type: Literal["discard"]
-    count: int
-
-
-class LegalDraw(BaseModel):
-    type: Literal["draw"]
-    keep: bool
-
-
-class LegalLook(BaseModel):
-    type: Literal["look"]
-
-
-class LegalBack(BaseModel):
-    """Listed while the seat is away."""
-
-    type: Literal["back"]
-
-
-LegalAction = Annotated[
-    LegalBid | LegalPlay | LegalPass | LegalDiscard | LegalDraw | LegalLook | LegalBack,
-    Field(discriminator="type"),
-]
-
-
-class SeatView(PublicState):
-    """The table as one seat sees it, with every action it may send now."""
-
-    seat: int
-    hand: list[Card] | None
-    drawn_card: Card | None
-    legal: list[LegalAction]
+PublicState = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "PublicState"})]
+"""The table as anyone watching it sees it: :class:`domain.views.PublicState`, its schema (and
+its rules', seats', trick's and clock's) generated from the struct the answer is encoded from."""
+SeatView = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "SeatView"})]
+"""The table as one seat sees it, with every action it may send now (``LegalBid``,
+``LegalPlay``, ...): :class:`domain.views.SeatView`."""
 
 
 class SeatTaken(BaseModel):

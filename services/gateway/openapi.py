@@ -25,7 +25,7 @@ from fastapi.openapi.utils import get_openapi
 from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
-from domain.views import ClockView, SeatInfo, TrickCard
+from domain.views import ClockView, PublicState, SeatInfo, SeatView, TrickCard
 from services.gateway.feed import StreamEnd
 from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
@@ -291,8 +291,9 @@ DOMAIN_NAMES = {"ClockView": "ClockState", "SeatClockView": "SeatClock"}
 
 
 def _add_domain_schemas(schemas: dict[str, Any]) -> None:
-    """``Event`` and ``Rules``, the shapes of the table anyone sees (a seat, a card of the
-    trick, the clock): the JSON Schemas of the domain's structs, with the components they need
+    """``Event`` and ``Rules``, the table as anyone sees it and as a seat does (``PublicState``,
+    ``SeatView``, its legal actions, a seat, a card of the trick, the clock): the JSON Schemas
+    of the domain's structs, with the components they need
     (renamed ``<name>Event`` where the document has a schema of that name, e.g. ``SeatTaken``,
     the answer to taking a seat)."""
     taken = set(schemas)
@@ -301,7 +302,7 @@ def _add_domain_schemas(schemas: dict[str, Any]) -> None:
         return DOMAIN_NAMES.get(name) or (f"{name}Event" if name in taken else name)
 
     (event, *_shown) = _add_components(
-        schemas, [AnyEvent, Rules, SeatInfo, TrickCard, ClockView], rename
+        schemas, [AnyEvent, Rules, SeatInfo, TrickCard, ClockView, PublicState, SeatView], rename
     )
     schemas["Event"] = event
 

@@ -19,13 +19,13 @@ from starlette.responses import Response
 from contracts.wire import Commit
 from domain.events import AnyEvent, GameCreated
 from domain.state import Game
-from domain.views import event_for, public_view, seat_view
+from domain.views import PublicState, event_for, public_view, seat_view
 
 Reader = int | None
 """A seat, or None for the public."""
 
 
-def state_for(game: Game, reader: Reader) -> msgspec.Struct:
+def state_for(game: Game, reader: Reader) -> PublicState:
     """The public state, or the seat's view (with its cards and ``legal``)."""
     return public_view(game) if reader is None else seat_view(game, reader)
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.client import ActionResult, PublicState, Seat, SeatView, SpadesClient
+import msgspec
+
+from services.client import ActionResult, LegalLook, PublicState, Seat, SeatView, SpadesClient
 
 PRESETS: dict[str, dict[str, Any]] = {
     "partnership": {"preset": "partnership", "target": 150, "max_hands": 2},
@@ -89,7 +91,7 @@ class Table:
             return False
         movers = [view for view in views if _has_move(view)]
         assert movers, f"no seat has a move: {[view.legal for view in views]}"
-        idle_lookers = [view for view in views if view.legal == [{"type": "look"}]]
+        idle_lookers = [view for view in views if view.legal == [LegalLook()]]
         if idle_lookers and self.rng.random() < self.style.look_early:
             view, action = self.rng.choice(idle_lookers), {"type": "look"}
         else:
@@ -133,13 +135,13 @@ class Table:
 
 
 def _has_move(view: SeatView) -> bool:
-    return any(action["type"] != "look" for action in view.legal)
+    return any(not isinstance(action, LegalLook) for action in view.legal)
 
 
 def choose(view: SeatView, rng: random.Random, style: Style) -> dict[str, Any]:
     """A random legal action of the seat: looking first sometimes, blind nil as the style
     leans, a pass or a discard made of random cards of its hand (looking first if it must)."""
-    legal = view.legal
+    legal: list[dict[str, Any]] = msgspec.to_builtins(view.legal)  # as they are posted
     if {"type": "look"} in legal and rng.random() < style.look_first:
         return {"type": "look"}
     blind = {"type": "bid", "bid": "blind_nil"}

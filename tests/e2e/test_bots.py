@@ -64,6 +64,6 @@ async def test_spades_bots_plays_its_games_to_the_end(
         state = await client.state(game_id)
         assert state.status == "finished"
         assert state.winners
-        assert state.rules["preset"] == preset
+        assert state.rules.preset == preset
         audit = await client.audit(game_id)
         assert audit.ok, audit

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from domain.cards import CARDS
-from services.client import ApiError, SpadesClient
+from services.client import ApiError, LegalPlay, SpadesClient
 from tests.e2e.players import PRESETS, Table, seat_players
 from tests.e2e.stack import Stack
 
@@ -91,7 +91,7 @@ async def test_a_card_not_held_and_a_finished_game(client: SpadesClient) -> None
     table = await seat_players(client, PRESETS["two-player"], random.Random("game over"))
     while (await client.state(table.game_id)).phase != "play":
         assert await table.step()
-    view = next(v for v in await table.views() if any(a["type"] == "play" for a in v.legal))
+    view = next(v for v in await table.views() if any(isinstance(a, LegalPlay) for a in v.legal))
     assert view.hand is not None
     not_held = next(card for card in CARDS[:52] if card not in view.hand)
     play = {"type": "play", "card": not_held.value}

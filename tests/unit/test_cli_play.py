@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from domain.cards import Card
+from domain.rules import resolve_rules
 from services.cli.play import PromptChooser
 from services.cli.table import describe_action, hand_by_suit, narrate, render_table
 from services.client import PublicState, SeatView
@@ -23,7 +24,7 @@ def view(legal: list[dict[str, Any]], **changes: Any) -> SeatView:
     fields: dict[str, Any] = {
         "game_id": "g1",
         "version": 9,
-        "rules": {"preset": "partnership"},
+        "rules": resolve_rules({"preset": "partnership"}).to_json(),
         "status": "playing",
         "phase": "bid",
         "hand_number": 1,
@@ -39,8 +40,11 @@ def view(legal: list[dict[str, Any]], **changes: Any) -> SeatView:
         "bags": [3, 0],
         "winners": [],
         "deal_commitment": "ab" * 32,
+        "passes_due": [],
+        "discards": [],
         "seat": 1,
         "hand": HAND,
+        "drawn_card": None,
         "legal": legal,
     }
     return msgspec.convert(fields | changes, SeatView)
@@ -127,7 +131,7 @@ async def test_a_dealer_who_has_not_looked_looks_before_discarding() -> None:
 def test_six_seats_their_blind_bids_and_the_dealer_s_discard_are_told() -> None:
     six = view(
         [{"type": "bid", "bid": "blind_6"}],
-        rules={"preset": "six-player", "dealer_discard": 0},
+        rules=resolve_rules({"preset": "six-player", "dealer_discard": 0}).to_json(),
         seats=[{"seat": s, "player": f"p{s}"} for s in range(6)],
         units=[[0, 3], [1, 4], [2, 5]],
         bids=["blind_6", None, None, 3, None, None],

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from services import client
 from services.client import leagues, models, webhooks
 
 DOCUMENT = json.loads(
@@ -61,10 +62,10 @@ def accepts(read: Any, sent: Any) -> bool:
 
 
 PAIRS: list[tuple[type[msgspec.Struct], str]] = [
-    (models.SeatInfo, "SeatInfo"),
-    (models.TrickCard, "TrickCard"),
-    (models.PublicState, "PublicState"),
-    (models.SeatView, "SeatView"),
+    (client.SeatInfo, "SeatInfo"),
+    (client.TrickCard, "TrickCard"),
+    (client.PublicState, "PublicState"),
+    (client.SeatView, "SeatView"),
     (models.Seat, "SeatTaken"),
     (models.EventRecord, "EventRecord"),
     (models.EventPage, "EventPage"),

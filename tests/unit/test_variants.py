@@ -34,7 +34,7 @@ from domain.scoring import score_hand
 from domain.shuffle import DealtHands, SeededDeal, deal_out
 from domain.state import Game, cards_held, count_held
 from domain.table import table_for
-from domain.views import PUBLIC, event_for, public_view, seat_view
+from domain.views import PUBLIC, LegalPlay, event_for, public_view, seat_view
 
 
 def cs(texts: str) -> tuple[Card, ...]:
@@ -155,7 +155,7 @@ def test_a_seat_holding_both_copies_plays_one_and_keeps_the_other() -> None:
     view = seat_view(table.game, 1)
     assert view.hand is not None
     assert [str(card) for card in view.hand].count("AH") == 1
-    assert {"type": "play", "card": "AH"} not in view.legal  # not this seat's turn now
+    assert LegalPlay(Card.parse("AH")) not in view.legal  # not this seat's turn now
 
 
 def test_each_of_six_seats_sees_its_own_17_cards_and_no_other() -> None:

@@ -32,7 +32,15 @@ from domain.events import (
 from domain.game import decide, fold
 from domain.shuffle import DealtHands, SeededDeal, StackedDeck
 from domain.state import Game, held
-from domain.views import PUBLIC, NextTurn, event_for, next_turn, public_view, seat_view
+from domain.views import (
+    PUBLIC,
+    LegalPlay,
+    NextTurn,
+    event_for,
+    next_turn,
+    public_view,
+    seat_view,
+)
 
 BASE = [
     "AS KS QS JS AH KH QH AD KD QD AC KC QC",
@@ -174,7 +182,7 @@ def test_a_blind_nil_bidder_sees_its_cards_after_the_bid() -> None:
 
 def test_a_seat_view_lists_its_legal_actions() -> None:
     state = bids(dealt(), 3, 3, 3, 3)
-    legal = seat_view(state, 0).legal
+    legal = msgspec.to_builtins(seat_view(state, 0).legal)  # as the API sends them
     assert {"type": "play", "card": "AH"} in legal
     assert {"type": "play", "card": "AS"} not in legal
     assert seat_view(state, 1).legal == []
@@ -307,4 +315,4 @@ def test_next_turn_names_the_seat_the_game_waits_on_and_what_it_must_send() -> N
     assert next_turn(state) == NextTurn(seat=0, must="bid")  # left of the dealer
     state = bids(state, 3, 3, 3, 3)
     assert next_turn(state) == NextTurn(seat=0, must="play")
-    assert {action["type"] for action in seat_view(state, 0).legal} == {"play"}
+    assert {type(action) for action in seat_view(state, 0).legal} == {LegalPlay}

@@ -164,7 +164,7 @@ def choose(view: SeatView, blind_nil: bool) -> Action | None:
         if isinstance(option, LegalPass | LegalDiscard):
             if view.hand is None:
                 return LookAction(type_="look")
-            cards = view.hand[: option.count]
+            cards = [str(card) for card in view.hand[: option.count]]  # a Card is its text
             if isinstance(option, LegalPass):
                 return PassAction(type_="pass", cards=cards)
             return DiscardAction(type_="discard", cards=cards)
