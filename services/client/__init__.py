@@ -1,5 +1,6 @@
 """A typed Python client for the Spades HTTP API (docs/api.md): used by the CLI, tests and bots."""
 
+from contracts.answers import GameList, GameSummary, HandScore, Scoreboard
 from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
 from domain.views import (
     LegalAction,
@@ -26,15 +27,11 @@ from services.client.models import (
     DiscardAction,
     DrawAction,
     EventRecord,
-    GameList,
-    GameSummary,
     HandScoreLine,
     LookAction,
     PassAction,
     PlayAction,
-    Scoreboard,
     ScoredHandRecord,
-    ScoreLine,
     Seat,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
@@ -57,6 +54,7 @@ __all__ = [
     "GameList",
     "GameSummary",
     "HandRecord",
+    "HandScore",
     "HandScoreLine",
     "LegalAction",
     "LegalBack",
@@ -72,7 +70,6 @@ __all__ = [
     "PlayAction",
     "Played",
     "PublicState",
-    "ScoreLine",
     "Scoreboard",
     "ScoredHandRecord",
     "Seat",

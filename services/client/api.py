@@ -32,6 +32,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from contracts.answers import GameList, Scoreboard
 from domain.views import PublicState, SeatView
 from services.client.models import (
     Action,
@@ -39,9 +40,7 @@ from services.client.models import (
     Audit,
     EventPage,
     EventRecord,
-    GameList,
     HandList,
-    Scoreboard,
     ScoredHandRecord,
     Seat,
 )

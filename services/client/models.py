@@ -92,24 +92,6 @@ class HandList(msgspec.Struct, frozen=True):
 # --------------------------------------------------------------------------- scores and audit
 
 
-class ScoreLine(msgspec.Struct, frozen=True):
-    """One hand on the scoreboard: its points per unit and the totals after it."""
-
-    hand: int
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
-
-
-class Scoreboard(msgspec.Struct, frozen=True):
-    units: list[list[int]]
-    hands: list[ScoreLine]
-    scores: list[int]
-    bags: list[int]
-    game_over: bool
-    winners: list[int]
-
-
 class AuditProblem(msgspec.Struct, frozen=True):
     """Something the audit found wrong, at an event (version 0: the history as a whole)."""
 
@@ -136,30 +118,6 @@ class Audit(msgspec.Struct, frozen=True, kw_only=True):
     """The hash chain of the commits is intact."""
     hands: list[AuditedHand]
     problems: list[AuditProblem] = []
-
-
-# --------------------------------------------------------------------------- game list
-
-
-class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of the game list."""
-
-    game_id: str
-    status: Status
-    players: list[str | None]
-    """The player in each seat, None where it is free."""
-    league: str | None = None
-    preset: str | None = None
-    version: int = 0
-    hands_played: int = 0
-    """Hands scored so far (the server never sent the ``hand_number`` read here before)."""
-    scores: list[int] = []
-    winners: list[int] = []
-
-
-class GameList(msgspec.Struct, frozen=True):
-    games: list[GameSummary]
-    next_cursor: str | None = None
 
 
 # --------------------------------------------------------------------------- actions

@@ -25,8 +25,9 @@ import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from contracts.answers import GameSummary
 from domain.league import BYE_WINS, League
-from services.gateway.projection_queries import GameSummary, LeagueStandings, PlayerRecord
+from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.store.ratings import Standing
 
 STANDINGS_CSV = (

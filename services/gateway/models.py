@@ -18,7 +18,6 @@ from domain.platforms import Seating, Visibility
 from domain.rules import (
     CARD_INPUT_PATTERN,
     PLAYERS,
-    PresetName,
     rule_set_schema,
 )
 from domain.schedule import Pairing
@@ -408,40 +407,10 @@ class HandRecords(BaseModel):
     hands: list[HandRecord]
 
 
-class HandScore(BaseModel):
-    hand: int
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
-
-
-class Scoreboard(BaseModel):
-    units: list[list[int]]
-    hands: list[HandScore]
-    scores: list[int]
-    bags: list[int]
-    game_over: bool
-    winners: list[int]
-
-
-class GameSummary(BaseModel):
-    game_id: str
-    version: int
-    status: Status
-    preset: PresetName
-    league: str | None
-    players: list[str | None] = Field(description="The player in each seat, null when free.")
-    hands_played: int = Field(description="Hands scored so far.")
-    scores: list[int]
-    bags: list[int]
-    winners: list[int]
-    created_at: str = Field(description="When the game was created (UTC, ISO 8601).")
-    updated_at: str = Field(description="When its last command was accepted.")
-
-
-class GameList(BaseModel):
-    games: list[GameSummary]
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: done.")
+Scoreboard = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Scoreboard"})]
+"""A game's scores hand by hand: :class:`contracts.answers.Scoreboard` (its hands ``HandScore``)."""
+GameList = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "GameList"})]
+"""A page of the game list: :class:`contracts.answers.GameList` (its games ``GameSummary``)."""
 
 
 # --------------------------------------------------------------------------- leagues

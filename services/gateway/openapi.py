@@ -22,6 +22,7 @@ import msgspec
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from contracts.answers import GameList, Scoreboard
 from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
@@ -286,6 +287,9 @@ def _add_components(
     return found
 
 
+ANSWERS = (GameList, Scoreboard)
+"""The read models' answers (:mod:`contracts.answers`), their schemas put in as the domain's."""
+
 DOMAIN_NAMES = {"ClockView": "ClockState", "SeatClockView": "SeatClock"}
 """Domain structs whose component keeps the name the document gave it first."""
 
@@ -302,7 +306,9 @@ def _add_domain_schemas(schemas: dict[str, Any]) -> None:
         return DOMAIN_NAMES.get(name) or (f"{name}Event" if name in taken else name)
 
     (event, *_shown) = _add_components(
-        schemas, [AnyEvent, Rules, SeatInfo, TrickCard, ClockView, PublicState, SeatView], rename
+        schemas,
+        [AnyEvent, Rules, SeatInfo, TrickCard, ClockView, PublicState, SeatView, *ANSWERS],
+        rename,
     )
     schemas["Event"] = event
 

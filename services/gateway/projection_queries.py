@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from contracts.answers import GameList, GameSummary, Scoreboard
 from domain.records import HandRecord
 from domain.state import Status
 from services.store import queries
@@ -19,37 +20,6 @@ from services.store.database import Store
 
 GAME_CURSOR_PATTERN = queries.GAME_CURSOR_PATTERN
 """What a cursor of the game list looks like; any such text is a place in the list."""
-
-
-class HandScore(msgspec.Struct, frozen=True):
-    hand: int
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
-
-
-class Scoreboard(msgspec.Struct, frozen=True, kw_only=True):
-    units: list[list[int]]
-    hands: list[HandScore]
-    scores: list[int]
-    bags: list[int]
-    game_over: bool
-    winners: list[int]
-
-
-class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
-    game_id: str
-    version: int
-    status: Status
-    preset: str
-    league: str | None
-    players: list[str | None]
-    hands_played: int
-    scores: list[int]
-    bags: list[int]
-    winners: list[int]
-    created_at: str
-    updated_at: str
 
 
 class GameQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,11 +33,6 @@ class GameQuery(msgspec.Struct, frozen=True, kw_only=True):
     """Only this platform's games."""
     visibility: str | None = None
     """Only games of this visibility."""
-
-
-class GamePage(msgspec.Struct, frozen=True):
-    games: list[GameSummary]
-    next_cursor: str | None
 
 
 class PlayerRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -96,7 +61,7 @@ class InvalidCursor(ValueError):
 class ReadModels(Protocol):
     """What the gateway asks of the read side. ``None`` means there is no such game."""
 
-    async def list_games(self, query: GameQuery) -> GamePage:
+    async def list_games(self, query: GameQuery) -> GameList:
         """One page of summaries; raises :class:`InvalidCursor` for a cursor it never gave."""
         ...
 
@@ -139,7 +104,7 @@ class ProjectionReadModels:
         self._engine = store.engine
         self._in_loop = store.reading_in_loop
 
-    async def list_games(self, query: GameQuery) -> GamePage:
+    async def list_games(self, query: GameQuery) -> GameList:
         try:
             rows, cursor = await queries.list_games(
                 self._engine,
@@ -153,7 +118,7 @@ class ProjectionReadModels:
             )
         except queries.InvalidCursor:
             raise InvalidCursor("not a cursor this list gave") from None
-        return GamePage([msgspec.convert(_plain(row), GameSummary) for row in rows], cursor)
+        return GameList([msgspec.convert(_plain(row), GameSummary) for row in rows], cursor)
 
     async def scoreboard(self, game_id: str) -> Scoreboard | None:
         board = await queries.scoreboard(self._engine, game_id, in_loop=self._in_loop)

@@ -25,13 +25,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from services.client import PublicState, Seat, SpadesClient
+from services.client import GameList, GameSummary, PublicState, Scoreboard, Seat, SpadesClient
 from services.client.leagues import LeagueClient
 from services.client.models import (
     EventRecord,
-    GameList,
-    GameSummary,
-    Scoreboard,
     ScoredHandRecord,
 )
 from services.store.database import open_store
