@@ -461,6 +461,49 @@ def _sealed_webhook_secrets_v10(connection: sa.Connection, secret: bytes) -> Non
             )
 
 
+def _audit_log_v12(connection: sa.Connection) -> None:
+    # Empty at first: the log model replays every partition's stream from its start (it has
+    # no position yet), so every game already played gets its leaves, in stream order.
+    tables = sa.MetaData()
+    sa.Table(
+        "log_leaves",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("leaf_index", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("game_id", sa.Text, nullable=False),
+        sa.Column("hand", sa.Integer),
+        sa.Column("entry", sa.LargeBinary, nullable=False),
+        sa.Index("log_leaves_by_game", "game_id", "hand"),
+    )
+    sa.Table(
+        "log_nodes",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("level", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("hash", sa.LargeBinary, nullable=False),
+    )
+    sa.Table(
+        "log_checkpoints",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("size", sa.BigInteger, nullable=False),
+        sa.Column("root", sa.LargeBinary, nullable=False),
+        sa.Column("checkpoint", sa.Text, nullable=False),
+        sa.Column("note", sa.Text),
+        sa.Column("verifier", sa.Text),
+    )
+    sa.Table(
+        "log_games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("hands", sa.Integer, nullable=False),
+        sa.Column("dealt", Json),
+    )
+    tables.create_all(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -488,6 +531,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         _sealed_webhook_secrets_v10,
     ),
     Migration(11, "watch links: each game's and league's revocations", _watch_links_v11),
+    Migration(
+        12, "the audit log: leaves, tree nodes and checkpoints per partition", _audit_log_v12
+    ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

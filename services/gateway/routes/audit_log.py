@@ -1,0 +1,303 @@
+"""The audit log (:mod:`services.transparency`): each partition's signed checkpoint, inclusion
+and consistency proofs between its sizes, and a hand's receipt.
+
+Hashes travel in base64, as a ``tlog-checkpoint`` writes its head. Every proof is read from the
+stored complete subtrees (:func:`services.store.audit_log.partial_tree`), never from the whole
+log. A size or an index beyond the log is a problem (``not_found``, ``malformed``), never a
+500: a client that holds a checkpoint the log has not reached (another service's, a fork) is
+told so.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Any
+
+import msgspec
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field
+
+from services.gateway.deps import GameReadOf, Gateway, Services
+from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
+from services.gateway.problems import ProblemError
+from services.gateway.routes.hands import MAX_HAND
+from services.store.audit_log import (
+    StoredCheckpoint,
+    latest_checkpoint,
+    latest_checkpoints,
+    leaf_of,
+    partial_tree,
+)
+from services.transparency.leaves import HandEnd, read_entry
+
+router = APIRouter(prefix="/v1", tags=["log"])
+
+MAX_SIZE = 2**62
+"""No log is larger than this; a larger number is malformed, not a database overflow."""
+_PROBLEMS = problems(404, 429)
+
+
+class LogHead(BaseModel):
+    partition: int
+    origin: str = Field(description="The log's origin: its checkpoints' first line.")
+    size: int = Field(description="Leaves in the log: the size of its last checkpoint.")
+    root: str | None = Field(description="The head of the tree of that size (base64).")
+    verifier: str | None = Field(
+        description="The public key that signs the log's checkpoints, as a signed-note verifier "
+        "key (`<name>+<key id>+<base64>`); null while the log signs nothing (no key)."
+    )
+
+
+class Logs(BaseModel):
+    logs: list[LogHead] = Field(description="One log per partition of the game stream.")
+
+
+class InclusionProof(BaseModel):
+    partition: int
+    index: int
+    size: int
+    leaf_hash: str = Field(description="The leaf's hash, RFC 6962 (base64).")
+    root: str = Field(description="The head of the tree of `size` (base64).")
+    proof: list[str] = Field(description="The audit path, RFC 9162 §2.1.3 (base64 hashes).")
+
+
+class ConsistencyProof(BaseModel):
+    partition: int
+    old: int
+    new: int
+    old_root: str
+    new_root: str
+    proof: list[str] = Field(description="RFC 9162 §2.1.4's proof (base64 hashes).")
+
+
+class DealCommitment(BaseModel):
+    hand: int
+    version: int = Field(description="The game's version after the deal's commit.")
+    chain: str = Field(description="The SHA-256 of the deal's commit (its hash-chain link).")
+    commitment: str | None = Field(description="`sha256(seed)`, published before the first bid.")
+
+
+class Receipt(BaseModel):
+    game_id: str
+    hand: int
+    partition: int
+    origin: str
+    leaf_index: int
+    entry: dict[str, Any] = Field(description="The leaf's entry, decoded.")
+    entry_bytes: str = Field(description="The leaf's entry exactly as hashed (base64).")
+    tree_size: int
+    checkpoint: str = Field(
+        description="The signed note of the checkpoint of `tree_size` (the bare checkpoint "
+        "text while the log has no key: check `signed`)."
+    )
+    signed: bool
+    verifier: str | None
+    inclusion_proof: list[str] = Field(description="The leaf's audit path (base64 hashes).")
+    deal: DealCommitment | None = Field(
+        description="The deal's commitment as the game's history held it before the first bid "
+        "(null for a hand dealt without one)."
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _partition(services: Gateway, partition: int) -> int:
+    count = services.stream.partitions.count
+    if not 0 <= partition < count:
+        raise ProblemError("not_found", f"no log {partition}: the game stream has {count}")
+    return partition
+
+
+async def _head(services: Gateway, partition: int) -> StoredCheckpoint:
+    async with services.store.reading() as conn:
+        head = await latest_checkpoint(conn, partition)
+    if head is None:
+        raise ProblemError("not_found", f"log {partition} has no leaf yet")
+    return head
+
+
+def _within(head: StoredCheckpoint, size: int) -> None:
+    if size > head.size:
+        raise ProblemError("not_found", f"log {head.partition} has {head.size} leaves, not {size}")
+
+
+PartitionPath = Annotated[int, Path(ge=0, le=1024, description="The partition of the log.")]
+
+
+@router.get("/log", response_model=Logs, responses=_PROBLEMS, openapi_extra=OPTIONAL_CREDENTIAL)
+async def logs(services: Services) -> Any:
+    """Every partition's log: its origin, its size and the key its checkpoints are signed
+    with. A player or a platform keeps these keys to check receipts offline."""
+    async with services.store.reading() as conn:
+        heads = {head.partition: head for head in await latest_checkpoints(conn)}
+    shown = []
+    for partition in services.stream.partitions.indexes:
+        head = heads.get(partition)
+        origin = f"{services.log_origin}/{partition}"
+        if head is not None:
+            origin = head.checkpoint.split("\n", 1)[0]
+        shown.append(
+            {
+                "partition": partition,
+                "origin": origin,
+                "size": 0 if head is None else head.size,
+                "root": None if head is None else _b64(head.root),
+                "verifier": None if head is None else head.verifier,
+            }
+        )
+    return {"logs": shown}
+
+
+@router.get(
+    "/log/{partition}/checkpoint",
+    response_class=PlainTextResponse,
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        **_PROBLEMS,
+    },
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def checkpoint(partition: PartitionPath, services: Services) -> Any:
+    """The log's latest checkpoint as a signed note (C2SP ``tlog-checkpoint`` in a
+    ``signed-note``), text/plain. 404 ``not_found`` before the first leaf, and while the log
+    signs nothing (the service has no log key)."""
+    head = await _head(services, _partition(services, partition))
+    if head.note is None:
+        raise ProblemError("not_found", f"log {partition} signs no checkpoint: it has no key")
+    return PlainTextResponse(head.note)
+
+
+@router.get(
+    "/log/{partition}/proofs/inclusion",
+    response_model=InclusionProof,
+    responses=_PROBLEMS,
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def inclusion(
+    partition: PartitionPath,
+    services: Services,
+    index: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The leaf's index.")],
+    size: Annotated[int, Query(ge=1, le=MAX_SIZE, description="The tree's size.")],
+) -> Any:
+    """The proof that leaf ``index`` is in the tree of ``size``: 400 ``malformed`` when
+    ``index`` is not below ``size``, 404 ``not_found`` when the log is smaller than ``size``."""
+    if index >= size:
+        raise ProblemError("malformed", f"leaf {index} cannot be in a tree of {size}")
+    head = await _head(services, _partition(services, partition))
+    _within(head, size)
+    async with services.store.reading() as conn:
+        tree = await partial_tree(
+            conn,
+            partition,
+            size,
+            lambda t: t.inclusion_proof(index, size),
+            lambda t: t.root(size),
+            lambda t: t.leaf(index),
+        )
+    return {
+        "partition": partition,
+        "index": index,
+        "size": size,
+        "leaf_hash": _b64(tree.leaf(index)),
+        "root": _b64(tree.root(size)),
+        "proof": [_b64(h) for h in tree.inclusion_proof(index, size)],
+    }
+
+
+@router.get(
+    "/log/{partition}/proofs/consistency",
+    response_model=ConsistencyProof,
+    responses=_PROBLEMS,
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def consistency(
+    partition: PartitionPath,
+    services: Services,
+    old: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The smaller tree's size.")],
+    new: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The larger tree's size.")],
+) -> Any:
+    """The proof that the tree of ``new`` extends the tree of ``old``: what a client that
+    holds a checkpoint of ``old`` asks for before it trusts a newer one. 400 ``malformed`` when
+    ``old`` exceeds ``new``, 404 ``not_found`` when the log is smaller than ``new``."""
+    if old > new:
+        raise ProblemError("malformed", f"a tree of {new} cannot extend one of {old}")
+    head = await _head(services, _partition(services, partition))
+    _within(head, new)
+    async with services.store.reading() as conn:
+        tree = await partial_tree(
+            conn,
+            partition,
+            new,
+            lambda t: t.consistency_proof(old, new),
+            lambda t: t.root(old),
+            lambda t: t.root(new),
+        )
+    return {
+        "partition": partition,
+        "old": old,
+        "new": new,
+        "old_root": _b64(tree.root(old)),
+        "new_root": _b64(tree.root(new)),
+        "proof": [_b64(h) for h in tree.consistency_proof(old, new)],
+    }
+
+
+@router.get(
+    "/games/{game_id}/hands/{hand}/receipt",
+    response_model=Receipt,
+    responses=problems(401, 403, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def receipt(
+    read: GameReadOf,
+    hand: Annotated[
+        int, Path(ge=0, le=MAX_HAND, description="The hand's number, 1 for the first.")
+    ],
+    services: Services,
+) -> Any:
+    """A finished hand's receipt: its leaf in the log, the latest signed checkpoint, the
+    leaf's inclusion proof in it, and the deal's commitment as it was published before the
+    first bid. With the log's key alone (``GET /v1/log``), a seat or the platform checks it
+    offline, and later asks for a consistency proof from its size. 404 ``hand_not_found``
+    until the log has the hand (it follows the stream a moment behind). Readable by whoever
+    reads the game's hands."""
+    game_id = read.game.game_id
+    async with services.store.reading() as conn:
+        leaf = await leaf_of(conn, game_id, hand)
+        if leaf is None:
+            raise ProblemError(
+                "hand_not_found", f"the log has no finished hand {hand} of {game_id}"
+            )
+        head = await latest_checkpoint(conn, leaf.partition)
+        assert head is not None  # a leaf is written with its checkpoint
+        tree = await partial_tree(
+            conn, leaf.partition, head.size, lambda t: t.inclusion_proof(leaf.index, head.size)
+        )
+    entry = read_entry(leaf.entry)
+    assert isinstance(entry, HandEnd)
+    deal = None
+    if entry.dealt_version is not None and entry.dealt_chain is not None:
+        deal = {
+            "hand": entry.hand,
+            "version": entry.dealt_version,
+            "chain": entry.dealt_chain,
+            "commitment": entry.commitment,
+        }
+    return {
+        "game_id": game_id,
+        "hand": hand,
+        "partition": leaf.partition,
+        "origin": head.checkpoint.split("\n", 1)[0],
+        "leaf_index": leaf.index,
+        "entry": msgspec.to_builtins(entry),
+        "entry_bytes": _b64(leaf.entry),
+        "tree_size": head.size,
+        "checkpoint": head.note if head.note is not None else head.checkpoint,
+        "signed": head.note is not None,
+        "verifier": head.verifier,
+        "inclusion_proof": [_b64(h) for h in tree.inclusion_proof(leaf.index, head.size)],
+        "deal": deal,
+    }
