@@ -30,8 +30,8 @@ from services.runtime.nats_server import EmbeddedNats
 from services.runtime.stream_identity import StreamIdentity, message_digest
 from services.store import queries
 from services.store.database import Store, open_store
-from services.store.migrations import LATEST, SchemaTooNew, migrate
-from services.store.schema import metadata, schema_version
+from services.store.migrations import LATEST, MIGRATIONS, SchemaTooNew, migrate
+from services.store.schema import log_leaves, metadata, schema_version
 from tests.integration.support import broker_credentials
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
@@ -71,6 +71,35 @@ async def test_processes_starting_at_once_migrate_once(database_url: str) -> Non
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_without_the_key_the_log_tables_come_and_the_sealing_steps_wait(
+    database_url: str,
+) -> None:
+    """A projection worker started without the service's key migrates all it can: the audit
+    log's tables (a step ``apart``) come at once, the sealing step and those after it wait, and
+    the first process with the key applies them in order."""
+    store = open_store(database_url)
+    sealing = next(m.version for m in MIGRATIONS if m.sealing is not None)
+
+    async def applied() -> list[int]:
+        async with store.reading() as conn:
+            query = sa.select(schema_version.c.version).order_by(schema_version.c.version)
+            return list((await conn.execute(query)).scalars().all())
+
+    try:
+        assert await migrate(store) == 0
+        assert await applied() == [
+            m.version for m in MIGRATIONS if m.version < sealing or m.apart
+        ]
+        async with store.reading() as conn:  # the log model's tables are there to write
+            assert await conn.scalar(sa.select(sa.func.count()).select_from(log_leaves)) == 0
+        assert await migrate(store) == sealing - 1  # still no key: still waiting
+        assert await migrate(store, secret=TESTS_KEY) == sealing - 1
+        assert await applied() == list(range(1, LATEST + 1))
+        assert await migrate(store) == LATEST
+    finally:
+        await store.close()
 
 
 async def test_a_database_an_earlier_version_made_keeps_its_positions(
