@@ -3,9 +3,12 @@ and consistency proofs between its sizes, and a hand's receipt.
 
 Hashes travel in base64, as a ``tlog-checkpoint`` writes its head. Every proof is read from the
 stored complete subtrees (:func:`services.store.audit_log.partial_tree`), never from the whole
-log. A size or an index beyond the log is a problem (``not_found``, ``malformed``), never a
-500: a client that holds a checkpoint the log has not reached (another service's, a fork) is
-told so.
+log. Every number the schema allows is answered: a size or an index beyond the log, a leaf not
+below the tree's size, an old size above the new one, are a missing tree or leaf (404
+``not_found``), never a 400 (which is for what the schema itself refuses) nor a 500: a client
+that holds a checkpoint the log has not reached (another service's, a fork) is told so. A log
+that cannot answer yet is 503 ``unavailable``: no projection worker has built it in that
+partition, or (for its signed checkpoint) the service has no log key.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from services.gateway.deps import GameReadOf, Gateway, Services
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.routes.hands import MAX_HAND
+from services.store import positions
 from services.store.audit_log import (
     StoredCheckpoint,
     latest_checkpoint,
@@ -35,7 +39,7 @@ router = APIRouter(prefix="/v1", tags=["log"])
 
 MAX_SIZE = 2**62
 """No log is larger than this; a larger number is malformed, not a database overflow."""
-_PROBLEMS = problems(404, 429)
+_PROBLEMS = problems(404, 429, 503)
 
 
 class LogHead(BaseModel):
@@ -112,9 +116,17 @@ def _partition(services: Gateway, partition: int) -> int:
 
 
 async def _head(services: Gateway, partition: int) -> StoredCheckpoint:
+    """The partition's latest checkpoint: 404 while its log is empty, 503 while no worker has
+    built it (the log model has no position there: it has not run, the log may be behind)."""
     async with services.store.reading() as conn:
         head = await latest_checkpoint(conn, partition)
+        if head is None:
+            built = (await positions.read_all(conn, ["log"], partition))["log"].position > 0
     if head is None:
+        if not built:
+            raise ProblemError(
+                "unavailable", f"log {partition} is not built yet: no projection worker keeps it"
+            )
         raise ProblemError("not_found", f"log {partition} has no leaf yet")
     return head
 
@@ -162,11 +174,14 @@ async def logs(services: Services) -> Any:
 )
 async def checkpoint(partition: PartitionPath, services: Services) -> Any:
     """The log's latest checkpoint as a signed note (C2SP ``tlog-checkpoint`` in a
-    ``signed-note``), text/plain. 404 ``not_found`` before the first leaf, and while the log
-    signs nothing (the service has no log key)."""
+    ``signed-note``), text/plain. 404 ``not_found`` before the first leaf; 503 ``unavailable``
+    while the log is not built, or signs nothing (its worker has no log key): an operator's
+    fix, not the client's."""
     head = await _head(services, _partition(services, partition))
     if head.note is None:
-        raise ProblemError("not_found", f"log {partition} signs no checkpoint: it has no key")
+        raise ProblemError(
+            "unavailable", f"log {partition} signs no checkpoint: its worker has no log key"
+        )
     return PlainTextResponse(head.note)
 
 
@@ -182,10 +197,10 @@ async def inclusion(
     index: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The leaf's index.")],
     size: Annotated[int, Query(ge=1, le=MAX_SIZE, description="The tree's size.")],
 ) -> Any:
-    """The proof that leaf ``index`` is in the tree of ``size``: 400 ``malformed`` when
-    ``index`` is not below ``size``, 404 ``not_found`` when the log is smaller than ``size``."""
+    """The proof that leaf ``index`` is in the tree of ``size``: 404 ``not_found`` when the
+    tree has no such leaf (``index`` not below ``size``) or the log is smaller than ``size``."""
     if index >= size:
-        raise ProblemError("malformed", f"leaf {index} cannot be in a tree of {size}")
+        raise ProblemError("not_found", f"a tree of {size} has no leaf {index}")
     head = await _head(services, _partition(services, partition))
     _within(head, size)
     async with services.store.reading() as conn:
@@ -220,10 +235,10 @@ async def consistency(
     new: Annotated[int, Query(ge=0, le=MAX_SIZE, description="The larger tree's size.")],
 ) -> Any:
     """The proof that the tree of ``new`` extends the tree of ``old``: what a client that
-    holds a checkpoint of ``old`` asks for before it trusts a newer one. 400 ``malformed`` when
-    ``old`` exceeds ``new``, 404 ``not_found`` when the log is smaller than ``new``."""
+    holds a checkpoint of ``old`` asks for before it trusts a newer one. 404 ``not_found``
+    when there is no such proof (``old`` above ``new``) or the log is smaller than ``new``."""
     if old > new:
-        raise ProblemError("malformed", f"a tree of {new} cannot extend one of {old}")
+        raise ProblemError("not_found", f"no tree of {new} extends one of {old}")
     head = await _head(services, _partition(services, partition))
     _within(head, new)
     async with services.store.reading() as conn:
