@@ -2,9 +2,13 @@
 
 Every hand's end (:class:`~domain.events.HandScored`) and every game's end
 (:class:`~domain.events.GameEnded`) becomes a leaf of its partition's log, in the order of the
-partition's stream: the log is a pure function of that order, so a rebuild of the read models
-from the stream makes the same tree, leaf for leaf, and the same checkpoints byte for byte
-(Ed25519 signatures are deterministic, and a ``tlog-checkpoint`` holds no time). A batch that
+partition's stream as the log first read it. The log is a record, not a projection
+(:attr:`~services.projections.model.ReadModel.kept`): once a leaf is signed and handed out in
+receipts it stays where it is. A rebuild of the read models leaves the log's tables as they
+are and replays the stream into them, and every commit of a game at or below the version the
+log holds for it (``log_games``) is skipped: a replay in another order (games archived, a
+partition moved) adds nothing twice and reorders nothing; hands it did not hold append after.
+A batch that
 adds leaves ends with a checkpoint of the new size, signed by the log's key when the process has
 one (``SPADES_LOG_KEY``): one at every hand's end.
 
@@ -55,6 +59,11 @@ _INSERT_NODES = log_nodes.insert()
 class LogModel(ReadModel):
     name = "log"
     tables = (log_leaves, log_nodes, log_checkpoints, log_games)
+    kept = True
+    """Its leaves were signed and handed out: a rebuild replays the stream into the log as it
+    stands, and every commit of a game at or below the version ``log_games`` holds is skipped,
+    so a replay in another order (games archived, partitions moved) adds nothing twice and
+    reorders nothing."""
 
     def __init__(self) -> None:
         self.partitions: Partitions = ONE

@@ -32,7 +32,12 @@ class ReadModel(ABC):
 
     name: ClassVar[str]
     tables: ClassVar[tuple[sa.Table, ...]]
-    """The tables whose rows this model writes (and a rebuild empties)."""
+    """The tables whose rows this model writes (and a rebuild empties, unless ``kept``)."""
+    kept: ClassVar[bool] = False
+    """A record rather than a projection (the audit log): what it holds was published (signed,
+    handed out in receipts) and may not be recomputed in another order. A rebuild never
+    empties its tables: it replays the stream from the start, and the model skips what it
+    already holds, so archiving games or moving partitions does not reorder it."""
 
     @abstractmethod
     async def apply(self, conn: Statements, batch: Sequence[Delivered]) -> Refusals:

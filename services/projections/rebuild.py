@@ -13,6 +13,9 @@ counts it as rebuilding there, not as behind (:mod:`services.store.lag`); the wo
 reaches the end of the stream says the rebuild is over. With no worker running, the next start
 replays.
 
+A model ``kept`` (the audit log, a record: see :attr:`ReadModel.kept`) keeps its rows: its
+replay only adds what it lacks.
+
 Every partition is rebuilt unless some are named. Only the models whose rows each belong to one
 game or one partition (games, scoreboard, hands: a ``game_id`` in every table; the log: a
 ``partition`` or a ``game_id``) can be rebuilt in some partitions alone: their rows of the
@@ -80,12 +83,12 @@ async def rebuild(
                     continue
             if some is None:
                 await positions.restart(conn, model.name, partitions.indexes)
-                for table in model.tables:
+                for table in () if model.kept else model.tables:
                     await conn.execute(table.delete())
                 await conn.execute(parked.delete().where(parked.c.model == model.name))
             else:
                 await positions.restart(conn, model.name, some, elsewhere=False)
-                for table in model.tables:
+                for table in () if model.kept else model.tables:
                     if "partition" in table.c:
                         await conn.execute(table.delete().where(table.c.partition.in_(some)))
                     else:

@@ -89,9 +89,7 @@ async def test_without_the_key_the_log_tables_come_and_the_sealing_steps_wait(
 
     try:
         assert await migrate(store) == 0
-        assert await applied() == [
-            m.version for m in MIGRATIONS if m.version < sealing or m.apart
-        ]
+        assert await applied() == [m.version for m in MIGRATIONS if m.version < sealing or m.apart]
         async with store.reading() as conn:  # the log model's tables are there to write
             assert await conn.scalar(sa.select(sa.func.count()).select_from(log_leaves)) == 0
         assert await migrate(store) == sealing - 1  # still no key: still waiting
