@@ -160,6 +160,29 @@ async def test_a_receipt_is_checked_offline_with_the_published_key(
     assert hashlib.sha256(entry).digest() != leaf_hash(entry)  # RFC 6962's 0x00 prefix
 
 
+async def test_the_hand_record_carries_the_receipt_and_an_unfinished_hand_has_none(
+    client: httpx.AsyncClient,
+) -> None:
+    """The hand's record holds the same receipt as its own route, checked offline with the
+    published key; the hand being played has neither record nor receipt (nothing of an
+    unfinished hand is in the log)."""
+    table = await open_table(client, {"preset": "partnership", "max_hands": 2})
+    await table.play_hand(random.Random(33))
+    alone = await receipt_of(client, table.url, 1)
+    record = (await client.get(f"{table.url}/hands/1")).json()
+    receipt = record["receipt"]
+    assert receipt is not None
+    for field in ("game_id", "hand", "partition", "leaf_index", "entry_bytes", "deal"):
+        assert receipt[field] == alone[field]
+    assert receipt["tree_size"] >= alone["tree_size"]  # the log may have grown meanwhile
+    published = (await client.get("/v1/log")).json()["logs"][receipt["partition"]]
+    check_offline(receipt, Verifier.parse(published["verifier"]))
+    assert receipt["entry"]["points"] == record["points"]
+    assert (await table.public())["status"] == "playing"
+    assert_problem(await client.get(f"{table.url}/hands/2"), 404, "hand_not_found")
+    assert_problem(await client.get(f"{table.url}/hands/2/receipt"), 404, "hand_not_found")
+
+
 async def test_what_lies_beyond_the_log_is_a_problem(client: httpx.AsyncClient) -> None:
     table = await open_table(client, {"preset": "partnership", "max_hands": 1})
     await table.play_hand(random.Random(32))

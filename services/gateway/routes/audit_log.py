@@ -13,27 +13,25 @@ partition, or (for its signed checkpoint) the service has no log key.
 
 from __future__ import annotations
 
-import base64
 from typing import Annotated, Any
 
-import msgspec
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
 from services.gateway.deps import GameReadOf, Gateway, Services
+from services.gateway.models import Receipt
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.receipts import b64, hand_receipt
 from services.gateway.routes.hands import MAX_HAND
 from services.store import positions
 from services.store.audit_log import (
     StoredCheckpoint,
     latest_checkpoint,
     latest_checkpoints,
-    leaf_of,
     partial_tree,
 )
-from services.transparency.leaves import HandEnd, read_entry
 
 router = APIRouter(prefix="/v1", tags=["log"])
 
@@ -73,39 +71,6 @@ class ConsistencyProof(BaseModel):
     old_root: str
     new_root: str
     proof: list[str] = Field(description="RFC 9162 §2.1.4's proof (base64 hashes).")
-
-
-class DealCommitment(BaseModel):
-    hand: int
-    version: int = Field(description="The game's version after the deal's commit.")
-    chain: str = Field(description="The SHA-256 of the deal's commit (its hash-chain link).")
-    commitment: str | None = Field(description="`sha256(seed)`, published before the first bid.")
-
-
-class Receipt(BaseModel):
-    game_id: str
-    hand: int
-    partition: int
-    origin: str
-    leaf_index: int
-    entry: dict[str, Any] = Field(description="The leaf's entry, decoded.")
-    entry_bytes: str = Field(description="The leaf's entry exactly as hashed (base64).")
-    tree_size: int
-    checkpoint: str = Field(
-        description="The signed note of the checkpoint of `tree_size` (the bare checkpoint "
-        "text while the log has no key: check `signed`)."
-    )
-    signed: bool
-    verifier: str | None
-    inclusion_proof: list[str] = Field(description="The leaf's audit path (base64 hashes).")
-    deal: DealCommitment | None = Field(
-        description="The deal's commitment as the game's history held it before the first bid "
-        "(null for a hand dealt without one)."
-    )
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
 
 
 def _partition(services: Gateway, partition: int) -> int:
@@ -156,7 +121,7 @@ async def logs(services: Services) -> Any:
                 "partition": partition,
                 "origin": origin,
                 "size": 0 if head is None else head.size,
-                "root": None if head is None else _b64(head.root),
+                "root": None if head is None else b64(head.root),
                 "verifier": None if head is None else head.verifier,
             }
         )
@@ -216,9 +181,9 @@ async def inclusion(
         "partition": partition,
         "index": index,
         "size": size,
-        "leaf_hash": _b64(tree.leaf(index)),
-        "root": _b64(tree.root(size)),
-        "proof": [_b64(h) for h in tree.inclusion_proof(index, size)],
+        "leaf_hash": b64(tree.leaf(index)),
+        "root": b64(tree.root(size)),
+        "proof": [b64(h) for h in tree.inclusion_proof(index, size)],
     }
 
 
@@ -254,9 +219,9 @@ async def consistency(
         "partition": partition,
         "old": old,
         "new": new,
-        "old_root": _b64(tree.root(old)),
-        "new_root": _b64(tree.root(new)),
-        "proof": [_b64(h) for h in tree.consistency_proof(old, new)],
+        "old_root": b64(tree.root(old)),
+        "new_root": b64(tree.root(new)),
+        "proof": [b64(h) for h in tree.consistency_proof(old, new)],
     }
 
 
@@ -280,39 +245,7 @@ async def receipt(
     until the log has the hand (it follows the stream a moment behind). Readable by whoever
     reads the game's hands."""
     game_id = read.game.game_id
-    async with services.store.reading() as conn:
-        leaf = await leaf_of(conn, game_id, hand)
-        if leaf is None:
-            raise ProblemError(
-                "hand_not_found", f"the log has no finished hand {hand} of {game_id}"
-            )
-        head = await latest_checkpoint(conn, leaf.partition)
-        assert head is not None  # a leaf is written with its checkpoint
-        tree = await partial_tree(
-            conn, leaf.partition, head.size, lambda t: t.inclusion_proof(leaf.index, head.size)
-        )
-    entry = read_entry(leaf.entry)
-    assert isinstance(entry, HandEnd)
-    deal = None
-    if entry.dealt_version is not None and entry.dealt_chain is not None:
-        deal = {
-            "hand": entry.hand,
-            "version": entry.dealt_version,
-            "chain": entry.dealt_chain,
-            "commitment": entry.commitment,
-        }
-    return {
-        "game_id": game_id,
-        "hand": hand,
-        "partition": leaf.partition,
-        "origin": head.checkpoint.split("\n", 1)[0],
-        "leaf_index": leaf.index,
-        "entry": msgspec.to_builtins(entry),
-        "entry_bytes": _b64(leaf.entry),
-        "tree_size": head.size,
-        "checkpoint": head.note if head.note is not None else head.checkpoint,
-        "signed": head.note is not None,
-        "verifier": head.verifier,
-        "inclusion_proof": [_b64(h) for h in tree.inclusion_proof(leaf.index, head.size)],
-        "deal": deal,
-    }
+    found = await hand_receipt(services.store, game_id, hand)
+    if found is None:
+        raise ProblemError("hand_not_found", f"the log has no finished hand {hand} of {game_id}")
+    return found
