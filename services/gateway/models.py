@@ -508,6 +508,8 @@ class Receipt(BaseModel):
 
 
 class HandRecordWithReceipt(HandRecord):
+    """One finished hand, as dealt and played and scored, with its receipt from the audit log."""
+
     receipt: Receipt | None = Field(
         description="The hand's receipt from the audit log (as `GET .../hands/{n}/receipt`); "
         "null until the log holds the hand (it follows the stream a moment behind)."
