@@ -3,7 +3,7 @@ latest checkpoint, and how far it has read each game) and the public keys its ch
 signed with.
 
 The log is a record, not a read model the workers may recompute in another order
-(:attr:`~services.projections.model.ReadModel.kept`): a restore puts it back as it was, and the
+(``ReadModel.kept``): a restore puts it back as it was, and the
 projection workers append to it what the restored streams hold beyond it. It is saved before the
 streams are copied, so every leaf it holds is of a commit the copy holds too (a leaf of a commit
 copied after it would stand for a hand the restored games may play otherwise).
@@ -27,8 +27,8 @@ import sqlalchemy as sa
 
 from services.backup.manifest import BackupError, KeptCopy
 from services.backup.webhook_endpoints import database_missing, read_model_store
-from services.projections.audit_log import LogModel
 from services.runtime.settings import Settings
+from services.store.audit_log import LOG_TABLES
 from services.store.database import Statements
 from services.store.migrations import migrate
 from services.store.schema import log_checkpoints
@@ -50,7 +50,7 @@ def _encoded(value: Any) -> Any:
 
 async def _rows(conn: Statements) -> Rows:
     rows: Rows = {}
-    for table in LogModel.tables:
+    for table in LOG_TABLES:
         result = await conn.execute(sa.select(table).order_by(*table.primary_key.columns))
         rows[table.name] = [
             {key: _encoded(value) for key, value in row.items()} for row in result.mappings()
@@ -61,7 +61,7 @@ async def _rows(conn: Statements) -> Rows:
 def _decoded(rows: Rows) -> Rows:
     """The rows as the tables take them back: binary columns from base64."""
     decoded: Rows = {}
-    for table in LogModel.tables:
+    for table in LOG_TABLES:
         binary = {c.name for c in table.columns if isinstance(c.type, sa.LargeBinary)}
         decoded[table.name] = [
             {k: base64.b64decode(v) if k in binary and v is not None else v for k, v in row.items()}
@@ -86,7 +86,7 @@ async def _present(settings: Settings) -> Rows | None:
     if database_missing(settings):
         return None
     async with read_model_store(settings) as store, store.reading() as conn:
-        tables = [table.name for table in LogModel.tables]
+        tables = [table.name for table in LOG_TABLES]
         exists = await conn.run_sync(
             lambda sync: all(sa.inspect(sync).has_table(t) for t in tables)
         )
@@ -113,7 +113,7 @@ class AuditLog:
     async def save(self, settings: Settings, folder: Path) -> KeptCopy:
         from services.backup.outside import write_private
 
-        rows = await _present(settings) or {table.name: [] for table in LogModel.tables}
+        rows = await _present(settings) or {table.name: [] for table in LOG_TABLES}
         content = msgspec.json.encode(SavedLog(keys=_keys(rows), tables=rows))
         write_private(folder / self.file, content)
         return KeptCopy(
@@ -150,7 +150,7 @@ class AuditLog:
                     return "audit log: empty in the backup, nothing to restore"
                 if await _rows(conn) == backed_up.tables:  # checked: this very log, restored
                     return "audit log: the read-model database holds it already"
-                for table in LogModel.tables:
+                for table in LOG_TABLES:
                     if rows[table.name]:
                         await conn.execute(table.insert(), rows[table.name])
         sizes = ", ".join(

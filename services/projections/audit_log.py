@@ -29,7 +29,7 @@ import msgspec
 from contracts.partitions import ONE, Partitions
 from domain.events import GameEnded, HandDealt, HandScored
 from services.projections.model import Delivered, ReadModel, Refusals, out_of_order
-from services.store.audit_log import latest_checkpoint, nodes
+from services.store.audit_log import LOG_TABLES, latest_checkpoint, nodes
 from services.store.database import Statements, fetch, run, upsert, where_in
 from services.store.schema import log_checkpoints, log_games, log_leaves, log_nodes
 from services.transparency.checkpoint import Checkpoint
@@ -58,7 +58,7 @@ _INSERT_NODES = log_nodes.insert()
 
 class LogModel(ReadModel):
     name = "log"
-    tables = (log_leaves, log_nodes, log_checkpoints, log_games)
+    tables = LOG_TABLES
     kept = True
     """Its leaves were signed and handed out: a rebuild replays the stream into the log as it
     stands, and every commit of a game at or below the version ``log_games`` holds is skipped,

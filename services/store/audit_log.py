@@ -11,8 +11,11 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from services.store.database import Statements, fetch
-from services.store.schema import log_checkpoints, log_leaves, log_nodes
+from services.store.schema import log_checkpoints, log_games, log_leaves, log_nodes
 from services.transparency.merkle import MerkleTree, Node, PartialTree, nodes_for
+
+LOG_TABLES = (log_leaves, log_nodes, log_checkpoints, log_games)
+"""Every table of the log: what the log model writes, and a backup carries."""
 
 
 @dataclass(frozen=True, slots=True)
