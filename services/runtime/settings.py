@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     """The longest one delivery may take, from connecting to the end of the answer read."""
     webhook_retention_s: int = Field(default=7 * 86_400, ge=60)
     """How long finished deliveries stay in the log (and may be replayed)."""
+    webhook_receipt_wait_s: float = Field(default=10.0, ge=0, le=120)
+    """How long after a hand's end its ``hand.scored`` webhook waits for the audit log to hold
+    the hand, to carry its receipt; past it, the webhook goes without one."""
 
     @property
     def layout(self) -> Partitions:

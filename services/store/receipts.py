@@ -14,9 +14,11 @@ import base64
 from typing import Any
 
 import msgspec
+import sqlalchemy as sa
 
 from services.store.audit_log import latest_checkpoint, leaf_of, partial_tree
 from services.store.database import Store
+from services.store.schema import positions
 from services.transparency.leaves import HandEnd, read_entry
 
 
@@ -63,3 +65,15 @@ async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] 
         "inclusion_proof": [b64(h) for h in tree.inclusion_proof(leaf.index, head.size)],
         "deal": deal,
     }
+
+
+_LOG_KEPT = sa.select(sa.func.count()).where(
+    (positions.c.model == "log") & (positions.c.position > 0)
+)
+
+
+async def log_kept(store: Store) -> bool:
+    """Whether a projection worker keeps the audit log here (it has read some of a stream):
+    whether waiting for a hand's receipt can end with one."""
+    async with store.reading() as conn:
+        return bool(await conn.scalar(_LOG_KEPT))

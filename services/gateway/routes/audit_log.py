@@ -23,7 +23,6 @@ from services.gateway.deps import GameReadOf, Gateway, Services
 from services.gateway.models import Receipt
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
-from services.gateway.receipts import b64, hand_receipt
 from services.gateway.routes.hands import MAX_HAND
 from services.store import positions
 from services.store.audit_log import (
@@ -32,6 +31,7 @@ from services.store.audit_log import (
     latest_checkpoints,
     partial_tree,
 )
+from services.store.receipts import b64, hand_receipt
 
 router = APIRouter(prefix="/v1", tags=["log"])
 

@@ -12,9 +12,9 @@ from services.gateway.deps import GameReadOf, Gateway, MinVersion, Services
 from services.gateway.models import HandRecords, HandRecordWithReceipt, Scoreboard
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
-from services.gateway.receipts import hand_receipt
 from services.gateway.score_lines import score_lines
 from services.gateway.views import as_json
+from services.store.receipts import hand_receipt
 
 router = APIRouter(prefix="/v1/games/{game_id}", tags=["hands"])
 
