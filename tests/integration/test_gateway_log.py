@@ -16,8 +16,14 @@ from typing import Any
 import httpx
 import pytest
 
+from contracts.wire import read_commit
 from domain.shuffle import commitment
+from services.projections.model import Delivered
+from services.projections.registry import READ_MODELS
 from services.runtime.nats_server import EmbeddedNats
+from services.store import positions
+from services.store.audit_log import latest_checkpoint
+from services.store.database import open_store
 from services.transparency.checkpoint import Checkpoint
 from services.transparency.leaves import HandEnd, read_entry
 from services.transparency.merkle import leaf_hash, verify_consistency, verify_inclusion
@@ -32,6 +38,9 @@ from tests.integration.test_gateway import (  # noqa: E402
     gateway_settings,
     open_table,
 )
+
+pytest.register_assert_rewrite("tests.integration.conftest_projections")
+from tests.integration.conftest_projections import random_logs  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -207,3 +216,41 @@ async def test_what_lies_beyond_the_log_is_a_problem(client: httpx.AsyncClient) 
     empty = await client.get(consistency, params={"old": size, "new": size})
     assert empty.status_code == 200
     assert empty.json()["proof"] == []
+
+
+async def test_a_log_not_built_yet_or_without_a_key_answers_503(
+    shared_nats: EmbeddedNats, engine: EngineProcess, tmp_path: Path
+) -> None:
+    """A gateway whose read-model database no projection worker has filled answers the log's
+    routes 503 (not built yet); once the log is kept without a key (its model applied here as
+    a keyless worker would: the module's workers hold the stream's partitions), the proofs
+    answer but the signed checkpoint stays 503."""
+    settings = gateway_settings(shared_nats.url, tmp_path)
+    with ServedGateway(settings) as served:
+        async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+            for path in ("/v1/log/0/checkpoint", "/v1/log/0/proofs/consistency"):
+                response = await client.get(path, params={"old": 0, "new": 0})
+                assert_problem(response, 503, "unavailable")
+                assert response.headers["retry-after"]
+            store = open_store(settings.read_model_database_url)
+            try:
+                games = random_logs(1, seed=36, prefix="keyless")
+                batch = [
+                    Delivered(sequence, read_commit(data), data)
+                    for sequence, data in enumerate(games[0].payloads, start=1)
+                ]
+                async with store.writing() as conn:
+                    assert await READ_MODELS["log"].apply(conn, batch) == {}
+                    await positions.ensure(conn, ["log"], 0)
+                    await positions.advance(conn, ["log"], 0, len(batch), "0" * 64)
+                    head = await latest_checkpoint(conn, 0)
+            finally:
+                await store.close()
+            assert head is not None
+            assert head.note is None
+            assert_problem(await client.get("/v1/log/0/checkpoint"), 503, "unavailable")
+            proof = await client.get(
+                "/v1/log/0/proofs/inclusion", params={"index": 0, "size": head.size}
+            )
+            assert proof.status_code == 200
+            assert base64.b64decode(proof.json()["root"]) == head.root
