@@ -85,15 +85,14 @@ async def _head(services: Gateway, partition: int) -> StoredCheckpoint:
     built it (the log model has no position there: it has not run, the log may be behind)."""
     async with services.store.reading() as conn:
         head = await latest_checkpoint(conn, partition)
-        if head is None:
-            built = (await positions.read_all(conn, ["log"], partition))["log"].position > 0
-    if head is None:
-        if not built:
-            raise ProblemError(
-                "unavailable", f"log {partition} is not built yet: no projection worker keeps it"
-            )
-        raise ProblemError("not_found", f"log {partition} has no leaf yet")
-    return head
+        if head is not None:
+            return head
+        kept = await positions.read_all(conn, ["log"], partition)
+    if kept["log"].position == 0:
+        raise ProblemError(
+            "unavailable", f"log {partition} is not built yet: no projection worker keeps it"
+        )
+    raise ProblemError("not_found", f"log {partition} has no leaf yet")
 
 
 def _within(head: StoredCheckpoint, size: int) -> None:
