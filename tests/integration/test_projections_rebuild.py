@@ -26,14 +26,12 @@ from services.runtime.nats_server import EmbeddedNats
 from services.store import positions
 from services.store.database import Store, open_store
 from services.store.lag import behind, projection_lag, rebuilds, stalled_rebuilds
-from services.store.migrations import migrate
 from services.store.schema import positions as position_rows
 from tests.integration.support import ProjectionsProcess, broker_credentials, connected
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 pytest.register_assert_rewrite("tests.integration.test_gateway")
 from tests.integration.conftest_projections import (  # noqa: E402
-    TESTS_KEY,
     snapshot,
     wait_for_positions,
     workers,
@@ -179,7 +177,6 @@ async def test_a_model_rebuilt_in_every_partition_keeps_the_gateway_ready(
     )
     store = stores[0]
     try:
-        await migrate(store, secret=TESTS_KEY)  # as a projections process does: every step
         await first.start()
         for p in (0, 1):
             await first.gain(p)
