@@ -1,12 +1,14 @@
 """Taking a backup of a deployment, full or an increment, and restoring a chain of them into an
 empty deployment.
 
-The order of a backup: the game stream, then the league stream, each up to its last message at
-the moment it is copied, then what lives outside the streams, then the manifest. Games first:
-a league schedules a round before its tables' games are created, so every game in the backup has
-its round in it too; a round scheduled after the games were copied comes back with games still
-to create, which the platform's retry of that round's request (same ``Idempotency-Key``)
-finishes, as after any interrupted start of a round. The streams need not be stopped.
+The order of a backup: the audit log (what lives outside the streams but may hold nothing the
+copied streams lack), then the game stream, then the league stream, each up to its last message
+at the moment it is copied, then the rest of what lives outside the streams, then the manifest.
+Games first: a league schedules a round before its tables' games are created, so every game in
+the backup has its round in it too; a round scheduled after the games were copied comes back
+with games still to create, which the platform's retry of that round's request (same
+``Idempotency-Key``) finishes, as after any interrupted start of a round. The streams need not
+be stopped.
 
 An increment (``since``, another backup) copies of each stream only the messages after those its
 base copied, and only from the very streams its base copied (:mod:`.chain`); what lives outside
@@ -103,6 +105,11 @@ async def take_backup(
         for name in names:
             await _copied_since(js, base, name)
     await asyncio.to_thread(_empty_folder, folder)
+    early = {
+        kept.name: await kept.save(settings, folder)
+        for kept in OUTSIDE_THE_STREAM
+        if kept.before_streams
+    }
     streams: list[StreamCopy] = []
     for name in names:
         info = await _stream_info(js, name)
@@ -110,7 +117,9 @@ async def take_backup(
         copy = await export_stream(js, info, folder, _counting(report, name), after=after)
         report(f"{name}: {_copied(copy)}")
         streams.append(copy)
-    outside = [await kept.save(settings, folder) for kept in OUTSIDE_THE_STREAM]
+    outside = [
+        early.get(kept.name) or await kept.save(settings, folder) for kept in OUTSIDE_THE_STREAM
+    ]
     for item in outside:
         report(f"{item.name}: from {item.source}")
     manifest = Manifest(

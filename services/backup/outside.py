@@ -3,7 +3,8 @@ each feature that keeps such a thing.
 
 Each :class:`Kept` saves itself into the backup folder, checks before a restore changes anything
 that it can be put back without overwriting something else, and is put back: the signing key of
-seat tokens, and the platforms' webhook endpoints (:mod:`.webhook_endpoints`). Other things kept
+seat tokens, the platforms' webhook endpoints (:mod:`.webhook_endpoints`), and the audit log
+(:mod:`.audit_log`), a record the workers may not recompute. Other things kept
 in the database that no stream holds are added here as they come.
 
 What a backup leaves out on purpose is :data:`NOT_KEPT`, with how the restored deployment gets
@@ -29,6 +30,9 @@ class Kept(Protocol):
     name: str
     file: str
     """Its file in the backup folder."""
+    before_streams: bool
+    """Saved before the streams are copied rather than after: what must hold nothing the
+    copied streams lack (the audit log)."""
 
     async def save(self, settings: Settings, folder: Path) -> KeptCopy:
         """Copy it from the deployment ``settings`` describe into ``folder``."""
@@ -50,6 +54,7 @@ class SigningKey:
 
     name = "signing key"
     file = SIGNING_KEY_FILENAME
+    before_streams = False
 
     async def save(self, settings: Settings, folder: Path) -> KeptCopy:
         if settings.secret_key is not None:
@@ -100,17 +105,21 @@ class SigningKey:
 
 
 def _outside() -> tuple[Kept, ...]:
+    from services.backup.audit_log import AuditLog
     from services.backup.webhook_endpoints import WebhookEndpoints
 
-    return (SigningKey(), WebhookEndpoints())
+    return (SigningKey(), WebhookEndpoints(), AuditLog())
 
 
 OUTSIDE_THE_STREAM: tuple[Kept, ...] = _outside()
 """Everything a backup carries beside the streams, in the order it is restored."""
 
 NOT_KEPT: dict[str, str] = {
-    "read models": "rebuilt from the restored streams by the projection workers; a database "
-    "kept from before refuses the new streams until `spades projections rebuild --all`",
+    "read models": "rebuilt from the restored streams by the projection workers (all but the "
+    "audit log, which the backup carries); a database kept from before refuses the new streams "
+    "until `spades projections rebuild --all`",
+    "the audit log's private key": "kept by the operator (SPADES_LOG_KEY or log.key in the "
+    "data directory): the restored deployment needs it to sign under the same key",
     "durable consumers": "made again by the projection workers at their positions",
     "webhook deliveries": "the log of what was sent is history: the restored endpoints hear of "
     "what is committed after the restored streams",

@@ -60,14 +60,17 @@ class SavedEndpoint(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def _sqlite_file_missing(settings: Settings) -> bool:
+def database_missing(settings: Settings) -> bool:
+    """Whether the deployment's read-model database is a SQLite file not made yet (a backup
+    then finds nothing in it, and makes nothing)."""
     where = store_url(settings.read_model_database_url)
     database = where.url.database
     return where.is_sqlite and database is not None and not Path(database).exists()
 
 
 @asynccontextmanager
-async def _store(settings: Settings) -> AsyncIterator[Store]:
+async def read_model_store(settings: Settings) -> AsyncIterator[Store]:
+    """The deployment's read-model database, for one backup's or restore's work."""
     store = open_store(settings.read_model_database_url, pool_size=1)
     try:
         yield store
@@ -77,9 +80,9 @@ async def _store(settings: Settings) -> AsyncIterator[Store]:
 
 async def _saved(settings: Settings) -> list[SavedEndpoint]:
     """The deployment's endpoints, without creating its database or tables."""
-    if _sqlite_file_missing(settings):
+    if database_missing(settings):
         return []
-    async with _store(settings) as store, store.reading() as conn:
+    async with read_model_store(settings) as store, store.reading() as conn:
         exists = await conn.run_sync(lambda sync: sa.inspect(sync).has_table("webhook_endpoints"))
         if not exists:
             return []
@@ -94,6 +97,7 @@ class WebhookEndpoints:
 
     name = "webhook endpoints"
     file = "webhook_endpoints.json"
+    before_streams = False
 
     async def save(self, settings: Settings, folder: Path) -> KeptCopy:
         from services.backup.outside import write_private
@@ -125,7 +129,7 @@ class WebhookEndpoints:
     async def restore(self, settings: Settings, folder: Path, copy: KeptCopy) -> str:
         backed_up = _read(folder / copy.file)
         lasts = _last_sequences(folder)
-        async with _store(settings) as store:
+        async with read_model_store(settings) as store:
             await migrate(store)
             async with store.writing() as conn:
                 present = {e.id: e for e in await every_endpoint(conn)}

@@ -17,6 +17,7 @@ from services.cli import (
     broker,
     contracts,
     league,
+    log,
     partitions,
     play,
     projections,
@@ -54,6 +55,7 @@ app.add_typer(league.app, name="league")
 app.add_typer(broker.app, name="broker")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(partitions.app, name="partitions")
+app.add_typer(log.app, name="log")
 app.add_typer(witness.app, name="witness")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)

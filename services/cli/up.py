@@ -174,6 +174,7 @@ def run_stack(settings: Settings) -> int:
     private_umask()  # every file of the stack, nats-server's and the services', is its user's
     private_dir(settings.data_dir)
     settings.signing_key()  # made once here, so every child reads the same key file
+    settings.log_signer(create=True)  # the audit log's key too, unless SPADES_LOG_KEY gives one
     stopping = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:

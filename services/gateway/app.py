@@ -43,6 +43,7 @@ from services.gateway.projection_queries import ProjectionReadModels
 from services.gateway.routes import (
     actions,
     audit,
+    audit_log,
     events,
     games,
     hands,
@@ -152,6 +153,7 @@ def _lifespan(
             keep_alive_s=keep_alive_s,
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
+            log_origin=settings.log_origin,
             streams=Slots(_stream_caps(settings), "event streams"),
             waits=Slots(_wait_caps(settings), "min_version waits"),
         )
@@ -220,7 +222,19 @@ def create_app(
         lifespan=_lifespan(settings, metrics, keep_alive_s, min_version_wait_s),
         telemetry=OWN_TELEMETRY,
     )
-    routers = (games, seats, actions, events, hands, audit, leagues, watch_links, webhooks, service)
+    routers = (
+        games,
+        seats,
+        actions,
+        events,
+        hands,
+        audit,
+        audit_log,
+        leagues,
+        watch_links,
+        webhooks,
+        service,
+    )
     for router in routers:
         app.include_router(router.router)
     install_pages(app)

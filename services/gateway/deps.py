@@ -86,6 +86,9 @@ class Gateway:
         default_factory=lambda: Slots(parse_caps("", DEFAULT_WAITS, ""), "min_version waits")
     )
     """The ``min_version`` reads each caller has waiting."""
+    log_origin: str = "spades.localhost/log"
+    """The audit log's origin (``SPADES_LOG_ORIGIN``): partition ``p``'s log is
+    ``<log_origin>/<p>``."""
     league_census: LeagueCensus = field(default_factory=LeagueCensus)
     """Each league's platform and end, as far as this gateway has read them (the quota of
     leagues going on counts from it)."""

@@ -403,6 +403,44 @@ class HandRecord(BaseModel):
     )
 
 
+class DealCommitment(BaseModel):
+    hand: int
+    version: int = Field(description="The game's version after the deal's commit.")
+    chain: str = Field(description="The SHA-256 of the deal's commit (its hash-chain link).")
+    commitment: str | None = Field(description="`sha256(seed)`, published before the first bid.")
+
+
+class Receipt(BaseModel):
+    game_id: str
+    hand: int
+    partition: int
+    origin: str
+    leaf_index: int
+    entry: dict[str, Any] = Field(description="The leaf's entry, decoded.")
+    entry_bytes: str = Field(description="The leaf's entry exactly as hashed (base64).")
+    tree_size: int
+    checkpoint: str = Field(
+        description="The signed note of the checkpoint of `tree_size` (the bare checkpoint "
+        "text while the log has no key: check `signed`)."
+    )
+    signed: bool
+    verifier: str | None
+    inclusion_proof: list[str] = Field(description="The leaf's audit path (base64 hashes).")
+    deal: DealCommitment | None = Field(
+        description="The deal's commitment as the game's history held it before the first bid "
+        "(null for a hand dealt without one)."
+    )
+
+
+class HandRecordWithReceipt(HandRecord):
+    """One finished hand, as dealt and played and scored, with its receipt from the audit log."""
+
+    receipt: Receipt | None = Field(
+        description="The hand's receipt from the audit log (as `GET .../hands/{n}/receipt`); "
+        "null until the log holds the hand (it follows the stream a moment behind)."
+    )
+
+
 class HandRecords(BaseModel):
     hands: list[HandRecord]
 

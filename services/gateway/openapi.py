@@ -192,6 +192,11 @@ OPERATION_IDS: dict[str, str] = {
     "DELETE /v1/games/{game_id}/watch-links": "revokeGameWatchLinks",
     "POST /v1/leagues/{league_id}/watch-links": "createLeagueWatchLink",
     "DELETE /v1/leagues/{league_id}/watch-links": "revokeLeagueWatchLinks",
+    "GET /v1/log": "listLogs",
+    "GET /v1/log/{partition}/checkpoint": "getLogCheckpoint",
+    "GET /v1/log/{partition}/proofs/inclusion": "getInclusionProof",
+    "GET /v1/log/{partition}/proofs/consistency": "getConsistencyProof",
+    "GET /v1/games/{game_id}/hands/{hand}/receipt": "getHandReceipt",
 }
 """Each operation's ``operationId``, the name a generated client gives its function (``act``,
 ``take_seat``): chosen here once, so that it stays the same whatever the handler is called."""
@@ -208,6 +213,7 @@ TAGS: list[dict[str, str]] = [
     {"name": "service", "description": "Liveness, readiness and metrics, for the operator."},
     {"name": "deliveries", "description": "What a platform's webhook endpoint receives."},
     {"name": "watch links", "description": "Signed links that let anyone watch a private game."},
+    {"name": "log", "description": "The audit log: signed checkpoints, proofs, hands' receipts."},
 ]
 SERVERS: list[dict[str, str]] = [
     {"url": "http://127.0.0.1:8000", "description": "`spades up` on this machine (its default)."}

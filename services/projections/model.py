@@ -10,6 +10,7 @@ goes on.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Generic, Protocol, TypeVar
@@ -18,7 +19,7 @@ import msgspec
 import sqlalchemy as sa
 
 from contracts.partitions import ONE, Partitions
-from contracts.wire import Commit, read_commit
+from contracts.wire import Commit, encode_commit, read_commit
 from services.store.database import Statements
 
 Refusals = dict[int, str]
@@ -31,7 +32,12 @@ class ReadModel(ABC):
 
     name: ClassVar[str]
     tables: ClassVar[tuple[sa.Table, ...]]
-    """The tables whose rows this model writes (and a rebuild empties)."""
+    """The tables whose rows this model writes (and a rebuild empties, unless ``kept``)."""
+    kept: ClassVar[bool] = False
+    """A record rather than a projection (the audit log): what it holds was published (signed,
+    handed out in receipts) and may not be recomputed in another order. A rebuild never
+    empties its tables: it replays the stream from the start, and the model skips what it
+    already holds, so archiving games or moving partitions does not reorder it."""
 
     @abstractmethod
     async def apply(self, conn: Statements, batch: Sequence[Delivered]) -> Refusals:
@@ -51,13 +57,22 @@ class OutOfOrder(Unapplicable):
 
 
 class Delivered:
-    """A commit as a worker received it: its stream sequence and the decoded commit."""
+    """A commit as a worker received it: its stream sequence, the decoded commit, and its
+    bytes as stored (None: as :func:`~contracts.wire.encode_commit` writes it)."""
 
-    __slots__ = ("commit", "sequence")
+    __slots__ = ("commit", "data", "sequence")
 
-    def __init__(self, sequence: int, commit: Commit) -> None:
+    def __init__(self, sequence: int, commit: Commit, data: bytes | None = None) -> None:
         self.sequence = sequence
         self.commit = commit
+        self.data = data
+
+    @property
+    def chain(self) -> str:
+        """The commit's link in its game's hash chain: the SHA-256 of its stored bytes, which
+        the game's next commit names as ``previous``."""
+        data = self.data if self.data is not None else encode_commit(self.commit)
+        return hashlib.sha256(data).hexdigest()
 
     @classmethod
     def read(
@@ -71,7 +86,7 @@ class Delivered:
             raise Unreadable(f"not a commit: {error}") from None
         if partitions.game_subject(commit.game_id) != subject:
             raise Unreadable(f"a commit of game {commit.game_id!r} on subject {subject}")
-        return cls(sequence, commit)
+        return cls(sequence, commit, data)
 
 
 def out_of_order(model: str, version: int, commit: Commit) -> str | None:

@@ -13,9 +13,13 @@ counts it as rebuilding there, not as behind (:mod:`services.store.lag`); the wo
 reaches the end of the stream says the rebuild is over. With no worker running, the next start
 replays.
 
+A model ``kept`` (the audit log, a record: see :attr:`ReadModel.kept`) keeps its rows: its
+replay only adds what it lacks.
+
 Every partition is rebuilt unless some are named. Only the models whose rows each belong to one
-game (games, scoreboard, hands: a ``game_id`` in every table) can be rebuilt in some partitions
-alone: their rows of the other partitions' games stay as they are. The players' counters and the
+game or one partition (games, scoreboard, hands: a ``game_id`` in every table; the log: a
+``partition`` or a ``game_id``) can be rebuilt in some partitions alone: their rows of the
+other partitions stay as they are. The players' counters and the
 leagues' standings gather games of every partition in one row (a player's, a league's); they are
 rebuilt whole, and a rebuild of some partitions refuses them (:class:`AcrossPartitions`).
 """
@@ -42,9 +46,9 @@ class AcrossPartitions(ValueError):
 
 
 def per_game(model: ReadModel) -> bool:
-    """Whether every row of the model belongs to one game, so that the rows of a partition's
-    games can be rebuilt alone."""
-    return all("game_id" in table.c for table in model.tables)
+    """Whether every row of the model belongs to one game or to one partition (the audit
+    log's), so that the rows of a partition can be rebuilt alone."""
+    return all("game_id" in table.c or "partition" in table.c for table in model.tables)
 
 
 async def rebuild(
@@ -79,13 +83,16 @@ async def rebuild(
                     continue
             if some is None:
                 await positions.restart(conn, model.name, partitions.indexes)
-                for table in model.tables:
+                for table in () if model.kept else model.tables:
                     await conn.execute(table.delete())
                 await conn.execute(parked.delete().where(parked.c.model == model.name))
             else:
                 await positions.restart(conn, model.name, some, elsewhere=False)
-                for table in model.tables:
-                    await _delete_games(conn, table, partitions, some)
+                for table in () if model.kept else model.tables:
+                    if "partition" in table.c:
+                        await conn.execute(table.delete().where(table.c.partition.in_(some)))
+                    else:
+                        await _delete_games(conn, table, partitions, some)
                 await conn.execute(
                     parked.delete().where(
                         (parked.c.model == model.name) & parked.c.partition.in_(some)

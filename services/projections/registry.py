@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from contracts.partitions import Partitions
+from services.projections.audit_log import LogModel
 from services.projections.games import GamesModel
 from services.projections.hands import HandsModel
 from services.projections.model import ReadModel
@@ -11,10 +13,18 @@ from services.projections.players import PlayersModel
 from services.projections.scoreboard import ScoreboardModel
 from services.projections.standings import StandingsModel
 from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
+from services.transparency.note import Signer
 
 READ_MODELS: dict[str, ReadModel] = {
     model.name: model
-    for model in (GamesModel(), ScoreboardModel(), HandsModel(), PlayersModel(), StandingsModel())
+    for model in (
+        GamesModel(),
+        ScoreboardModel(),
+        HandsModel(),
+        PlayersModel(),
+        StandingsModel(),
+        LogModel(),
+    )
 }
 
 
@@ -25,6 +35,22 @@ def seal_hands(secret: bytes) -> None:
     hands = READ_MODELS["hands"]
     assert isinstance(hands, HandsModel)
     hands.sealer = Sealer(secret, HANDS_IN_PROGRESS)
+
+
+def _log() -> LogModel:
+    model = READ_MODELS["log"]
+    assert isinstance(model, LogModel)
+    return model
+
+
+def lay_out_log(partitions: Partitions) -> None:
+    """Give the log model the stream's layout: a batch's leaves go to its games' partition."""
+    _log().partitions = partitions
+
+
+def sign_log(origin: str, key: Signer | None) -> None:
+    """Give the log model its origin and the key that signs its checkpoints (None: unsigned)."""
+    _log().origin, _log().key = origin, key
 
 
 def read_models(names: Iterable[str] | None = None) -> list[ReadModel]:

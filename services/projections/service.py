@@ -27,7 +27,13 @@ from nats.aio.client import Client
 
 from contracts.partitions import LEGACY_STREAM, ONE, Partitions
 from services.projections.model import ReadModel
-from services.projections.registry import READ_MODELS, read_models, seal_hands
+from services.projections.registry import (
+    READ_MODELS,
+    lay_out_log,
+    read_models,
+    seal_hands,
+    sign_log,
+)
 from services.projections.worker import (
     BATCH_SIZE,
     DEFAULT_RETRY,
@@ -37,6 +43,7 @@ from services.projections.worker import (
     RetryPolicy,
     Worker,
 )
+from services.runtime.broker_users import EARLIER_MODELS
 from services.runtime.claims import Claims
 from services.runtime.follower import Following, Pace
 from services.runtime.game_stream import LayoutError, check_partitions, game_partitions
@@ -76,6 +83,7 @@ class Projections:
         self.client = client
         self.models = read_models(models)
         self.partitions = partitions
+        lay_out_log(partitions)
         self.steady = Worker(
             KIND,
             self.models,
@@ -123,8 +131,8 @@ class Projections:
         """Delete the consumers an earlier version's workers followed the one stream with,
         named after their models (all of them, or one being rebuilt): they would sit on the
         server unused."""
-        labels = [model.name for model in self.models]
-        labels.append("-".join(sorted(READ_MODELS)))
+        labels = [model.name for model in self.models if model.name in EARLIER_MODELS]
+        labels.append("-".join(sorted(EARLIER_MODELS)))  # models born since had none
         js = self.client.jetstream()
         for label in labels:
             with contextlib.suppress(nats.js.errors.NotFoundError):
@@ -235,6 +243,13 @@ async def run_projections(
             raise LayoutError(reason)
         secret = settings.signing_key()
         seal_hands(secret)
+        log_key = settings.log_signer()
+        sign_log(settings.log_origin, log_key)
+        if log_key is None:
+            log.warning(
+                "the audit log has no key: its checkpoints are kept unsigned "
+                "(set SPADES_LOG_KEY; `spades up` makes one in its data directory)"
+            )
         await migrate(store, secret=secret)  # the sealing steps, which need the key
         await projections.start()
         claims = Claims(

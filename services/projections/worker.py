@@ -536,7 +536,8 @@ class Worker:
                 continue
             archived = await self.archive.before(delivered.commit.game_id, message.sequence)
             message.archived = [
-                Delivered(commit.sequence, read_commit(commit.data)) for commit in archived
+                Delivered(commit.sequence, read_commit(commit.data), commit.data)
+                for commit in archived
             ]
 
     async def _apply(self, partition: int, group: Group, batch: Sequence[Received]) -> None:

@@ -134,10 +134,10 @@ def _owns(stream: str, kind: str) -> tuple[str, ...]:
     )
 
 
-_EARLIER_MODELS = ("games", "scoreboard", "hands", "players", "standings")
+EARLIER_MODELS = ("games", "scoreboard", "hands", "players", "standings")
 """The read models of the versions whose projections followed the one stream with a consumer
 per model (or one for all): the names those consumers had are history, not the models of now."""
-_EARLIER_PROJECTIONS = (*_EARLIER_MODELS, "-".join(sorted(_EARLIER_MODELS)))
+_EARLIER_PROJECTIONS = (*EARLIER_MODELS, "-".join(sorted(EARLIER_MODELS)))
 """The labels of the consumers projections once followed the one stream with (deleted at
 start, :mod:`services.projections.service`)."""
 

@@ -15,9 +15,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contracts.partitions import MAX_PARTITIONS, Partitions
 from services.runtime.private import private_dir
+from services.transparency.note import Signer
 
 SIGNING_KEY_BYTES = 32
 SIGNING_KEY_FILENAME = "secret.key"
+LOG_KEY_FILENAME = "log.key"
 CREDENTIALS_DIRNAME = "credentials"
 CREDENTIALS_SUFFIXES = (".creds", ".nk")
 
@@ -95,6 +97,13 @@ class Settings(BaseSettings):
     (names left out keep their defaults): see the gateway's ``limits``."""
     secret_key: str | None = Field(default=None, repr=False)
     """Key that signs seat tokens; None keeps a generated one in `data_dir/secret.key`."""
+    log_key: str | None = Field(default=None, repr=False)
+    """The audit log's Ed25519 key, as signer text (``PRIVATE+KEY+<name>+<id>+<base64>``);
+    None: the key file ``data_dir/log.key`` if there is one (``spades up`` makes it), else
+    the log keeps its checkpoints unsigned."""
+    log_origin: str = Field(default="spades.localhost/log", pattern=r"^[^\s+]+$")
+    """The audit log's origin: partition ``p``'s log is ``<log_origin>/<p>``, its checkpoints'
+    first line and its key's name."""
     log_format: LogFormat = "auto"
     log_level: str = "INFO"
     command_timeout_s: float = 5.0
@@ -125,6 +134,9 @@ class Settings(BaseSettings):
     """The longest one delivery may take, from connecting to the end of the answer read."""
     webhook_retention_s: int = Field(default=7 * 86_400, ge=60)
     """How long finished deliveries stay in the log (and may be replayed)."""
+    webhook_receipt_wait_s: float = Field(default=10.0, ge=0, le=120)
+    """How long after a hand's end its ``hand.scored`` webhook waits for the audit log to hold
+    the hand, to carry its receipt; past it, the webhook goes without one."""
 
     @property
     def layout(self) -> Partitions:
@@ -174,6 +186,19 @@ class Settings(BaseSettings):
         if self.secret_key is not None:
             return self.secret_key.encode()
         return _read_or_create_key_file(self.data_dir / SIGNING_KEY_FILENAME)
+
+    def log_signer(self, *, create: bool = False) -> Signer | None:
+        """The audit log's key: ``log_key``, else the key file (made now with ``create``),
+        else None."""
+        if self.log_key is not None:
+            return Signer.parse(self.log_key)
+        path = self.data_dir / LOG_KEY_FILENAME
+        if create and not path.exists():
+            private_dir(path.parent)
+            _create_key_file(path, Signer.generate(self.log_origin).text().encode())
+        if not path.exists():
+            return None
+        return Signer.parse(path.read_text())
 
 
 PLATFORM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -226,14 +251,14 @@ def _read_or_create_key_file(path: Path) -> bytes:
     return key
 
 
-def _create_key_file(path: Path) -> None:
+def _create_key_file(path: Path, key: bytes | None = None) -> None:
     # Written to a private temporary file and linked into place: link() fails if the key
     # already exists, so two processes starting at once agree on one complete key.
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as key_file:
-            key_file.write(secrets.token_bytes(SIGNING_KEY_BYTES))
+            key_file.write(secrets.token_bytes(SIGNING_KEY_BYTES) if key is None else key)
         # Another process created the key first: its key wins.
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)

@@ -7,6 +7,11 @@ with :mod:`.schema` updated to the shape it leaves. That is why step 1 spells ou
 rather than using :mod:`.schema`'s: a fresh database must go through the same steps as an old
 one.
 
+A step that seals needs the service's key and waits for a process that has it; a step marked
+``apart`` does not wait for it (see :class:`Migration`), so the versions applied may have a gap
+until a process with the key comes: a step is looked up by its own version, never by the
+highest one applied.
+
 Two processes may start at once. Each step takes a lock first (``pg_advisory_xact_lock`` on
 PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), then reads the version, so the second process finds
 the step done and skips it.
@@ -43,6 +48,12 @@ class Migration:
     sealing: Callable[[sa.Connection, bytes], None] | None = None
     """For a step that seals what is stored (``apply`` then does nothing): it needs the
     service's secret key, and waits for a process that has it (see :func:`migrate`)."""
+    apart: bool = False
+    """A step that needs no key and nothing a sealing step does: it is applied even while an
+    earlier sealing step waits for the key, so that every process that migrates (a projection
+    worker started without the key, a command run apart from the services) finds its tables.
+    Steps after it keep their order: the sealing step is applied later, by the first process
+    with the key, and the steps between wait with it."""
 
 
 class SchemaTooNew(RuntimeError):
@@ -461,6 +472,49 @@ def _sealed_webhook_secrets_v10(connection: sa.Connection, secret: bytes) -> Non
             )
 
 
+def _audit_log_v12(connection: sa.Connection) -> None:
+    # Empty at first: the log model replays every partition's stream from its start (it has
+    # no position yet), so every game already played gets its leaves, in stream order.
+    tables = sa.MetaData()
+    sa.Table(
+        "log_leaves",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("leaf_index", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("game_id", sa.Text, nullable=False),
+        sa.Column("hand", sa.Integer),
+        sa.Column("entry", sa.LargeBinary, nullable=False),
+        sa.Index("log_leaves_by_game", "game_id", "hand"),
+    )
+    sa.Table(
+        "log_nodes",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("level", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("hash", sa.LargeBinary, nullable=False),
+    )
+    sa.Table(
+        "log_checkpoints",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("size", sa.BigInteger, nullable=False),
+        sa.Column("root", sa.LargeBinary, nullable=False),
+        sa.Column("checkpoint", sa.Text, nullable=False),
+        sa.Column("note", sa.Text),
+        sa.Column("verifier", sa.Text),
+    )
+    sa.Table(
+        "log_games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("hands", sa.Integer, nullable=False),
+        sa.Column("dealt", Json),
+    )
+    tables.create_all(connection)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "read models: games, scoreboards, hands, players; positions, parked", _read_models_v1
@@ -488,6 +542,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         _sealed_webhook_secrets_v10,
     ),
     Migration(11, "watch links: each game's and league's revocations", _watch_links_v11),
+    Migration(
+        12,
+        "the audit log: leaves, tree nodes and checkpoints per partition",
+        _audit_log_v12,
+        apart=True,
+    ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 
@@ -496,29 +556,36 @@ LATEST = MIGRATIONS[-1].version
 
 async def migrate(store: Store, up_to: int = LATEST, *, secret: bytes | None = None) -> int:
     """Bring the database to :data:`LATEST` (or only to ``up_to``: a test of an upgrade
-    makes the database an earlier version left); return the version it was at before.
+    makes the database an earlier version left); return the version it was at before (the
+    last step applied with none missing before it).
 
     A step that seals (``Migration.sealing``) needs the service's ``secret``: without it (a
-    command run apart from the services) the steps stop before it, and the first service
-    that starts with its key takes them on."""
+    projection worker or a command run apart from the services) that step and the ones after
+    it wait for the first service that starts with its key, all but those marked ``apart``
+    (the audit log's tables), which are applied now."""
     async with store.writing() as conn:
         await _serialize(store, conn)
         if store.schema is not None:
             await conn.execute(sa.schema.CreateSchema(store.schema, if_not_exists=True))
         await conn.run_sync(schema_version.create, checkfirst=True)
-        before = await _current_version(conn)
-    if before > LATEST:
+        applied = await _versions(conn)
+    if max(applied, default=0) > LATEST:
         raise SchemaTooNew(
-            f"the read-model database is at schema {before}; this version knows up to {LATEST}"
+            f"the read-model database is at schema {max(applied)}; this version knows up to"
+            f" {LATEST}"
         )
+    waiting = False
     for migration in MIGRATIONS[:up_to]:
+        if waiting and not migration.apart:
+            continue
         async with store.writing() as conn:
             await _serialize(store, conn)
-            if await _current_version(conn) >= migration.version:
+            if migration.version in await _versions(conn):
                 continue
             if migration.sealing is not None:
                 if secret is None:
-                    break
+                    waiting = True
+                    continue
                 await conn.run_sync(migration.sealing, secret)
             await conn.run_sync(migration.apply)
             await conn.execute(
@@ -528,7 +595,7 @@ async def migrate(store: Store, up_to: int = LATEST, *, secret: bytes | None = N
                     applied_at=datetime.now(UTC).isoformat(timespec="seconds"),
                 )
             )
-    return before
+    return _whole(applied)
 
 
 async def _serialize(store: Store, conn: AsyncConnection) -> None:
@@ -537,6 +604,14 @@ async def _serialize(store: Store, conn: AsyncConnection) -> None:
         await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
 
 
-async def _current_version(conn: AsyncConnection) -> int:
-    version = await conn.scalar(sa.select(sa.func.max(schema_version.c.version)))
-    return int(version or 0)
+async def _versions(conn: AsyncConnection) -> set[int]:
+    return set((await conn.execute(sa.select(schema_version.c.version))).scalars().all())
+
+
+def _whole(applied: set[int]) -> int:
+    """The version a database is at: the last of the steps applied without a gap before it
+    (a step ``apart`` applied while a sealing step waits does not count yet)."""
+    version = 0
+    while version + 1 in applied:
+        version += 1
+    return version

@@ -299,3 +299,57 @@ watch_links = sa.Table(
 """Per game or league (``subject``: ``game:<id>``, ``league:<id>``) whose watch links its
 platform has revoked, the generation links are issued at now: a link of an earlier generation
 is refused. No row: generation 0, nothing revoked. Not a read model: nothing rebuilds it."""
+
+# --------------------------------------------------------------------------- the audit log
+
+log_leaves = sa.Table(
+    "log_leaves",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("leaf_index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("game_id", sa.Text, nullable=False),
+    sa.Column("hand", sa.Integer),
+    sa.Column("entry", sa.LargeBinary, nullable=False),
+    sa.Index("log_leaves_by_game", "game_id", "hand"),
+)
+"""Each partition's log (:mod:`services.transparency.leaves`): the entry of every hand's end
+(``hand`` its number) and every game's end (``hand`` null), in the partition's stream order."""
+
+log_nodes = sa.Table(
+    "log_nodes",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("level", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("hash", sa.LargeBinary, nullable=False),
+)
+"""The head of every complete subtree of each partition's log (level 0: the leaf hashes):
+a proof or an append reads O(log n) of them, never the log."""
+
+log_checkpoints = sa.Table(
+    "log_checkpoints",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("root", sa.LargeBinary, nullable=False),
+    sa.Column("checkpoint", sa.Text, nullable=False),
+    sa.Column("note", sa.Text),
+    sa.Column("verifier", sa.Text),
+)
+"""Each partition's latest checkpoint: its ``tlog-checkpoint`` text, and the note signed by
+the log's key (``verifier``, the public key as text) or null when the process had no key. Only
+the latest is kept, so that the table, like the tree, is a function of the stream alone (a
+replay's batches differ); a client keeps the checkpoints it was shown, and the consistency
+proof from any of them is read from the tree."""
+
+log_games = sa.Table(
+    "log_games",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("hands", sa.Integer, nullable=False),
+    sa.Column("dealt", Json),
+)
+"""Per game: the version the log applied, the hands scored, and the deal of the hand in
+progress as it was committed before the first bid (:class:`~services.transparency.leaves.Dealt`),
+for its leaf."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()
@@ -72,10 +72,15 @@ class MerkleTree:
             self._levels[level].append(parent)
         return index
 
+    def node(self, level: int, position: int) -> bytes:
+        """The head of the complete subtree of ``2^level`` leaves from ``position * 2^level``
+        (level 0: the leaf hashes)."""
+        return self._levels[level][position]
+
     def leaf(self, index: int) -> bytes:
         """The hash of leaf ``index``."""
-        self._check(index < self.size, f"no leaf {index} in a tree of {self.size}")
-        return self._levels[0][index]
+        self._check(0 <= index < self.size, f"no leaf {index} in a tree of {self.size}")
+        return self.node(0, index)
 
     def root(self, size: int | None = None) -> bytes:
         """The tree head of the first ``size`` leaves (all of them by default)."""
@@ -107,7 +112,7 @@ class MerkleTree:
         count = end - start
         if count & (count - 1) == 0:  # complete: stored
             level = count.bit_length() - 1
-            return self._levels[level][start >> level]
+            return self.node(level, start >> level)
         k = _split(count)
         return node_hash(self._subtree(start, start + k), self._subtree(start + k, end))
 
@@ -137,6 +142,112 @@ class MerkleTree:
     def _check(holds: bool, message: str) -> None:
         if not holds:
             raise IndexError(message)
+
+
+Node = tuple[int, int]
+"""A complete subtree by its level and position: ``(level, position)`` holds the leaves
+``position * 2^level`` to ``(position + 1) * 2^level - 1``."""
+
+
+class MissingNode(LookupError):
+    """A :class:`PartialTree` was asked for a node it was not given."""
+
+
+class PartialTree(MerkleTree):
+    """A tree of ``size`` leaves known only by the complete subtrees' hashes it is given: what
+    a proof needs of a log kept in a database, never the whole log (:func:`nodes_for` says
+    which)."""
+
+    def __init__(self, size: int, nodes: Mapping[Node, bytes]) -> None:
+        super().__init__()
+        self._size = size
+        self._nodes = nodes
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def append_hash(self, hashed: bytes) -> int:
+        raise TypeError("a partial tree is read, not appended to")
+
+    def node(self, level: int, position: int) -> bytes:
+        try:
+            return self._nodes[level, position]
+        except KeyError:
+            raise MissingNode(f"no node {(level, position)}") from None
+
+
+class _Recording(PartialTree):
+    def __init__(self, size: int) -> None:
+        super().__init__(size, {})
+        self.asked: set[Node] = set()
+
+    def node(self, level: int, position: int) -> bytes:
+        self.asked.add((level, position))
+        return EMPTY_ROOT  # the walk does not depend on the hashes, only on the sizes
+
+
+def nodes_for(size: int, question: Callable[[MerkleTree], object]) -> set[Node]:
+    """The nodes ``question`` (a root or a proof asked of a tree of ``size``) reads: fetch
+    those, then ask it of a :class:`PartialTree` holding them. Raises ``IndexError`` as the
+    question would."""
+    recording = _Recording(size)
+    question(recording)
+    return recording.asked
+
+
+def complete_nodes(old_size: int, new_size: int) -> Iterator[Node]:
+    """The complete subtrees a tree of ``new_size`` has and one of ``old_size`` has not: what
+    appending leaves ``old_size`` to ``new_size - 1`` adds to a stored log (level 0 too)."""
+    level = 0
+    while new_size >> level:
+        yield from ((level, p) for p in range(old_size >> level, new_size >> level))
+        level += 1
+
+
+class Frontier:
+    """The right edge of a tree: the heads of the complete subtrees that its size's binary
+    digits split it into, largest first. Enough to append leaves and to compute the head,
+    without the rest of the log (:func:`frontier_nodes` says which nodes to read)."""
+
+    def __init__(self, size: int, heads: Sequence[bytes]) -> None:
+        if len(heads) != size.bit_count():
+            raise ValueError(f"a tree of {size} has {size.bit_count()} frontier heads")
+        self.size = size
+        self._heads = list(heads)
+        self._levels = [level for level in reversed(range(size.bit_length())) if size >> level & 1]
+
+    def append_hash(self, hashed: bytes) -> list[tuple[Node, bytes]]:
+        """Add a leaf by its hash; the complete subtrees it completes (its own first)."""
+        made = [((0, self.size), hashed)]
+        level, head = 0, hashed
+        while self._levels and self._levels[-1] == level:
+            self._levels.pop()
+            head = node_hash(self._heads.pop(), head)
+            level += 1
+            made.append(((level, (self.size + 1 >> level) - 1), head))
+        self._levels.append(level)
+        self._heads.append(head)
+        self.size += 1
+        return made
+
+    def root(self) -> bytes:
+        if not self._heads:
+            return EMPTY_ROOT
+        head = self._heads[-1]
+        for left in reversed(self._heads[:-1]):
+            head = node_hash(left, head)
+        return head
+
+
+def frontier_nodes(size: int) -> list[Node]:
+    """The nodes of a tree of ``size`` that its :class:`Frontier` holds, largest first."""
+    nodes, start = [], 0
+    for level in reversed(range(size.bit_length())):
+        if size >> level & 1:
+            nodes.append((level, start >> level))
+            start += 1 << level
+    return nodes
 
 
 def verify_inclusion(

@@ -51,6 +51,7 @@ from services.store.database import Store, is_store_trouble
 from services.store.webhook_endpoints import rfc3339
 from services.webhooks import metrics, outbox
 from services.webhooks.interest import EndpointWatch
+from services.webhooks.receipts import Receipts
 from services.webhooks.schedule import Schedule
 
 log = structlog.get_logger("spades.webhooks")
@@ -98,6 +99,7 @@ class Sender:
         clock: Callable[[], float] = time.time,
         *,
         secrets: Sealer | None = None,
+        receipts: Receipts | None = None,
     ) -> None:
         self.client = client
         self.timeout_s = timeout_s
@@ -105,16 +107,22 @@ class Sender:
         self.secrets = secrets
         """Opens the endpoints' secrets as the database keeps them (sealed); None for
         secrets given in the clear (a test's endpoint that no gateway registered)."""
+        self.receipts = receipts
+        """Adds a ``hand.scored``'s receipt from the audit log (:mod:`.receipts`); None sends
+        the bodies as stored."""
 
     async def send(self, due: outbox.Due) -> Outcome:
         secret = due.secret
         if self.secrets is not None:
             secret = self.secrets.open_text(secret, due.endpoint_id)
-        headers = signing.headers(secret, due.message_id, int(self.clock()), due.body)
+        body = due.body
+        if self.receipts is not None:
+            body = await self.receipts.added(body, due.created_at)
+        headers = signing.headers(secret, due.message_id, int(self.clock()), body)
         try:
             async with asyncio.timeout(self.timeout_s):
                 async with self.client.stream(
-                    "POST", due.url, content=due.body, headers=headers
+                    "POST", due.url, content=body, headers=headers
                 ) as answer:
                     await _read_some(answer, ANSWER_LIMIT_BYTES)
         except AddressRefused as error:

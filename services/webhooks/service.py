@@ -45,6 +45,7 @@ from services.webhooks.ingest import (
     league_folds,
 )
 from services.webhooks.interest import EndpointWatch
+from services.webhooks.receipts import Receipts
 from services.webhooks.schedule import Schedule
 from services.webhooks.transport import delivery_client
 
@@ -97,7 +98,12 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
         watch = EndpointWatch(store)
         deliveries = Deliveries(
             store,
-            Sender(http, settings.webhook_timeout_s, secrets=Sealer(secret, WEBHOOK_SECRETS)),
+            Sender(
+                http,
+                settings.webhook_timeout_s,
+                secrets=Sealer(secret, WEBHOOK_SECRETS),
+                receipts=Receipts(store, settings.webhook_receipt_wait_s),
+            ),
             schedule,
             watch,
             concurrency=settings.webhook_concurrency,

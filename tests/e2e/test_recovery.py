@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from services.client import SpadesClient
 from services.client.leagues import LeagueClient
 from services.runtime.nats_server import free_port
-from services.runtime.settings import Settings
+from services.runtime.settings import LOG_KEY_FILENAME, Settings
 from services.runtime.stream_identity import REBUILD_COMMAND
 from services.store.database import open_store
 from tests.e2e.players import Table, seat_players
@@ -240,7 +240,11 @@ async def test_a_backup_restored_into_an_empty_deployment_serves_the_same_games(
             str(backup),
             "--data-dir",
             str(original.data_dir),
-            env={"SPADES_NATS_URL": f"nats://127.0.0.1:{nats_port}"},
+            # The read-model database too: the audit log and the webhook endpoints are in it.
+            env={
+                "SPADES_NATS_URL": f"nats://127.0.0.1:{nats_port}",
+                "SPADES_DATABASE_URL": original_url,
+            },
         )
         assert "backup complete" in printed
     finally:
@@ -253,9 +257,18 @@ async def test_a_backup_restored_into_an_empty_deployment_serves_the_same_games(
         await store.close()
 
     restored_dir = tmp_path / "restored"
-    printed = await spades("restore", str(backup), "--data-dir", str(restored_dir), env={})
-    assert "restore complete" in printed
     restored_url = await database_url("restored")
+    printed = await spades(
+        "restore",
+        str(backup),
+        "--data-dir",
+        str(restored_dir),
+        env={"SPADES_DATABASE_URL": restored_url},  # where the audit log goes back
+    )
+    assert "restore complete" in printed
+    assert "audit log:" in printed
+    # The log's private key is the operator's to carry (the backup holds its public key only).
+    shutil.copy(original.data_dir / LOG_KEY_FILENAME, restored_dir / LOG_KEY_FILENAME)
     restored = Stack(restored_dir, api_keys=PLATFORM_KEY, env={"SPADES_DATABASE_URL": restored_url})
     await asyncio.to_thread(restored.start)
     try:

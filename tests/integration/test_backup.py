@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from typer.testing import CliRunner, Result
@@ -18,16 +19,24 @@ from services.backup.deployment import STREAMS, restore_backup, take_backup
 from services.backup.manifest import FULL, MANIFEST_FILE, BackupError
 from services.backup.outside import NOT_KEPT
 from services.cli.main import app as spades
+from services.projections.audit_log import LogModel
+from services.projections.registry import sign_log
 from services.runtime.broker_users import ADMIN
 from services.runtime.nats import connect
 from services.runtime.nats_server import EmbeddedNats
 from services.runtime.settings import SIGNING_KEY_FILENAME, Settings
+from services.store.database import Store, open_store
+from services.store.migrations import migrate
+from services.store.schema import log_checkpoints
+from services.transparency.note import Signer, Verifier
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
 from tests.integration.conftest_projections import (  # noqa: E402
     append_games,
     publish_raw,
     random_logs,
+    wait_for_positions,
+    workers,
 )
 
 pytestmark = pytest.mark.integration
@@ -85,6 +94,7 @@ async def test_a_restored_stream_holds_every_message_at_its_sequence(
     assert [(k.name, k.file) for k in manifest.outside] == [
         ("signing key", "secret.key"),
         ("webhook endpoints", "webhook_endpoints.json"),
+        ("audit log", "audit_log.json"),
     ]
     assert manifest.not_kept == NOT_KEPT
     assert (folder / "secret.key").read_bytes() == KEY
@@ -206,5 +216,85 @@ async def test_the_commands_back_up_and_restore_into_an_empty_data_directory(
                 assert await every_message(restored_js, stream, last) == await every_message(
                     js, stream, last
                 )
+        finally:
+            await client.close()
+
+
+LOG_ORIGIN = "spades.test/backed-up-log"
+
+
+async def log_rows(store: Store) -> dict[str, list[tuple[object, ...]]]:
+    async with store.reading() as conn:
+        return {
+            table.name: [
+                tuple(row)
+                for row in await conn.execute(sa.select(table).order_by(*table.primary_key.columns))
+            ]
+            for table in LogModel.tables
+        }
+
+
+async def test_a_backup_carries_the_audit_log_and_puts_it_back_over_no_other(
+    js: JetStreamContext, nats_client: Client, tmp_path: Path
+) -> None:
+    """The log is a record the workers may not recompute: the backup carries its rows and its
+    key, the restore puts them back as they were, and refuses to put them over a log of
+    another key (or other leaves) in the read-model database."""
+    key = Signer.generate(LOG_ORIGIN)
+    lasts = await fill(js)
+    source = deployment(tmp_path / "source")
+    source.data_dir.mkdir()
+    (source.data_dir / SIGNING_KEY_FILENAME).write_bytes(KEY)
+    store = open_store(source.read_model_database_url)
+    sign_log(LOG_ORIGIN, key)
+    try:
+        async with workers(store, nats_client):
+            await wait_for_positions(store, {0: lasts[GAMES_STREAM]}, ["log"])
+        original = await log_rows(store)
+    finally:
+        sign_log(LOG_ORIGIN, None)
+        await store.close()
+    assert original["log_leaves"], "the games' hands are in the log"
+    folder = tmp_path / "backup"
+    await take_backup(source, nats_client, folder)
+    saved = json.loads((folder / "audit_log.json").read_bytes())
+    assert saved["keys"] == [Verifier(f"{LOG_ORIGIN}/0", key.kind, key.verifier.public).text()]
+
+    async with EmbeddedNats(tmp_path / "fresh-nats") as fresh:
+        client = await connect(
+            fresh.url, "pytest-restore", credentials=fresh.credentials_for(ADMIN)
+        )
+        try:
+            # Another log in the target's read-model database: the same rows, another key.
+            other = deployment(tmp_path / "other-log")
+            other.data_dir.mkdir()
+            other_store = open_store(other.read_model_database_url)
+            try:
+                await migrate(other_store)
+                async with other_store.writing() as conn:
+                    for table in LogModel.tables:
+                        await conn.execute(
+                            table.insert(),
+                            [
+                                dict(zip(table.c.keys(), row, strict=True))
+                                for row in original[table.name]
+                            ],
+                        )
+                    another = Signer.generate(f"{LOG_ORIGIN}/0").verifier.text()
+                    await conn.execute(log_checkpoints.update().values(verifier=another))
+            finally:
+                await other_store.close()
+            with pytest.raises(BackupError, match="audit log signed with another key"):
+                await restore_backup(other, client, folder)
+            assert (await client.jetstream().account_info()).streams == 0, "nothing restored"
+
+            target = deployment(tmp_path / "target")
+            restored = await restore_backup(target, client, folder)
+            assert any(line.startswith("audit log:") for line in restored.outside)
+            restored_store = open_store(target.read_model_database_url)
+            try:
+                assert await log_rows(restored_store) == original
+            finally:
+                await restored_store.close()
         finally:
             await client.close()

@@ -30,8 +30,8 @@ from services.runtime.nats_server import EmbeddedNats
 from services.runtime.stream_identity import StreamIdentity, message_digest
 from services.store import queries
 from services.store.database import Store, open_store
-from services.store.migrations import LATEST, SchemaTooNew, migrate
-from services.store.schema import metadata, schema_version
+from services.store.migrations import LATEST, MIGRATIONS, SchemaTooNew, migrate
+from services.store.schema import log_leaves, metadata, schema_version
 from tests.integration.support import broker_credentials
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
@@ -73,6 +73,33 @@ async def test_processes_starting_at_once_migrate_once(database_url: str) -> Non
             await store.close()
 
 
+async def test_without_the_key_the_log_tables_come_and_the_sealing_steps_wait(
+    database_url: str,
+) -> None:
+    """A projection worker started without the service's key migrates all it can: the audit
+    log's tables (a step ``apart``) come at once, the sealing step and those after it wait, and
+    the first process with the key applies them in order."""
+    store = open_store(database_url)
+    sealing = next(m.version for m in MIGRATIONS if m.sealing is not None)
+
+    async def applied() -> list[int]:
+        async with store.reading() as conn:
+            query = sa.select(schema_version.c.version).order_by(schema_version.c.version)
+            return list((await conn.execute(query)).scalars().all())
+
+    try:
+        assert await migrate(store) == 0
+        assert await applied() == [m.version for m in MIGRATIONS if m.version < sealing or m.apart]
+        async with store.reading() as conn:  # the log model's tables are there to write
+            assert await conn.scalar(sa.select(sa.func.count()).select_from(log_leaves)) == 0
+        assert await migrate(store) == sealing - 1  # still no key: still waiting
+        assert await migrate(store, secret=TESTS_KEY) == sealing - 1
+        assert await applied() == list(range(1, LATEST + 1))
+        assert await migrate(store) == LATEST
+    finally:
+        await store.close()
+
+
 async def test_a_database_an_earlier_version_made_keeps_its_positions(
     database_url: str, js: JetStreamContext, nats_client: Client
 ) -> None:
@@ -92,6 +119,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
         identity = StreamIdentity.of(await js.stream_info(GAMES_STREAM))
         digest = message_digest((await js.get_msg(GAMES_STREAM, first)).data or b"")
         kept = ["games", "scoreboard", "hands", "players"]
+        then = [*kept, "standings"]  # the models of schema 6 (the log came with schema 11)
         async with store.writing() as conn:  # what the workers of schema 6 left
             for name in kept:
                 assert await READ_MODELS[name].apply(conn, delivered) == {}
@@ -103,7 +131,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
                 ),
                 [
                     {"model": name, "at": first, "digest": digest, **identity_row(identity)}
-                    for name in READ_MODELS
+                    for name in then
                 ],
             )
             await conn.execute(
@@ -112,7 +140,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
                     " parked_at) VALUES (:model, :sequence, 'spades.games.junk', 'not a commit',"
                     " :payload, 1, '')"
                 ),
-                [{"model": n, "sequence": junk, "payload": b"not a commit"} for n in READ_MODELS],
+                [{"model": n, "sequence": junk, "payload": b"not a commit"} for n in then],
             )
             await conn.execute(
                 sa.text(
@@ -121,10 +149,12 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
                 )
             )
 
-        assert await migrate(store) == 6
+        assert await migrate(store, secret=TESTS_KEY) == 6  # as a projections process does
         upgraded = await positions_in(store)
         assert {
-            name: (p.position, p.generation, p.stream, p.digest) for name, p in upgraded.items()
+            name: (p.position, p.generation, p.stream, p.digest)
+            for name, p in upgraded.items()
+            if name in then
         } == {
             **dict.fromkeys(kept, (first, 0, identity, digest)),
             "standings": (0, 1, None, None),
@@ -140,7 +170,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
         parked = await parked_messages(store)
         assert {(m.model, m.partition, m.sequence, m.attempts) for m in parked} == {
             (name, 0, junk, 1) for name in READ_MODELS
-        }, "parked once each: the four went on from their positions, the standings replayed"
+        }, "parked once each: the four went on from their positions, the others replayed"
         went_on = await snapshot(store)
         await rebuild(store)
         async with workers(store, nats_client):
@@ -360,6 +390,7 @@ async def test_the_operator_commands(
             "hands": garbage,
             "players": garbage,
             "standings": garbage,
+            "log": garbage,
         }
 
         rebuilt = await asyncio.to_thread(spades_projections, "rebuild", "games", "--wait")

@@ -340,7 +340,11 @@ async def test_a_backup_carries_the_endpoints_and_a_restore_starts_them_after_th
         await store.close()
     folder = tmp_path / "backup"
     manifest = await take_backup(source, nats_client, folder)
-    assert [k.name for k in manifest.outside] == ["signing key", "webhook endpoints"]
+    assert [k.name for k in manifest.outside] == [
+        "signing key",
+        "webhook endpoints",
+        "audit log",
+    ]
     assert (folder / "webhook_endpoints.json").stat().st_mode & 0o077 == 0
     assert {e["secret"] for e in json.loads((folder / "webhook_endpoints.json").read_text())} == {
         one.secret for one in kept

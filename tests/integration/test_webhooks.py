@@ -23,7 +23,7 @@ from nats.aio.client import Client
 from typer.testing import CliRunner, Result
 
 from benchmarks.webhook_receiver import ACKNOWLEDGE, HANG, Received, Receiver, always
-from contracts.webhooks import EVENT_TYPES, encode_webhook
+from contracts.webhooks import EVENT_TYPES, encode_webhook, read_webhook
 from services.bots.runner import GameOutcome, play_game, play_games
 from services.bots.strategy import Bot
 from services.cli.main import app as cli
@@ -32,15 +32,24 @@ from services.client.leagues import LeagueClient
 from services.client.webhooks import CreatedWebhook, WebhookClient, WebhookVerificationError
 from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.webhook_signing import new_secret
+from services.transparency.note import Signer, Verifier
 from services.webhooks.events import Seen, game_webhooks
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ServiceProcess, history
+from tests.integration.support import (
+    EngineProcess,
+    ProjectionsProcess,
+    ServiceProcess,
+    history,
+)
 from tests.integration.test_gateway import (
     SIGNING_KEY,
     ServedGateway,
     assert_problem,
     gateway_settings,
 )
+
+pytest.register_assert_rewrite("tests.integration.test_gateway_log")
+from tests.integration.test_gateway_log import check_offline  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -534,3 +543,61 @@ async def test_the_cli_lists_a_platforms_endpoints_and_an_endpoints_deliveries(
     unknown = await asyncio.to_thread(spades, "deliveries", "ep_000000000000000000000000")
     assert unknown.exit_code == 1
     assert "webhook_not_found" in unknown.stderr
+
+
+async def test_hand_scored_carries_the_hands_receipt_once_the_log_holds_it(
+    deployment: Deployment, house: Client
+) -> None:
+    """With projection workers keeping the audit log beside the webhooks worker, the
+    ``hand.scored`` webhook carries the hand's receipt, which the platform checks offline with
+    the log's public key alone; the rest of the body is the history's, byte for byte."""
+    key = Signer.generate("spades.test/webhook-log")
+    projections = ProjectionsProcess(
+        deployment.nats_url,
+        deployment.data_dir,
+        env={
+            "SPADES_DATA_DIR": str(deployment.data_dir),
+            "SPADES_SECRET_KEY": SIGNING_KEY,
+            "SPADES_LOG_KEY": key.text(),
+            "SPADES_LOG_ORIGIN": "spades.test/webhook-log",
+        },
+    )
+    projections.start()
+    try:
+        deployment.start_worker()
+        with Receiver() as receiver:
+            await register(deployment, receiver.url)
+            games = await play(deployment, games=2)
+            received = await until(receiver, finished([game.game_id for game in games]))
+    finally:
+        projections.stop()
+
+    for game in games:
+        arrived = of_game(received, game.game_id)
+        scored = [r.json for r in arrived if r.type == "hand.scored"]
+        assert scored
+        for webhook in scored:
+            receipt = webhook["data"]["receipt"]
+            assert receipt is not None, "the log held the hand within the wait"
+            assert (receipt["game_id"], receipt["hand"]) == (
+                game.game_id,
+                webhook["data"]["hand"],
+            )
+            assert receipt["signed"]
+            partition = receipt["partition"]
+            check_offline(receipt, key_of(key, partition))
+        # Without its receipts, each body is the one the game's history makes.
+        plain = [encode_webhook(read_webhook(without_receipt(r.body))) for r in arrived]
+        assert plain == await truth(house, game.game_id)
+
+
+def key_of(key: Signer, partition: int) -> Verifier:
+    """The log key's verifier under a partition's log name, as ``GET /v1/log`` shows it."""
+    return Verifier(f"spades.test/webhook-log/{partition}", key.kind, key.verifier.public)
+
+
+def without_receipt(body: bytes) -> bytes:
+    webhook = msgspec.json.decode(body)
+    if webhook["type"] == "hand.scored":
+        webhook["data"]["receipt"] = None
+    return msgspec.json.encode(webhook)

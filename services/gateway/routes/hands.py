@@ -9,11 +9,12 @@ from fastapi import APIRouter, Path
 from domain.events import GameCreated
 from domain.records import HandRecord as Record
 from services.gateway.deps import GameReadOf, Gateway, MinVersion, Services
-from services.gateway.models import HandRecord, HandRecords, Scoreboard
+from services.gateway.models import HandRecords, HandRecordWithReceipt, Scoreboard
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.score_lines import score_lines
 from services.gateway.views import as_json
+from services.store.receipts import hand_receipt
 
 router = APIRouter(prefix="/v1/games/{game_id}", tags=["hands"])
 
@@ -39,7 +40,7 @@ async def hands(read: GameReadOf, _visible: MinVersion, services: Services) -> A
 
 @router.get(
     "/hands/{hand}",
-    response_model=HandRecord,
+    response_model=HandRecordWithReceipt,
     responses=_PROBLEMS,
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
@@ -51,8 +52,8 @@ async def hand(
     _visible: MinVersion,
     services: Services,
 ) -> Any:
-    """One finished hand's record, with its score's lines; a hand still being played has
-    none."""
+    """One finished hand's record, with its score's lines and its receipt from the audit log
+    (null until the log holds it); a hand still being played has none."""
     game_id = read.game.game_id
     record = await services.read_models.hand_record(game_id, hand)
     if record is None:
@@ -62,7 +63,7 @@ async def hand(
     # The lines of a hand need the bags before it: the hand before's, or the game's start.
     before = await services.read_models.hand_record(game_id, hand - 1) if hand > 1 else None
     shown = await _with_score_lines(services, game_id, [r for r in (before, record) if r])
-    return shown[-1]
+    return {**shown[-1], "receipt": await hand_receipt(services.store, game_id, hand)}
 
 
 async def _with_score_lines(

@@ -39,8 +39,8 @@ from spades_client.models import (
     DrawAction,
     EventPage,
     GameList,
-    HandRecord,
     HandRecords,
+    HandRecordWithReceipt,
     Health,
     LegalBack,
     LegalBid,
@@ -256,7 +256,7 @@ def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dic
     )
     hand = parsed(
         retrying(lambda: get_hand.sync_detailed(game_id, 1, client=platform)),
-        HandRecord,
+        HandRecordWithReceipt,
         "getHand",
     )
     board = parsed(

@@ -1,0 +1,79 @@
+"""A finished hand's receipt from the audit log: its leaf, the latest checkpoint of its
+partition's log (signed note), the leaf's inclusion proof in it, and the deal's commitment as
+the game's history held it before the first bid.
+
+One builder for every place a receipt is handed out (``GET .../hands/{n}/receipt``, the hand's
+record, the ``hand.scored`` webhook), so they all say the same. A receipt exists only for a
+finished hand (the log holds nothing else): its record is public to the game's readers by then,
+and the receipt shows no more than that record.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+
+from services.store.audit_log import latest_checkpoint, leaf_of, partial_tree
+from services.store.database import Store
+from services.store.schema import positions
+from services.transparency.leaves import HandEnd, read_entry
+
+
+def b64(data: bytes) -> str:
+    """A hash or an entry as the API shows it: base64, as a ``tlog-checkpoint`` writes its
+    root."""
+    return base64.b64encode(data).decode()
+
+
+async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] | None:
+    """The receipt of the game's finished hand ``hand`` (the JSON of
+    :class:`~services.gateway.models.Receipt`); None while the log does not hold it."""
+    async with store.reading() as conn:
+        leaf = await leaf_of(conn, game_id, hand)
+        if leaf is None:
+            return None
+        head = await latest_checkpoint(conn, leaf.partition)
+        assert head is not None  # a leaf is written with its checkpoint
+        tree = await partial_tree(
+            conn, leaf.partition, head.size, lambda t: t.inclusion_proof(leaf.index, head.size)
+        )
+    entry = read_entry(leaf.entry)
+    assert isinstance(entry, HandEnd)
+    deal = None
+    if entry.dealt_version is not None and entry.dealt_chain is not None:
+        deal = {
+            "hand": entry.hand,
+            "version": entry.dealt_version,
+            "chain": entry.dealt_chain,
+            "commitment": entry.commitment,
+        }
+    return {
+        "game_id": game_id,
+        "hand": hand,
+        "partition": leaf.partition,
+        "origin": head.checkpoint.split("\n", 1)[0],
+        "leaf_index": leaf.index,
+        "entry": msgspec.to_builtins(entry),
+        "entry_bytes": b64(leaf.entry),
+        "tree_size": head.size,
+        "checkpoint": head.note if head.note is not None else head.checkpoint,
+        "signed": head.note is not None,
+        "verifier": head.verifier,
+        "inclusion_proof": [b64(h) for h in tree.inclusion_proof(leaf.index, head.size)],
+        "deal": deal,
+    }
+
+
+_LOG_KEPT = sa.select(sa.func.count()).where(
+    (positions.c.model == "log") & (positions.c.position > 0)
+)
+
+
+async def log_kept(store: Store) -> bool:
+    """Whether a projection worker keeps the audit log here (it has read some of a stream):
+    whether waiting for a hand's receipt can end with one."""
+    async with store.reading() as conn:
+        return bool(await conn.scalar(_LOG_KEPT))
