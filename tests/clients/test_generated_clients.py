@@ -218,6 +218,12 @@ def test_the_generated_python_client_calls_every_operation_each_answer_parsed(
     assert seen["league_links_revoked"] == seen["game_links_revoked"] == 204, seen
     assert seen["endpoint_listed"], seen
     assert seen["endpoint_deleted"] == 204, seen
+    assert seen["receipt"] == [seen["log_game"], 1, True], seen
+    assert seen["inclusion_root"] == seen["receipt_root"], seen  # the leaf is in that tree
+    assert seen["checkpoint_origin"] == seen["receipt_origin"], seen
+    old, new, old_root = seen["consistency"]
+    assert old <= new, seen
+    assert old_root == seen["receipt_root"], seen
     sources = "".join((SOURCE / "python" / name).read_text() for name in ("play.py", program.name))
     operations = {
         operation["operationId"]

@@ -1,7 +1,8 @@
 """The rest of a platform's API through the generated client: every operation ``play.py`` does
 not call (a league and its round, a substitution and a withdrawal, its standings and exports,
-watch links, a seat marked away, webhooks and their deliveries, the metrics), each 2xx answer
-its parsed model, as ``play.py`` holds its own to.
+watch links, a seat marked away, webhooks and their deliveries, the metrics, and the audit
+log: a finished hand's receipt, the logs, a signed checkpoint and both proofs), each 2xx
+answer its parsed model, as ``play.py`` holds its own to.
 
 ``python operations.py BASE_URL API_KEY HOOK_URL`` (the generated package on ``PYTHONPATH``)
 prints one JSON line: the operations called and what the server said, for the test to hold up.
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
+from play import main as play_game
 from play import parsed, retrying
 from spades_client import AuthenticatedClient
 from spades_client.api.games import create_game
@@ -28,6 +31,13 @@ from spades_client.api.leagues import (
     start_round,
     substitute,
     withdraw,
+)
+from spades_client.api.log import (
+    get_consistency_proof,
+    get_hand_receipt,
+    get_inclusion_proof,
+    get_log_checkpoint,
+    list_logs,
 )
 from spades_client.api.seats import mark_away, take_seat
 from spades_client.api.service import metrics
@@ -46,6 +56,7 @@ from spades_client.api.webhooks import (
 )
 from spades_client.models import (
     ClockSettings,
+    ConsistencyProof,
     CreatedWebhook,
     CreateGame,
     CreateGameRuleSetInput,
@@ -56,10 +67,13 @@ from spades_client.models import (
     CreateWebhookEventsItem,
     DeliveryPage,
     EventPage,
+    InclusionProof,
     League,
     LeagueResults,
     LeagueRound,
+    Logs,
     PublicState,
+    Receipt,
     Replay,
     Replayed,
     RoundStarted,
@@ -76,6 +90,8 @@ from spades_client.models import (
 from spades_client.models import Substitute as SubstituteBody
 from spades_client.types import Response
 
+RECEIPT_WAIT_S = 30.0
+"""How long the log may take to hold a finished hand (it follows the stream a moment behind)."""
 PLAYERS = ["ada", "bo", "cy", "di", "ed", "flo", "gus", "hal"]
 RULES = {"preset": "partnership", "max_hands": 1}
 
@@ -254,6 +270,59 @@ def webhook_operations(platform: AuthenticatedClient, hook_url: str) -> dict[str
     }
 
 
+def log_operations(platform: AuthenticatedClient, base_url: str, api_key: str) -> dict[str, Any]:
+    """A two-player game played out, its hand's receipt once the log holds it, the logs, the
+    receipt's partition's signed checkpoint, and the proofs of its leaf and of its tree."""
+    game_id = str(play_game(base_url, api_key, "two-player", 0)["game_id"])
+    deadline = time.monotonic() + RECEIPT_WAIT_S
+    while True:
+        answer = retrying(partial(get_hand_receipt.sync_detailed, game_id, 1, client=platform))
+        if answer.status_code != 404 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    receipt = parsed(answer, Receipt, "getHandReceipt")
+    logs = parsed(retrying(lambda: list_logs.sync_detailed(client=platform)), Logs, "listLogs")
+    head = next(log for log in logs.logs if log.partition == receipt.partition)
+    note = retrying(partial(get_log_checkpoint.sync_detailed, receipt.partition, client=platform))
+    if note.status_code != 200 or not isinstance(note.parsed, str):  # text/plain
+        raise SystemExit(f"getLogCheckpoint: {note.status_code} {note.content!r}")
+    inclusion = parsed(
+        retrying(
+            partial(
+                get_inclusion_proof.sync_detailed,
+                receipt.partition,
+                client=platform,
+                index=receipt.leaf_index,
+                size=receipt.tree_size,
+            )
+        ),
+        InclusionProof,
+        "getInclusionProof",
+    )
+    consistency = parsed(
+        retrying(
+            partial(
+                get_consistency_proof.sync_detailed,
+                receipt.partition,
+                client=platform,
+                old=receipt.tree_size,
+                new=head.size,
+            )
+        ),
+        ConsistencyProof,
+        "getConsistencyProof",
+    )
+    return {
+        "log_game": game_id,
+        "receipt": [receipt.game_id, receipt.hand, receipt.signed],
+        "receipt_root": receipt.checkpoint.split("\n")[2],
+        "inclusion_root": inclusion.root,
+        "checkpoint_origin": note.parsed.split("\n", 1)[0],
+        "receipt_origin": receipt.origin,
+        "consistency": [consistency.old, consistency.new, consistency.old_root],
+    }
+
+
 def main(base_url: str, api_key: str, hook_url: str) -> dict[str, Any]:
     platform = AuthenticatedClient(base_url=base_url, token=api_key)
     scraped = retrying(lambda: metrics.sync_detailed(client=platform))
@@ -264,6 +333,7 @@ def main(base_url: str, api_key: str, hook_url: str) -> dict[str, Any]:
         **league_operations(platform),
         **game_operations(platform),
         **webhook_operations(platform, hook_url),
+        **log_operations(platform, base_url, api_key),
     }
 
 
