@@ -32,6 +32,10 @@ nothing for a public game). Frames, in order:
   never in it);
 - in a game with a clock, a `clock` frame after each commit, with `id:` the commit's last
   version (the id of the event frame just before it);
+- `receipt`, where a worker keeps the audit log, after a hand ends while the stream is open:
+  the hand's receipt (the signed checkpoint, its inclusion proof, the deal's commitment), once
+  the log holds the hand (up to 10 s after), with `id:` the last version sent before it; a
+  client that was away then reads it in the hand's record;
 - `end`, last: `{"reason", "version"}`, why the stream ends (`game_over`, `token_expired`,
   `token_revoked`), with `id:` the last version sent; the server then closes the stream;
 - a `: keep-alive` comment when nothing else was sent for a while.
@@ -110,6 +114,13 @@ def _stream_messages(events: dict[str, str]) -> dict[str, Any]:
             "A clocked game's clock after a commit (`id:` the commit's last version): each "
             "seat's bank, whether it is away, the deadline of the seat on turn.",
             _ref("ClockState"),
+        ),
+        "receipt": _message(
+            "receipt",
+            "receipt",
+            "A hand's receipt from the audit log (`id:` the last version sent before it): "
+            "after the hand ends, once the log holds it.",
+            _ref("Receipt"),
         ),
         "end": _message(
             "end",

@@ -9,6 +9,12 @@ names the last version the client has:
 - ``clock`` (a game with a clock, after each commit): the clock as the commit left it; its id
   is the commit's last version, the id of the event frame just before it, so a client that
   resumes after it misses nothing and gets nothing twice.
+- ``receipt`` (where a projection worker keeps the audit log), after a hand ends while the
+  stream is open: the hand's receipt (:func:`services.store.receipts.hand_receipt`: the signed
+  checkpoint, the hand's inclusion proof, the deal's commitment), once the log holds the hand,
+  a moment behind the game (waited for up to :data:`RECEIPT_WAIT_S`; past that, the hand's
+  record carries it). Its id is the last version sent before it, like ``clock``'s, so resuming
+  after it misses no event; a client that went away before it reads the hand's record.
 - ``end``, last: ``{"reason", "version"}``, why the stream ends (``game_over``,
   ``token_expired``, ``token_revoked``); its id is the last version sent. The server closes the
   stream after it: a client should not reconnect (one that does, after a finished game's last
@@ -33,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -46,7 +52,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from contracts.wire import commit_seconds, read_commit
-from domain.events import AnyEvent, GameEnded, SeatTokenReissued
+from domain.events import AnyEvent, GameEnded, HandScored, SeatTokenReissued
 from domain.game import evolve
 from domain.state import Game
 from domain.timing import apply_commit
@@ -183,6 +189,54 @@ class StreamEnd(msgspec.Struct, frozen=True, kw_only=True):
     version: Annotated[int, msgspec.Meta(description="The last version sent.")]
 
 
+RECEIPT_WAIT_S = 10.0
+"""How long after a hand's end a stream looks for the hand's receipt in the audit log."""
+RECEIPT_POLL_S = 0.1
+"""How often it looks meanwhile."""
+
+ReceiptOf = Callable[[str, int], Awaitable[dict[str, object] | None]]
+"""A finished hand's receipt by game and hand, None while the log does not hold it."""
+
+
+class PendingReceipts:
+    """The hands that ended while the stream was open, whose receipts are still to come."""
+
+    def __init__(self, game_id: str, receipt_of: ReceiptOf | None) -> None:
+        self.game_id = game_id
+        self.receipt_of = receipt_of
+        self.due: dict[int, float] = {}
+
+    def expect(self, event: AnyEvent) -> None:
+        if self.receipt_of is not None and isinstance(event, HandScored):
+            self.due[event.hand] = time.monotonic() + RECEIPT_WAIT_S
+
+    def wait_s(self, wait_s: float) -> float:
+        """``wait_s``, or less while a receipt is due (to look again soon)."""
+        return min(wait_s, RECEIPT_POLL_S) if self.due else wait_s
+
+    async def frames(self, version: int) -> AsyncIterator[bytes]:
+        """A ``receipt`` frame for each due hand the log holds now; a hand past its wait is
+        given up (its record carries the receipt)."""
+        if self.receipt_of is None:
+            return
+        for hand, until in sorted(self.due.items()):
+            found = await self.receipt_of(self.game_id, hand)
+            if found is not None:
+                del self.due[hand]
+                data = msgspec.json.encode(found).decode()
+                yield format_sse_event(data_str=data, event="receipt", id=str(version))
+            elif time.monotonic() > until:
+                del self.due[hand]
+
+    async def last(self, version: int) -> AsyncIterator[bytes]:
+        """Every due receipt, waiting for each up to its time (the stream is about to end)."""
+        while self.due:
+            async for frame in self.frames(version):
+                yield frame
+            if self.due:
+                await anyio.sleep(RECEIPT_POLL_S)
+
+
 def _end_frame(reason: EndReason, version: int) -> bytes:
     data = msgspec.json.encode(StreamEnd(reason=reason, version=version)).decode()
     return format_sse_event(data_str=data, event="end", id=str(version))
@@ -201,11 +255,14 @@ async def frames(
     reader: Reader,
     keep_alive_s: float,
     revoked: Callable[[], bool] | None = None,
+    receipt_of: ReceiptOf | None = None,
 ) -> AsyncIterator[bytes]:
     """The stream's bytes, until the client goes or NATS does, or the stream's token expires
     (at its expiry) or is revoked (at the event that revokes it, or within
-    :data:`REVOCATION_CHECK_S` of ``revoked`` saying so)."""
+    :data:`REVOCATION_CHECK_S` of ``revoked`` saying so). With ``receipt_of``, the receipt of
+    each hand that ends while it is open."""
     game = start.game
+    pending = PendingReceipts(game.game_id, receipt_of)
     seen = start.resume_after
     if seen is None:
         yield _state_frame(game, reader)
@@ -234,13 +291,16 @@ async def frames(
                     yield KEEP_ALIVE
                     quiet_since = time.monotonic()
                     continue
-                wait_s = min(keep_alive_in, start.lasts_s(), REVOCATION_CHECK_S)
+                wait_s = pending.wait_s(min(keep_alive_in, start.lasts_s(), REVOCATION_CHECK_S))
                 try:
                     message = await following.next_msg(max(wait_s, 0.01))
                 except nats.errors.TimeoutError:
                     if revoked is not None and revoked():
                         yield _end_frame("token_revoked", seen)
                         return
+                    async for frame in pending.frames(seen):
+                        yield frame
+                        quiet_since = time.monotonic()
                     continue
                 quiet_since = time.monotonic()
                 commit = read_commit(message.data)
@@ -250,6 +310,7 @@ async def frames(
                         yield _event_frame(version, event, reader, start.owner)
                         seen = version
                         over = over or isinstance(event, GameEnded)
+                        pending.expect(event)
                         if start.revokes(event):
                             yield _end_frame("token_revoked", seen)
                             return
@@ -258,7 +319,11 @@ async def frames(
                     game = apply_commit(game, commit.events, at, evolve) or game
                     yield _clock_frame(game, seen)
                 if over:
+                    async for frame in pending.last(seen):
+                        yield frame
                     yield _end_frame("game_over", seen)
                     return
+                async for frame in pending.frames(seen):
+                    yield frame
     except nats.errors.Error as error:
         log.warning("event stream ends: nats", game_id=game.game_id, error=type(error).__name__)

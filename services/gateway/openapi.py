@@ -100,8 +100,9 @@ def event_stream_schema() -> dict[str, Any]:
     """Each server-sent event of a game's stream (OpenAPI 3.1: the schema of one event, its
     ``data`` JSON typed by ``contentSchema``): first ``state``, the public state or the seat's
     view, then each event, named by its type, as ``GET .../events`` shows it to the reader, and
-    in a game with a clock a ``clock`` after each commit (its id the commit's last version), and
-    last an ``end``. The same frames, with the stream's id rules, are in ``asyncapi.json``."""
+    in a game with a clock a ``clock`` after each commit (its id the commit's last version), a
+    ``receipt`` after a hand ends (where the audit log is kept), and last an ``end``. The same
+    frames, with the stream's id rules, are in ``asyncapi.json``."""
     state = {
         "anyOf": [
             {"$ref": "#/components/schemas/SeatView"},
@@ -123,6 +124,13 @@ def event_stream_schema() -> dict[str, Any]:
                 "the deadline of the seat on turn.",
                 "The commit's last version: the id of the event just before it, so that "
                 "`Last-Event-ID` resumes exactly.",
+            ),
+            _sse_event(
+                {"const": "receipt"},
+                {"$ref": "#/components/schemas/Receipt"},
+                "A hand's receipt from the audit log, after the hand ends while the stream is "
+                "open, once the log holds it (where a worker keeps the log; up to 10 s after).",
+                "The last version sent before it, as for `clock`.",
             ),
             _sse_event(
                 {"const": "end"},
@@ -220,7 +228,8 @@ SERVERS: list[dict[str, str]] = [
 ]
 STREAM_ANSWER = (
     "A `state` event (`id:` the game's version), then every event as it is committed (`id:` its "
-    "version), and in a game with a clock a `clock` event after each commit (no `id`). "
+    "version), in a game with a clock a `clock` event after each commit, a `receipt` after a "
+    "hand ends (where the audit log is kept), and an `end` last. "
     "`asyncapi.json` gives each frame, the `Last-Event-ID` rules and when the stream ends."
 )
 RENAMED: dict[str, str] = {"Events": "EventPage", "Deliveries": "DeliveryPage"}

@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import random
 from contextlib import aclosing
+from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from services.client import ServerSentEvent, SpadesClient
+from services.transparency.checkpoint import Checkpoint
+from services.transparency.leaves import HandEnd, read_entry
+from services.transparency.merkle import leaf_hash, verify_inclusion
 from tests.e2e.players import PRESETS, Table, seat_players
 from tests.e2e.stack import Stack
 
@@ -122,6 +128,19 @@ async def all_messages(
     return messages
 
 
+def check_receipt(receipt: dict[str, Any], game_id: str, hand: int) -> None:
+    """The receipt is of that hand, and its leaf is in the tree its checkpoint names."""
+    assert (receipt["game_id"], receipt["hand"]) == (game_id, hand)
+    entry = base64.b64decode(receipt["entry_bytes"])
+    assert read_entry(entry) == msgspec.convert(receipt["entry"], HandEnd)
+    checkpoint = Checkpoint.parse(receipt["checkpoint"].split("\n\n", 1)[0] + "\n")
+    assert checkpoint.size == receipt["tree_size"]
+    path = [base64.b64decode(node) for node in receipt["inclusion_proof"]]
+    verify_inclusion(
+        leaf_hash(entry), receipt["leaf_index"], checkpoint.size, path, checkpoint.root
+    )
+
+
 async def test_a_finished_games_stream_ends_with_an_end_frame_and_is_closed(
     client: SpadesClient,
 ) -> None:
@@ -130,13 +149,20 @@ async def test_a_finished_games_stream_ends_with_an_end_frame_and_is_closed(
     following = asyncio.create_task(all_messages(client, table.game_id, opened=opened))
     await asyncio.wait_for(opened.wait(), READ_TIMEOUT_S)
     final = await table.play_out()
-    live = await following  # opened as the game began: ends once it ends
+    everything = await following  # opened as the game began: ends once it ends
+    receipts = [m for m in everything if m.event == "receipt"]
+    live = [m for m in everything if m.event != "receipt"]
     assert [m.event for m in live[-2:]] == ["game_ended", "end"]
     assert live[-1].json() == {"reason": "game_over", "version": final.version}
     assert live[-1].id == str(final.version)
     assert [m.id for m in live[1:-1]] == [
         str(v) for v in range(live[0].json()["version"] + 1, final.version + 1)
     ]
+    # The hand's receipt comes after the hand ends, before the end, with the last id sent.
+    assert [m.event for m in everything[-3:]] == ["game_ended", "receipt", "end"]
+    (receipt,) = receipts
+    assert receipt.id == str(final.version)
+    check_receipt(receipt.json(), table.game_id, hand=1)
 
     fresh = await all_messages(client, table.game_id)  # opened after the end: state, then end
     assert [(m.event, m.id) for m in fresh] == [
@@ -185,6 +211,8 @@ async def test_every_frame_of_a_clocked_game_has_an_id_and_a_clock_resumes_exact
     assert messages[-1].event == "end"
     after_clock = messages[clocks[len(clocks) // 2]]
     resumed = await all_messages(client, created.game_id, after_clock.id)
-    events = [m for m in messages if m.event not in ("state", "clock", "end")]
+    # a receipt is sent once, live, after its hand ends: a resumed stream goes on from events
+    frames = ("state", "clock", "receipt", "end")
+    events = [m for m in messages if m.event not in frames]
     expected = [m.id for m in events if int(m.id or 0) > int(after_clock.id or 0)]
-    assert [m.id for m in resumed if m.event not in ("clock", "end")] == expected
+    assert [m.id for m in resumed if m.event not in frames] == expected

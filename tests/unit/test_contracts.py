@@ -110,7 +110,7 @@ def test_the_asyncapi_document_describes_the_stream_and_the_webhooks() -> None:
     assert document["asyncapi"].startswith("3.")
     frames = set(document["channels"]["gameEvents"]["messages"])
     events = {str(kind.__struct_config__.tag) for kind in get_args(AnyEvent)}
-    assert frames == {"state", "clock", "end"} | events
+    assert frames == {"state", "clock", "receipt", "end"} | events
     webhooks = document["components"]["messages"]
     assert {webhooks[name]["title"] for name in document["channels"]["webhooks"]["messages"]} == (
         set(EVENT_TYPES)

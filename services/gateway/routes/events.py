@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
+from sqlalchemy.exc import SQLAlchemyError
 
 from domain.events import AnyEvent
 from services.gateway.deps import GameReadOf, Services, StreamReadOf, held_by, revoked_in_memory
@@ -14,6 +15,7 @@ from services.gateway.models import Events
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, event_stream_schema, problems
 from services.gateway.problems import ProblemError
 from services.gateway.views import events_answer, versioned
+from services.store.receipts import hand_receipt, log_kept
 
 router = APIRouter(prefix="/v1/games/{game_id}/events", tags=["events"])
 
@@ -91,11 +93,25 @@ async def event_stream(
     def revoked() -> bool:
         return grant is not None and revoked_in_memory(services.games, grant)
 
+    async def receipt_of(game_id: str, hand: int) -> dict[str, object] | None:
+        return await hand_receipt(services.store, game_id, hand)
+
+    try:
+        kept = await log_kept(services.store)  # else no receipt will come to wait for
+    except SQLAlchemyError:
+        kept = False  # the stream goes on without receipts; the hands' records have them
+
     async def body() -> AsyncIterator[bytes]:
         services.metrics.streams.inc()
         try:
             async for frame in frames(
-                services.connection, services.stream, start, reader, services.keep_alive_s, revoked
+                services.connection,
+                services.stream,
+                start,
+                reader,
+                services.keep_alive_s,
+                revoked,
+                receipt_of if kept else None,
             ):
                 yield frame
         finally:

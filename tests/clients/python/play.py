@@ -250,17 +250,23 @@ def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dic
     )
     games = parsed(retrying(lambda: list_games.sync_detailed(client=platform)), GameList, "list")
     hands = parsed(
-        retrying(lambda: list_hands.sync_detailed(game_id, client=platform)),
+        retrying(
+            lambda: list_hands.sync_detailed(game_id, client=platform, min_version=state.version)
+        ),
         HandRecords,
         "listHands",
     )
     hand = parsed(
-        retrying(lambda: get_hand.sync_detailed(game_id, 1, client=platform)),
+        retrying(
+            lambda: get_hand.sync_detailed(game_id, 1, client=platform, min_version=state.version)
+        ),
         HandRecordWithReceipt,
         "getHand",
     )
     board = parsed(
-        retrying(lambda: scoreboard.sync_detailed(game_id, client=platform)),
+        retrying(
+            lambda: scoreboard.sync_detailed(game_id, client=platform, min_version=state.version)
+        ),
         Scoreboard,
         "scoreboard",
     )

@@ -171,22 +171,27 @@ for (; moves < MAX_MOVES; moves++) {
 }
 
 const state = answer(await retrying(() => client.GET("/v1/games/{game_id}", { params: { path }, headers: platform })), "getGame");
+// The read models follow the game a moment behind: ask for them as of its last version.
+const caughtUp = { min_version: state.version };
 const history = answer(
   await retrying(() => client.GET("/v1/games/{game_id}/events", { params: { path }, headers: bearer(first) })),
   "events",
 );
 const hands = answer(
-  await retrying(() => client.GET("/v1/games/{game_id}/hands", { params: { path }, headers: platform })),
+  await retrying(() => client.GET("/v1/games/{game_id}/hands", { params: { path, query: caughtUp }, headers: platform })),
   "listHands",
 );
 const hand = answer(
   await retrying(() =>
-    client.GET("/v1/games/{game_id}/hands/{hand}", { params: { path: { game_id: gameId, hand: 1 } }, headers: platform }),
+    client.GET("/v1/games/{game_id}/hands/{hand}", {
+      params: { path: { game_id: gameId, hand: 1 }, query: caughtUp },
+      headers: platform,
+    }),
   ),
   "getHand",
 );
 const scoreboard = answer(
-  await retrying(() => client.GET("/v1/games/{game_id}/scoreboard", { params: { path }, headers: platform })),
+  await retrying(() => client.GET("/v1/games/{game_id}/scoreboard", { params: { path, query: caughtUp }, headers: platform })),
   "scoreboard",
 );
 const audit = answer(
