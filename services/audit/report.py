@@ -10,7 +10,7 @@ line). ``hands`` lists the finished hands only, as docs/api.md's hand records do
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -39,16 +39,28 @@ class HandReport(msgspec.Struct, frozen=True, kw_only=True):
     replayed: bool
     score_matches: bool
     problems: list[Problem]
-    arithmetic: list[str]
+    arithmetic: Annotated[
+        list[str], msgspec.Meta(description="The rules' score of the hand, line by line.")
+    ]
 
 
 class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The game's history replayed and checked: its hash chain, every deal against its
+    commitment and seed, every event against the rules, every score against the rules'."""
+
     ok: bool
     events: int
-    chain: bool
-    hands: list[HandReport]
-    problems: list[Problem]
-    first_problem: Problem | None
+    chain: Annotated[
+        bool, msgspec.Meta(description="The commits' hash chain is intact and versions contiguous.")
+    ]
+    hands: Annotated[list[HandReport], msgspec.Meta(description="Every finished hand.")]
+    problems: Annotated[
+        list[Problem], msgspec.Meta(description="Everything found, hands' included.")
+    ]
+    first_problem: Annotated[
+        Problem | None,
+        msgspec.Meta(description="The first event where anything fails, and why."),
+    ]
 
     def as_json(self) -> dict[str, Any]:
         """The report as JSON values (docs/api.md's field names)."""

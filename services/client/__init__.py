@@ -16,13 +16,13 @@ from domain.views import (
     SeatView,
     TrickCard,
 )
+from services.audit.history import Problem as AuditProblem
+from services.audit.report import AuditReport as Audit
+from services.audit.report import HandReport as AuditedHand
 from services.client.api import ApiError, ClientError, SpadesClient, UnexpectedResponse
 from services.client.models import (
     Action,
     ActionResult,
-    Audit,
-    AuditedHand,
-    AuditProblem,
     BidAction,
     DiscardAction,
     DrawAction,

@@ -34,10 +34,10 @@ import msgspec
 
 from contracts.answers import GameList, Scoreboard
 from domain.views import PublicState, SeatView
+from services.audit.report import AuditReport as Audit
 from services.client.models import (
     Action,
     ActionResult,
-    Audit,
     EventPage,
     EventRecord,
     HandList,

@@ -92,34 +92,6 @@ class HandList(msgspec.Struct, frozen=True):
 # --------------------------------------------------------------------------- scores and audit
 
 
-class AuditProblem(msgspec.Struct, frozen=True):
-    """Something the audit found wrong, at an event (version 0: the history as a whole)."""
-
-    version: int
-    check: str
-    detail: str
-
-
-class AuditedHand(msgspec.Struct, frozen=True):
-    hand: int
-    deal_verified: bool
-    replayed: bool
-    score_matches: bool
-    problems: list[AuditProblem]
-
-
-class Audit(msgspec.Struct, frozen=True, kw_only=True):
-    """The replay audit: hash chain, revealed seeds, replay and scores all check out."""
-
-    ok: bool
-    events: int
-    """How many events the history holds."""
-    chain: bool
-    """The hash chain of the commits is intact."""
-    hands: list[AuditedHand]
-    problems: list[AuditProblem] = []
-
-
 # --------------------------------------------------------------------------- actions
 
 

@@ -638,35 +638,9 @@ class LeagueResults(BaseModel):
 # --------------------------------------------------------------------------- audit
 
 
-class AuditProblem(BaseModel):
-    version: int = Field(description="The event where it is found; 0: the history as a whole.")
-    check: str = Field(description="chain, versions, idempotency, deal, replay or score.")
-    detail: str
-    rule: str | None = Field(default=None, description="The rule or code that decided it.")
-    hand: int | None = None
-    arithmetic: list[str] = Field(default_factory=list)
-
-
-class HandAudit(BaseModel):
-    hand: int
-    deal_verified: bool
-    replayed: bool
-    score_matches: bool
-    problems: list[AuditProblem]
-    arithmetic: list[str] = Field(
-        default_factory=list, description="The rules' score of the hand, line by line."
-    )
-
-
-class Audit(BaseModel):
-    ok: bool
-    events: int
-    chain: bool = Field(description="The commits' hash chain is intact and versions contiguous.")
-    hands: list[HandAudit] = Field(description="Every finished hand.")
-    problems: list[AuditProblem] = Field(description="Everything found, hands' included.")
-    first_problem: AuditProblem | None = Field(
-        default=None, description="The first event where anything fails, and why."
-    )
+Audit = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Audit"})]
+"""A game's audit: :class:`services.audit.report.AuditReport` (its hands ``HandAudit``, its
+problems ``AuditProblem``), the very struct the audit makes."""
 
 
 # --------------------------------------------------------------------------- service

@@ -27,6 +27,7 @@ from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
 from domain.views import ClockView, PublicState, SeatInfo, SeatView, TrickCard
+from services.audit.report import AuditReport
 from services.gateway.feed import StreamEnd
 from services.gateway.models import DOMAIN_SCHEMA, Problem
 from services.gateway.problems import PROBLEM_JSON
@@ -302,10 +303,17 @@ def _add_components(
     return found
 
 
-ANSWERS = (GameList, Scoreboard)
-"""The read models' answers (:mod:`contracts.answers`), their schemas put in as the domain's."""
+ANSWERS = (GameList, Scoreboard, AuditReport)
+"""The read models' answers (:mod:`contracts.answers`) and the audit's report, their schemas
+put in as the domain's."""
 
-DOMAIN_NAMES = {"ClockView": "ClockState", "SeatClockView": "SeatClock"}
+DOMAIN_NAMES = {
+    "ClockView": "ClockState",
+    "SeatClockView": "SeatClock",
+    "AuditReport": "Audit",
+    "HandReport": "HandAudit",
+    "Problem": "AuditProblem",
+}
 """Domain structs whose component keeps the name the document gave it first."""
 
 
