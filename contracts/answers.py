@@ -1,5 +1,6 @@
-"""What the API answers from its read models, as the structs the gateway encodes and the Python
-client decodes: the game list and a game's scoreboard.
+"""What the API answers beyond the table, as the structs the gateway encodes and the Python
+client decodes: the game list and a game's scoreboard (from the read models), and a platform's
+webhook endpoints and their deliveries.
 
 The table itself (its state, a seat's view, events, hand records) is the domain's own
 (:mod:`domain.views`, :mod:`domain.events`, :mod:`domain.records`); these are the shapes the
@@ -9,10 +10,11 @@ service adds around it. ``contracts/openapi.json`` takes their JSON Schemas from
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
+from contracts.webhooks import WebhookType
 from domain.rules import PresetName
 from domain.state import Status
 
@@ -65,3 +67,83 @@ class Scoreboard(msgspec.Struct, frozen=True, kw_only=True):
     bags: list[int]
     game_over: bool
     winners: list[int]
+
+
+# --------------------------------------------------------------------------- webhooks
+
+
+DeliveryStatus = Literal["pending", "delivered", "failed", "skipped"]
+
+
+class Webhook(msgspec.Struct, frozen=True, kw_only=True):
+    """A platform's webhook endpoint."""
+
+    id: str
+    url: str
+    events: list[WebhookType]
+    created_at: str
+    disabled: Annotated[
+        bool, msgspec.Meta(description="Deliveries stopped: every try of one failed.")
+    ]
+    disabled_at: str | None
+    disabled_reason: Annotated[
+        str | None, msgspec.Meta(description="Why it was disabled; a replay enables it.")
+    ]
+
+
+class CreatedWebhook(Webhook, frozen=True, kw_only=True):
+    """A new endpoint, with its signing secret, shown this once."""
+
+    secret: Annotated[
+        str,
+        msgspec.Meta(
+            description="`whsec_` and the base64 of the signing key: shown this once only.",
+            examples=["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+        ),
+    ]
+
+
+class WebhookList(msgspec.Struct, frozen=True):
+    webhooks: list[Webhook]
+
+
+class Delivery(msgspec.Struct, frozen=True, kw_only=True):
+    """One event sent (or to be sent) to an endpoint, and its tries."""
+
+    id: Annotated[
+        str, msgspec.Meta(description="The `webhook-id`: the same on every try, and in a replay.")
+    ]
+    event: WebhookType
+    subject: Annotated[
+        str, msgspec.Meta(description="`game:<id>` or `league:<id>`, delivered in order.")
+    ]
+    status: Annotated[
+        DeliveryStatus,
+        msgspec.Meta(
+            description="`failed`: every try failed; `skipped`: the endpoint was disabled."
+        ),
+    ]
+    attempts: int
+    last_status: Annotated[
+        int | None, msgspec.Meta(description="The last answer's HTTP status; null: none.")
+    ]
+    last_error: str | None
+    created_at: str
+    last_attempt_at: str | None
+    next_try: Annotated[
+        str | None, msgspec.Meta(description="When the next try is due (pending only).")
+    ]
+
+
+class DeliveryPage(msgspec.Struct, frozen=True, kw_only=True):
+    """An endpoint and a page of its deliveries."""
+
+    webhook: Webhook
+    deliveries: Annotated[list[Delivery], msgspec.Meta(description="Newest first.")]
+    next_cursor: Annotated[
+        str | None, msgspec.Meta(description="Pass as `cursor` for older deliveries.")
+    ]
+
+
+class Replayed(msgspec.Struct, frozen=True):
+    replayed: Annotated[int, msgspec.Meta(description="Deliveries queued again.")]

@@ -28,6 +28,13 @@ from urllib.parse import quote
 
 import msgspec
 
+from contracts.answers import (
+    CreatedWebhook,
+    DeliveryPage,
+    Replayed,
+    Webhook,
+    WebhookList,
+)
 from services.client.api import ClientError, SpadesClient
 
 SECRET_PREFIX = "whsec_"
@@ -101,52 +108,6 @@ EventType = Literal[
     "league.round_finished",
     "league.finished",
 ]
-
-
-class Webhook(msgspec.Struct, frozen=True, kw_only=True):
-    """An endpoint (``GET /v1/webhooks``)."""
-
-    id: str
-    url: str
-    events: list[EventType]
-    created_at: str
-    disabled: bool
-    disabled_at: str | None
-    disabled_reason: str | None
-
-
-class CreatedWebhook(Webhook, frozen=True, kw_only=True):
-    """A new endpoint with its secret, shown this once."""
-
-    secret: str
-
-
-class WebhookList(msgspec.Struct, frozen=True):
-    webhooks: list[Webhook]
-
-
-class Delivery(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    """The ``webhook-id``."""
-    event: EventType
-    subject: str
-    status: Literal["pending", "delivered", "failed", "skipped"]
-    attempts: int
-    last_status: int | None
-    last_error: str | None
-    created_at: str
-    last_attempt_at: str | None
-    next_try: str | None
-
-
-class DeliveryPage(msgspec.Struct, frozen=True, kw_only=True):
-    webhook: Webhook
-    deliveries: list[Delivery]
-    next_cursor: str | None
-
-
-class Replayed(msgspec.Struct, frozen=True):
-    replayed: int
 
 
 def _path(endpoint_id: str, *rest: str) -> str:

@@ -22,7 +22,14 @@ import msgspec
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from contracts.answers import GameList, Scoreboard
+from contracts.answers import (
+    CreatedWebhook,
+    DeliveryPage,
+    GameList,
+    Replayed,
+    Scoreboard,
+    WebhookList,
+)
 from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
@@ -233,7 +240,7 @@ STREAM_ANSWER = (
     "hand ends (where the audit log is kept), and an `end` last. "
     "`asyncapi.json` gives each frame, the `Last-Event-ID` rules and when the stream ends."
 )
-RENAMED: dict[str, str] = {"Events": "EventPage", "Deliveries": "DeliveryPage"}
+RENAMED: dict[str, str] = {"Events": "EventPage"}
 """Answers whose model is named as its one list field: a generated Python client names a
 local of ``from_dict`` after both, and ``mypy --strict`` fails on the generated code."""
 _OPEN_PATHS = ("/healthz", "/readyz", "/metrics")
@@ -303,9 +310,9 @@ def _add_components(
     return found
 
 
-ANSWERS = (GameList, Scoreboard, AuditReport)
-"""The read models' answers (:mod:`contracts.answers`) and the audit's report, their schemas
-put in as the domain's."""
+ANSWERS = (GameList, Scoreboard, AuditReport, CreatedWebhook, WebhookList, DeliveryPage, Replayed)
+"""The answers of :mod:`contracts.answers` (the read models', the webhook endpoints') and the
+audit's report, their schemas put in as the domain's."""
 
 DOMAIN_NAMES = {
     "ClockView": "ClockState",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from contracts.webhooks import WebhookType
+from services.gateway.models import DOMAIN_SCHEMA
 from services.runtime.webhook_addresses import MAX_URL_LENGTH
 
 _LABEL = "[A-Za-z](?:-?[A-Za-z0-9]){0,62}"
@@ -70,47 +71,11 @@ class Replay(BaseModel):
         return moment if moment.tzinfo is not None and "T" in self.since.upper() else None
 
 
-class Webhook(BaseModel):
-    id: str
-    url: str
-    events: list[WebhookType]
-    created_at: str
-    disabled: bool = Field(description="Deliveries stopped: every try of one failed.")
-    disabled_at: str | None
-    disabled_reason: str | None = Field(description="Why it was disabled; a replay enables it.")
-
-
-class CreatedWebhook(Webhook):
-    secret: str = Field(
-        description="`whsec_` and the base64 of the signing key: shown this once only.",
-        examples=["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
-    )
-
-
-class WebhookList(BaseModel):
-    webhooks: list[Webhook]
-
-
-class Delivery(BaseModel):
-    id: str = Field(description="The `webhook-id`: the same on every try, and in a replay.")
-    event: WebhookType
-    subject: str = Field(description="`game:<id>` or `league:<id>`, delivered in order.")
-    status: Literal["pending", "delivered", "failed", "skipped"] = Field(
-        description="`failed`: every try failed; `skipped`: the endpoint was disabled."
-    )
-    attempts: int
-    last_status: int | None = Field(description="The last answer's HTTP status; null: none.")
-    last_error: str | None
-    created_at: str
-    last_attempt_at: str | None
-    next_try: str | None = Field(description="When the next try is due (pending only).")
-
-
-class Deliveries(BaseModel):
-    webhook: Webhook
-    deliveries: list[Delivery] = Field(description="Newest first.")
-    next_cursor: str | None = Field(description="Pass as `cursor` for older deliveries.")
-
-
-class Replayed(BaseModel):
-    replayed: int = Field(description="Deliveries queued again.")
+CreatedWebhook = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "CreatedWebhook"})]
+"""A new endpoint and its secret: :class:`contracts.answers.CreatedWebhook`."""
+WebhookList = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "WebhookList"})]
+"""A platform's endpoints: :class:`contracts.answers.WebhookList`."""
+Deliveries = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "DeliveryPage"})]
+"""An endpoint and a page of its deliveries: :class:`contracts.answers.DeliveryPage`."""
+Replayed = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Replayed"})]
+"""Deliveries queued again: :class:`contracts.answers.Replayed`."""

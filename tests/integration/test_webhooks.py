@@ -23,13 +23,14 @@ from nats.aio.client import Client
 from typer.testing import CliRunner, Result
 
 from benchmarks.webhook_receiver import ACKNOWLEDGE, HANG, Received, Receiver, always
+from contracts.answers import CreatedWebhook
 from contracts.webhooks import EVENT_TYPES, encode_webhook, read_webhook
 from services.bots.runner import GameOutcome, play_game, play_games
 from services.bots.strategy import Bot
 from services.cli.main import app as cli
 from services.client import SpadesClient, verify_webhook
 from services.client.leagues import LeagueClient
-from services.client.webhooks import CreatedWebhook, WebhookClient, WebhookVerificationError
+from services.client.webhooks import WebhookClient, WebhookVerificationError
 from services.runtime.nats_server import EmbeddedNats, free_port
 from services.runtime.webhook_signing import new_secret
 from services.transparency.note import Signer, Verifier

@@ -12,8 +12,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from contracts import answers
 from services import client
-from services.client import leagues, models, webhooks
+from services.client import leagues, models
 
 DOCUMENT = json.loads(
     (Path(__file__).resolve().parents[2] / "contracts" / "openapi.json").read_text()
@@ -86,12 +87,12 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (leagues.Rating, "Rating"),
     (leagues.PlayerStanding, "PlayerStanding"),
     (leagues.Standings, "Standings"),
-    (webhooks.Webhook, "Webhook"),
-    (webhooks.CreatedWebhook, "CreatedWebhook"),
-    (webhooks.WebhookList, "WebhookList"),
-    (webhooks.Delivery, "Delivery"),
-    (webhooks.DeliveryPage, "DeliveryPage"),
-    (webhooks.Replayed, "Replayed"),
+    (answers.Webhook, "Webhook"),
+    (answers.CreatedWebhook, "CreatedWebhook"),
+    (answers.WebhookList, "WebhookList"),
+    (answers.Delivery, "Delivery"),
+    (answers.DeliveryPage, "DeliveryPage"),
+    (answers.Replayed, "Replayed"),
 ]
 
 

@@ -13,14 +13,20 @@ import re
 import time
 from typing import Annotated, Any
 
+import msgspec
 import nats.js.errors
 import structlog
 from fastapi import APIRouter, Path, Query, Response
 
+from contracts.answers import CreatedWebhook as CreatedShown
+from contracts.answers import Delivery, DeliveryPage, Webhook
+from contracts.answers import Replayed as ReplayedShown
+from contracts.answers import WebhookList as WebhookListShown
 from contracts.wire import LEAGUES_STREAM
 from services.gateway.deps import Platform, Services
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.views import as_json
 from services.gateway.webhook_models import (
     CreatedWebhook,
     CreateWebhook,
@@ -59,7 +65,7 @@ def _time(unix_seconds: float | None) -> str | None:
     return rfc3339(unix_seconds) if unix_seconds is not None else None
 
 
-def _shown(endpoint: endpoints.Endpoint) -> dict[str, Any]:
+def _fields(endpoint: endpoints.Endpoint) -> dict[str, Any]:
     return {
         "id": endpoint.id,
         "url": endpoint.url,
@@ -69,6 +75,10 @@ def _shown(endpoint: endpoints.Endpoint) -> dict[str, Any]:
         "disabled_at": _time(endpoint.disabled_at),
         "disabled_reason": endpoint.disabled_reason,
     }
+
+
+def _shown(endpoint: endpoints.Endpoint) -> Webhook:
+    return Webhook(**_fields(endpoint))
 
 
 async def _last_sequence(services: Services, stream: str) -> int:
@@ -145,7 +155,7 @@ async def create_webhook(
     structlog.contextvars.bind_contextvars(webhook=endpoint.id)
     log.info("webhook endpoint registered", events=list(endpoint.events))
     response.headers["Location"] = f"{router.prefix}/{endpoint.id}"
-    return {**_shown(endpoint), "secret": secret}
+    return as_json(CreatedShown(**_fields(endpoint), secret=secret))
 
 
 def _default_port(scheme: str) -> int:
@@ -162,7 +172,7 @@ async def list_webhooks(services: Services, platform: Platform) -> Any:
     """The caller's platform's endpoints, oldest first (their secrets are never shown again)."""
     async with services.store.reading() as conn:
         found = await endpoints.endpoints_of(conn, endpoints.platform_key(platform))
-    return {"webhooks": [_shown(endpoint) for endpoint in found]}
+    return as_json(WebhookListShown([_shown(endpoint) for endpoint in found]))
 
 
 @router.delete(
@@ -216,25 +226,29 @@ async def deliveries(
         page = await endpoints.deliveries_of(
             conn, endpoint.id, limit=limit, before=int(cursor) if cursor else None
         )
-    return {
-        "webhook": _shown(endpoint),
-        "deliveries": [
-            {
-                "id": delivery.message_id,
-                "event": delivery.event_type,
-                "subject": delivery.chain,
-                "status": delivery.status,
-                "attempts": delivery.attempts,
-                "last_status": delivery.last_status,
-                "last_error": delivery.last_error,
-                "created_at": rfc3339(delivery.created_at),
-                "last_attempt_at": _time(delivery.last_attempt_at),
-                "next_try": _time(delivery.next_try),
-            }
+    shown = DeliveryPage(
+        webhook=_shown(endpoint),
+        deliveries=[
+            msgspec.convert(  # the store's texts, checked as the answer's types
+                {
+                    "id": delivery.message_id,
+                    "event": delivery.event_type,
+                    "subject": delivery.chain,
+                    "status": delivery.status,
+                    "attempts": delivery.attempts,
+                    "last_status": delivery.last_status,
+                    "last_error": delivery.last_error,
+                    "created_at": rfc3339(delivery.created_at),
+                    "last_attempt_at": _time(delivery.last_attempt_at),
+                    "next_try": _time(delivery.next_try),
+                },
+                Delivery,
+            )
             for delivery in page
         ],
-        "next_cursor": str(page[-1].id) if len(page) == limit else None,
-    }
+        next_cursor=str(page[-1].id) if len(page) == limit else None,
+    )
+    return as_json(shown)
 
 
 @router.post(
@@ -257,4 +271,4 @@ async def replay(
     async with services.store.writing() as conn:
         count = await endpoints.replay(conn, endpoint, since.timestamp(), time.time())
     log.info("webhook deliveries replayed", webhook=endpoint.id, deliveries=count)
-    return {"replayed": count}
+    return as_json(ReplayedShown(count))
