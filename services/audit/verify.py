@@ -182,7 +182,7 @@ def verify_kept(
     """Every check of every receipt, record and proof kept, then of the receipts together."""
     findings = list(kept.findings)
     heads: list[Head] = []
-    shown: dict[tuple[str, str, int], tuple[KeptReceipt, int, str]] = {}
+    shown = _Shown()
     for kept_receipt in kept.receipts:
         check = _ReceiptCheck(kept_receipt, keys, rules)
         head = check.run()
@@ -305,7 +305,7 @@ class _ReceiptCheck:
             return None
         said, signed = _as_json(receipt.get("entry")), _as_json(entry)
         if said != signed:
-            differ = _differences(signed, said)
+            differ = _differences(said, signed, "signed")
             self.caught(
                 "entry", f"the receipt's entry says otherwise than the signed leaf: {differ}"
             )
@@ -381,14 +381,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:16] + "..."
 
 
-def _differences(signed: Mapping[str, Any], said: Any) -> str:
-    if not isinstance(said, Mapping):
+def _differences(here: Any, there: Mapping[str, Any], where: str) -> str:
+    """The fields in which ``here`` differs from ``there`` (``where`` names it), each with both
+    values."""
+    if not isinstance(here, Mapping):
         return "it gives no entry"
-    names = sorted(set(signed) | set(said))
+    names = sorted(set(there) | set(here))
     return ", ".join(
-        f"{name} {_short(said.get(name))} (signed: {_short(signed.get(name))})"
+        f"{name} {_short(here.get(name))} ({where}: {_short(there.get(name))})"
         for name in names
-        if _normal(said.get(name)) != _normal(signed.get(name))
+        if _normal(here.get(name)) != _normal(there.get(name))
     )
 
 
@@ -409,27 +411,41 @@ def _replayed(
     ]
 
 
-def _shown_once(
-    shown: dict[tuple[str, str, int], tuple[KeptReceipt, int, str]],
-    head: Head,
-    kept: KeptReceipt,
-) -> list[Finding]:
-    """A hand is one leaf, once: shown at another index or with other bytes, history was
-    rewritten (edited, deleted, reordered) between the two receipts."""
-    key = (head.origin, head.game_id, head.hand)
+@dataclass
+class _Shown:
+    """Each hand's leaf and each leaf's entry, as the first receipt that showed it."""
+
+    hands: dict[tuple[str, str, int], tuple[KeptReceipt, int, str]] = field(default_factory=dict)
+    leaves: dict[tuple[str, int], tuple[KeptReceipt, str]] = field(default_factory=dict)
+
+
+def _shown_once(shown: _Shown, head: Head, kept: KeptReceipt) -> list[Finding]:
+    """A log only appends: a hand is one leaf, at one index, for ever, and a leaf once signed
+    holds one entry for ever. A hand shown at another index or with other bytes, or an index
+    shown holding another entry, is history rewritten (edited, deleted, reordered) between the
+    two receipts."""
     index, data = kept.receipt["leaf_index"], kept.receipt["entry_bytes"]
-    first = shown.setdefault(key, (kept, index, data))
-    if first[1:] == (index, data):
-        return []
-    was = first[0]
     what = []
+    key = (head.origin, head.game_id, head.hand)
+    first = shown.hands.setdefault(key, (kept, index, data))
+    was = first[0]
     if first[1] != index:
-        what.append(f"leaf {first[1]} in {was.file}, leaf {index} here")
+        what.append(f"it was leaf {first[1]} in {was.file}, it is leaf {index} here")
     if first[2] != data:
-        entry, other = read_entry(_decoded(data, "entry")), read_entry(_decoded(first[2], "entry"))
-        differ = _differences(msgspec.to_builtins(entry), msgspec.to_builtins(other))
-        what.append(f"its entry differs from {was.file}'s: {differ}")
-    detail = "the log shows this hand two ways: " + "; ".join(what)
+        signed = _as_json(read_entry(_decoded(data, "entry_bytes")))
+        other = _as_json(read_entry(_decoded(first[2], "entry_bytes")))
+        what.append(f"its entry differs: {_differences(signed, other, f'in {was.file}')}")
+    held = shown.leaves.setdefault((head.origin, index), (kept, data))
+    before = read_entry(_decoded(held[1], "entry_bytes"))
+    if held[1] != data and (before.game_id, getattr(before, "hand", None)) != key[1:]:
+        hand = f" hand {before.hand}" if isinstance(before, HandEnd) else "'s end"
+        what.append(
+            f"leaf {index} held game {before.game_id}{hand} in {held[0].file}, it holds game "
+            f"{head.game_id} hand {head.hand} here"
+        )
+    if not what:
+        return []
+    detail = "the log shows its history two ways: " + "; ".join(what)
     return [Finding(kept.file, head.game_id, head.hand, "rewritten", detail)]
 
 

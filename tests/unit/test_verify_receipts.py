@@ -271,7 +271,7 @@ def test_one_hand_shown_at_two_places_is_caught(played: Played) -> None:
     rewritten = [f for f in findings if f.check == "rewritten"]
     assert rewritten[0].file == "later.json"
     assert (rewritten[0].game_id, rewritten[0].hand) == ("first", 2)
-    assert "leaf 1 in first-2.json, leaf 0 here" in rewritten[0].detail
+    assert "it was leaf 1 in first-2.json, it is leaf 0 here" in rewritten[0].detail
 
 
 def test_what_is_neither_record_receipt_nor_proof_is_caught(played: Played) -> None:
