@@ -100,7 +100,7 @@ class Kept:
 
     receipts: list[KeptReceipt] = field(default_factory=list)
     records: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
-    """Hand records whose receipt is null: the log did not hold the hand when they were kept."""
+    """Hand records without a receipt: kept before the log held the hand, or exported alone."""
     proofs: list[KeptProof] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
@@ -118,25 +118,50 @@ def read_kept(documents: Iterable[tuple[str, Any]]) -> Kept:
 
 
 def _sort(kept: Kept, name: str, item: Any) -> None:
-    if isinstance(item, Mapping) and "deal" in item and "receipt" in item:
-        if isinstance(item["receipt"], Mapping):
+    if isinstance(item, Mapping) and item.get("type") == "hand.scored":
+        _webhook(kept, name, item.get("data"))
+    elif isinstance(item, Mapping) and {"entry_bytes", "checkpoint"} <= item.keys():
+        kept.receipts.append(KeptReceipt(name, item))
+    elif isinstance(item, Mapping) and "deal" in item:
+        if isinstance(item.get("receipt"), Mapping):
             kept.receipts.append(KeptReceipt(name, item["receipt"], item))
         else:
             hand = item.get("hand")
-            detail = "a hand record kept before the log held its hand: it has no receipt"
+            detail = (
+                "a hand record without its receipt (kept before the log held the hand, or "
+                "exported alone): replayed, but checked against no log"
+            )
             kept.records.append((name, item))
             kept.findings.append(
                 Finding(
                     name, None, hand if isinstance(hand, int) else None, "unlogged", detail, True
                 )
             )
-    elif isinstance(item, Mapping) and {"entry_bytes", "checkpoint"} <= item.keys():
-        kept.receipts.append(KeptReceipt(name, item))
     elif isinstance(item, Mapping) and {"old", "new", "old_root", "new_root"} <= item.keys():
         kept.proofs.append(KeptProof(name, item))
     else:
         detail = "neither a hand record, a receipt nor a consistency proof"
         kept.findings.append(Finding(name, None, None, "unreadable", detail))
+
+
+def _webhook(kept: Kept, name: str, data: Any) -> None:
+    """A ``hand.scored`` webhook as a platform received it: its receipt, when the log had one."""
+    receipt = data.get("receipt") if isinstance(data, Mapping) else None
+    if isinstance(receipt, Mapping):
+        kept.receipts.append(KeptReceipt(name, receipt))
+        return
+    game_id = data.get("game_id") if isinstance(data, Mapping) else None
+    hand = data.get("hand") if isinstance(data, Mapping) else None
+    kept.findings.append(
+        Finding(
+            name,
+            game_id if isinstance(game_id, str) else None,
+            hand if isinstance(hand, int) else None,
+            "unlogged",
+            "a hand.scored webhook sent without a receipt: nothing of the log to check",
+            warning=True,
+        )
+    )
 
 
 @dataclass(frozen=True)

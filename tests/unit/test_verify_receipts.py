@@ -101,6 +101,19 @@ def test_bare_receipts_and_a_games_records_are_read_too(played: Played) -> None:
     assert (found.receipts, found.records) == (6, 2)
 
 
+def test_a_platforms_hand_scored_webhooks_are_read_for_their_receipts(played: Played) -> None:
+    receipt = played.log.receipt("second", 1)
+    data: dict[str, Any] = {"game_id": "second", "hand": 1, "receipt": receipt}
+    webhook = {"type": "hand.scored", "data": data}
+    late = {"type": "hand.scored", "data": {"game_id": "second", "hand": 2, "receipt": None}}
+    found = verified([("w1.json", webhook), ("w2.json", late)], [played.key])
+    assert found.ok
+    assert found.receipts == 1
+    assert [(f.check, f.game_id, f.hand) for f in found.findings] == [("unlogged", "second", 2)]
+    data["receipt"]["entry"]["bags"] = [9, 9]
+    assert [f.check for f in caught([("w1.json", webhook)], played)] == ["entry"]
+
+
 def test_a_checkpoint_signed_by_another_key_is_caught(played: Played) -> None:
     stranger = Signer.generate(played.log.origin).verifier
     found = verified(played.kept(), [stranger])
@@ -272,6 +285,18 @@ def test_one_hand_shown_at_two_places_is_caught(played: Played) -> None:
     assert rewritten[0].file == "later.json"
     assert (rewritten[0].game_id, rewritten[0].hand) == ("first", 2)
     assert "it was leaf 1 in first-2.json, it is leaf 0 here" in rewritten[0].detail
+
+
+def test_a_record_without_its_receipt_is_replayed_and_warned_of(played: Played) -> None:
+    """A director's export (``spades audit GAME --records``) holds no receipt: each record is
+    replayed alone, and said to be checked against no log."""
+    records = [copy.deepcopy(record) for record in played.records.values()]
+    found = verified([("game.json", {"hands": records})], [played.key])
+    assert found.ok
+    assert {(f.check, f.warning) for f in found.findings} == {("unlogged", True)}
+    records[0]["scores"] = [s + 10 for s in records[0]["scores"]]
+    findings = caught([("game.json", {"hands": records})], played)
+    assert {(f.check, f.hand) for f in findings} == {("replay", 1)}
 
 
 def test_what_is_neither_record_receipt_nor_proof_is_caught(played: Played) -> None:
