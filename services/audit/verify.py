@@ -257,8 +257,8 @@ class _ReceiptCheck:
             if head is None:
                 return None
             entry = self._included(head)
-        except (ValueError, TypeError, KeyError) as error:
-            self.caught("unreadable", f"the receipt is malformed: {error}")
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            self.caught("unreadable", f"the receipt is malformed: {error!r}")
             return None
         if entry is None:
             return None
@@ -541,7 +541,10 @@ def _joined(kept: KeptProof, partition: int, sizes: Mapping[int, Head]) -> tuple
     """The two checkpoints a proof is between, when it is one of this log's (its partition,
     two sizes the log signed, and one of their heads its own)."""
     proof = kept.proof
-    old, new = sizes.get(proof.get("old", -1)), sizes.get(proof.get("new", -1))
+    old_size, new_size = proof.get("old"), proof.get("new")
+    if not isinstance(old_size, int) or not isinstance(new_size, int):
+        return None
+    old, new = sizes.get(old_size), sizes.get(new_size)
     if proof.get("partition") != partition or old is None or new is None or old.size >= new.size:
         return None
     try:
