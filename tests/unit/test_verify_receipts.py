@@ -299,6 +299,26 @@ def test_a_record_without_its_receipt_is_replayed_and_warned_of(played: Played) 
     assert {(f.check, f.hand) for f in findings} == {("replay", 1)}
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("hand", -1, ".hand: Expected `int` >= 0"),
+        ("hand", 2**40, ".hand: Expected `int` <= 2147483647"),
+        ("start", {"scores": [0, 0], "bags": [10**6, 0]}, "bag counts are below 10"),
+        ("points", [10**12, 0], ".points[0]: Expected `int` <= 1000000000"),
+    ],
+)
+def test_a_record_no_table_could_keep_is_refused_not_replayed_at_any_cost(
+    played: Played, field: str, value: Any, why: str
+) -> None:
+    record = copy.deepcopy(played.records["first", 1])
+    record[field] = value
+    findings = caught([("odd.json", record)], played)
+    assert [f.check for f in findings] == ["replay"]
+    assert "cannot be replayed" in findings[0].detail
+    assert why in findings[0].detail
+
+
 def test_what_is_neither_record_receipt_nor_proof_is_caught(played: Played) -> None:
     findings = caught([("notes.json", {"hello": 1}), *played.kept()[:1]], played)
     assert [(f.file, f.check) for f in findings] == [("notes.json", "unreadable")]
