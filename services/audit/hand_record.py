@@ -95,6 +95,9 @@ def _start(
         start = _implied_start(rules, hand, units)
     if len(start.scores) != units or len(start.bags) != units or min(start.bags) < 0:
         raise UnreadableRecord(f"{where}.start", f"needs {units} scores and bag counts")
+    if rules.bag_limit is not None and max(start.bags) >= rules.bag_limit:
+        # Bags carry over below the limit: a count at or past it was never a table's.
+        raise UnreadableRecord(f"{where}.start", f"bag counts are below {rules.bag_limit}")
     return start
 
 

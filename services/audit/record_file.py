@@ -14,7 +14,7 @@ hex) and ``rules``. What a table does not know it leaves out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -22,6 +22,14 @@ from domain.bids import Bid
 from domain.cards import Card
 from domain.errors import RuleViolation
 from domain.records import Discarded, Drawn, Pass, Played
+
+HandNumber = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+"""A hand's number as a record gives it: the shuffle packs it in four bytes."""
+
+
+Figure = Annotated[int, msgspec.Meta(ge=-(10**9), le=10**9)]
+"""A score, points, bags or tricks as a record gives them: bounded, so that a record from
+anywhere is refused rather than replayed at any cost (a bag count of 2^70 is not a game's)."""
 
 
 class UnreadableRecord(Exception):
@@ -34,8 +42,8 @@ class UnreadableRecord(Exception):
 
 
 class Start(msgspec.Struct, frozen=True):
-    scores: list[int]
-    bags: list[int]
+    scores: list[Figure]
+    bags: list[Figure]
 
 
 class DealGiven(msgspec.Struct, frozen=True):
@@ -54,7 +62,7 @@ class TrickGiven(msgspec.Struct, frozen=True):
 class HandGiven(msgspec.Struct, frozen=True, kw_only=True):
     """A hand record as a table reports it; what it does not know it leaves out."""
 
-    hand: int = 1
+    hand: HandNumber = 1
     dealer: int = 0
     deal: DealGiven
     draws: list[Drawn] = []
@@ -62,10 +70,10 @@ class HandGiven(msgspec.Struct, frozen=True, kw_only=True):
     bids: list[Bid | None] = []
     passes: list[Pass] = []
     tricks: list[TrickGiven] = []
-    tricks_won: list[int] | None = None
-    points: list[int] | None = None
-    scores: list[int] | None = None
-    bags: list[int] | None = None
+    tricks_won: list[Figure] | None = None
+    points: list[Figure] | None = None
+    scores: list[Figure] | None = None
+    bags: list[Figure] | None = None
     reneged: list[int] = []
     start: Start | None = None
     entropies: list[str] | None = None
@@ -75,13 +83,13 @@ class HandGiven(msgspec.Struct, frozen=True, kw_only=True):
 class TallyGiven(msgspec.Struct, frozen=True, kw_only=True):
     """A hand as a score sheet has it: the bids and the tricks each seat took."""
 
-    hand: int = 1
+    hand: HandNumber = 1
     dealer: int = 0
     bids: list[Bid | None] = []
-    tricks: list[int]
-    points: list[int] | None = None
-    scores: list[int] | None = None
-    bags: list[int] | None = None
+    tricks: list[Figure]
+    points: list[Figure] | None = None
+    scores: list[Figure] | None = None
+    bags: list[Figure] | None = None
     start: Start | None = None
     rules: dict[str, Any] | None = None
 

@@ -84,13 +84,13 @@ def audit(
     input."""
     sources = [given for given in (game_id, record, commits) if given is not None]
     if len(sources) != 1:
-        _unreadable("give one of GAME_ID, --record FILE or --commits FILE")
+        unreadable("give one of GAME_ID, --record FILE or --commits FILE")
     if record is not None:
         if export or records:
-            _unreadable("--export and --records take a game, not a record")
+            unreadable("--export and --records take a game, not a record")
         _audit_record(record, rules, hand, as_json)
     if rules is not None:
-        _unreadable("--rules is for --record: a game's record holds its own rules")
+        unreadable("--rules is for --record: a game's record holds its own rules")
     stored = _stored_commits(game_id, commits, nats_url)
     if export:
         sys.stdout.buffer.write(commit_lines(stored))
@@ -108,7 +108,7 @@ def audit(
     raise typer.Exit(CLEAN if report.ok else PROBLEM)
 
 
-def _unreadable(why: str) -> NoReturn:
+def unreadable(why: str) -> NoReturn:
     typer.echo(f"error: {why}", err=True)
     raise typer.Exit(UNREADABLE)
 
@@ -120,15 +120,15 @@ def _stored_commits(
         try:
             return read_commit_lines(commits.read_bytes())
         except OSError as error:
-            _unreadable(f"{commits}: cannot be read ({error.strerror})")
+            unreadable(f"{commits}: cannot be read ({error.strerror})")
         except UnreadableCommits as error:
-            _unreadable(f"{commits}: line {error.line}: {error.why}")
+            unreadable(f"{commits}: line {error.line}: {error.why}")
     assert game_id is not None
     if not GAME_ID.fullmatch(game_id):
-        _unreadable(f"{game_id!r} is not a game id")
+        unreadable(f"{game_id!r} is not a game id")
     stored = _read_stream(game_id, nats_url)
     if not stored:
-        _unreadable(f"no game {game_id}")
+        unreadable(f"no game {game_id}")
     return stored
 
 
@@ -138,7 +138,7 @@ def _read_stream(game_id: str, nats_url: str | None) -> list[StoredCommit]:
     try:
         return asyncio.run(_read_game(settings, game_id))
     except (ConnectionError, OSError, TimeoutError) as error:
-        _unreadable(f"the event store cannot be read: {error}")
+        unreadable(f"the event store cannot be read: {error}")
 
 
 async def _read_game(settings: Settings, game_id: str) -> list[StoredCommit]:
@@ -158,11 +158,11 @@ async def _read_game(settings: Settings, game_id: str) -> list[StoredCommit]:
 
 def _audit_record(path: Path, rules: str | None, hand: int | None, as_json: bool) -> NoReturn:
     document = _json_file(path)
-    table_rules = _rules_option(rules)
+    table_rules = rules_option(rules)
     try:
         audited = audit_hand_records(document, table_rules)
     except UnreadableRecord as error:
-        _unreadable(f"{path}: {error.where}: {error.why}")
+        unreadable(f"{path}: {error.where}: {error.why}")
     report = audited.report
     if as_json:
         out = _only_hand(report.as_json(), hand)
@@ -177,20 +177,20 @@ def _json_file(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        _unreadable(f"{path}: cannot be read ({error.strerror})")
+        unreadable(f"{path}: cannot be read ({error.strerror})")
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        _unreadable(f"{path}: not JSON ({error})")
+        unreadable(f"{path}: not JSON ({error})")
 
 
-def _rules_option(rules: str | None) -> dict[str, Any] | None:
+def rules_option(rules: str | None) -> dict[str, Any] | None:
     if rules is None:
         return None
     try:
         parsed = json.loads(rules)
     except json.JSONDecodeError as error:
-        _unreadable(f"--rules: not JSON ({error})")
+        unreadable(f"--rules: not JSON ({error})")
     if not isinstance(parsed, dict):
-        _unreadable('--rules: a rule set is a JSON object, e.g. {"preset": "partnership"}')
+        unreadable('--rules: a rule set is a JSON object, e.g. {"preset": "partnership"}')
     return parsed
 
 
@@ -213,7 +213,7 @@ def _print_records(replay: Replay, hand: int | None) -> None:
         return
     chosen = [record for record in exported if record["hand"] == hand]
     if not chosen:
-        _unreadable(f"hand {hand} is not a finished hand of this game")
+        unreadable(f"hand {hand} is not a finished hand of this game")
     _print_json(chosen[0])
 
 

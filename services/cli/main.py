@@ -23,6 +23,7 @@ from services.cli import (
     projections,
     scenario,
     serve,
+    verify,
     webhooks,
     witness,
 )
@@ -59,6 +60,7 @@ app.add_typer(log.app, name="log")
 app.add_typer(witness.app, name="witness")
 app.add_typer(play.app)
 app.command("audit")(audit.audit)
+app.command("verify")(verify.verify)
 app.command("archive")(archive.archive)
 app.command("backup")(backup.backup)
 app.command("restore")(backup.restore)

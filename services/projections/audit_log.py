@@ -20,7 +20,7 @@ process's writes leave nothing stale here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,6 +158,13 @@ class LogModel(ReadModel):
 
 def _dealt(stored: Any) -> Dealt:
     return msgspec.convert(stored, Dealt)
+
+
+def game_entries(delivered: Iterable[Delivered]) -> list[LogEntry]:
+    """One game's log entries from its commits, in order, as the log model makes them: for a
+    log rebuilt elsewhere (a test playing the operator) to say exactly what ours says."""
+    game = GameInLog(0, 0, None)
+    return [entry for each in delivered for entry in _ends(game, each)]
 
 
 def _ends(game: GameInLog, delivered: Delivered) -> list[LogEntry]:

@@ -11,12 +11,19 @@ and the receipt shows no more than that record.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 import sqlalchemy as sa
 
-from services.store.audit_log import latest_checkpoint, leaf_of, partial_tree
+from services.store.audit_log import (
+    StoredCheckpoint,
+    StoredLeaf,
+    latest_checkpoint,
+    leaf_of,
+    partial_tree,
+)
 from services.store.database import Store
 from services.store.schema import positions
 from services.transparency.leaves import HandEnd, read_entry
@@ -40,6 +47,13 @@ async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] 
         tree = await partial_tree(
             conn, leaf.partition, head.size, lambda t: t.inclusion_proof(leaf.index, head.size)
         )
+    return receipt_of(leaf, head, tree.inclusion_proof(leaf.index, head.size))
+
+
+def receipt_of(leaf: StoredLeaf, head: StoredCheckpoint, proof: Sequence[bytes]) -> dict[str, Any]:
+    """The receipt of a hand's ``leaf`` in the tree of ``head``, ``proof`` its audit path there:
+    pure, so that what is handed out is built one way (and a test playing a dishonest operator
+    builds its forged receipts exactly as the service would)."""
     entry = read_entry(leaf.entry)
     assert isinstance(entry, HandEnd)
     deal = None
@@ -51,8 +65,8 @@ async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] 
             "commitment": entry.commitment,
         }
     return {
-        "game_id": game_id,
-        "hand": hand,
+        "game_id": leaf.game_id,
+        "hand": entry.hand,
         "partition": leaf.partition,
         "origin": head.checkpoint.split("\n", 1)[0],
         "leaf_index": leaf.index,
@@ -62,7 +76,7 @@ async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] 
         "checkpoint": head.note if head.note is not None else head.checkpoint,
         "signed": head.note is not None,
         "verifier": head.verifier,
-        "inclusion_proof": [b64(h) for h in tree.inclusion_proof(leaf.index, head.size)],
+        "inclusion_proof": [b64(h) for h in proof],
         "deal": deal,
     }
 
