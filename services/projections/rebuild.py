@@ -14,10 +14,11 @@ reaches the end of the stream says the rebuild is over. With no worker running, 
 replays.
 
 Every partition is rebuilt unless some are named. Only the models whose rows each belong to one
-game (games, scoreboard, hands: a ``game_id`` in every table) can be rebuilt in some partitions
-alone: their rows of the other partitions' games stay as they are. The players' counters and the
-leagues' standings gather games of every partition in one row (a player's, a league's); they are
-rebuilt whole, and a rebuild of some partitions refuses them (:class:`AcrossPartitions`).
+game (games, scoreboard, hands, integrity: a ``game_id`` in every table) can be rebuilt in some
+partitions alone: their rows of the other partitions' games stay as they are. The players'
+counters and the leagues' standings gather games of every partition in one row (a player's, a
+league's); they are rebuilt whole, and a rebuild of some partitions refuses them
+(:class:`AcrossPartitions`).
 """
 
 from __future__ import annotations

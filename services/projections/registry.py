@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from services.projections.games import GamesModel
-from services.projections.hands import HandsModel
+from services.projections.hands import HandsModel, KeepsHandsSealed
+from services.projections.integrity import IntegrityModel
 from services.projections.model import ReadModel
 from services.projections.players import PlayersModel
 from services.projections.scoreboard import ScoreboardModel
@@ -14,17 +15,24 @@ from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 
 READ_MODELS: dict[str, ReadModel] = {
     model.name: model
-    for model in (GamesModel(), ScoreboardModel(), HandsModel(), PlayersModel(), StandingsModel())
+    for model in (
+        GamesModel(),
+        ScoreboardModel(),
+        HandsModel(),
+        PlayersModel(),
+        StandingsModel(),
+        IntegrityModel(),
+    )
 }
 
 
 def seal_hands(secret: bytes) -> None:
-    """Give the hands model the service's key: it keeps the hands in progress sealed, and
-    refuses to load or save them before it has the key (a process folding games calls this
-    once, at start)."""
-    hands = READ_MODELS["hands"]
-    assert isinstance(hands, HandsModel)
-    hands.sealer = Sealer(secret, HANDS_IN_PROGRESS)
+    """Give every model that keeps hands in progress (the hands and integrity models) the
+    service's key: they keep them sealed, and refuse to load or save them before they have the
+    key (a process folding games calls this once, at start)."""
+    for model in READ_MODELS.values():
+        if isinstance(model, KeepsHandsSealed):
+            model.sealer = Sealer(secret, HANDS_IN_PROGRESS)
 
 
 def read_models(names: Iterable[str] | None = None) -> list[ReadModel]:

@@ -37,6 +37,7 @@ from services.projections.worker import (
     RetryPolicy,
     Worker,
 )
+from services.runtime.broker_users import EARLIER_PROJECTIONS
 from services.runtime.claims import Claims
 from services.runtime.follower import Following, Pace
 from services.runtime.game_stream import LayoutError, check_partitions, game_partitions
@@ -122,11 +123,9 @@ class Projections:
     async def _drop_earlier_consumers(self) -> None:
         """Delete the consumers an earlier version's workers followed the one stream with,
         named after their models (all of them, or one being rebuilt): they would sit on the
-        server unused."""
-        labels = [model.name for model in self.models]
-        labels.append("-".join(sorted(READ_MODELS)))
+        server unused. Only those models' labels: the process may delete no other consumer."""
         js = self.client.jetstream()
-        for label in labels:
+        for label in EARLIER_PROJECTIONS:
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 await js.delete_consumer(LEGACY_STREAM, f"{EARLIER_CONSUMER}{label}")
 

@@ -429,6 +429,30 @@ def _watch_links_v11(connection: sa.Connection) -> None:
     tables.create_all(connection)
 
 
+def _integrity_v12(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "integrity_games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("league", sa.Text),
+        sa.Column("rules", Json),
+        sa.Column("players", Json, nullable=False),
+        sa.Column("pending", sa.LargeBinary),
+    )
+    sa.Table(
+        "integrity_hands",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("hand", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("league", sa.Text, nullable=False),
+        sa.Column("facts", Json, nullable=False),
+        sa.Index("integrity_hands_by_league", "league"),
+    )
+    tables.create_all(connection)
+
+
 def _nothing(_connection: sa.Connection) -> None:
     """A step whose work is its ``sealing``."""
 
@@ -488,6 +512,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _sealed_webhook_secrets_v10,
     ),
     Migration(11, "watch links: each game's and league's revocations", _watch_links_v11),
+    Migration(12, "read model: integrity, the facts of each league hand", _integrity_v12),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

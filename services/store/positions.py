@@ -32,7 +32,14 @@ from services.runtime.stream_identity import Followed, StreamIdentity
 from services.store.database import Statements, fetch, insert_missing, run
 from services.store.schema import positions
 
-READ_MODELS: tuple[str, ...] = ("games", "scoreboard", "hands", "players", "standings")
+READ_MODELS: tuple[str, ...] = (
+    "games",
+    "scoreboard",
+    "hands",
+    "players",
+    "standings",
+    "integrity",
+)
 """Every read model the projection workers keep, by name: each has a row here per partition
 once its worker has run there, and readers (``readyz``, the lag report) count those that have
 not as standing at 0. The workers' models name themselves the same (a unit test holds the two

@@ -214,8 +214,9 @@ async def wait_for_positions(
 
 
 async def snapshot(store: Store, key: bytes = TESTS_KEY) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every read model's tables, in key order (hands in progress opened with the
-    service's ``key``: each sealing draws its own nonce)."""
+    """Every row of every read model's tables, in key order (hands in progress, of the hands
+    and the integrity models, opened with the service's ``key``: each sealing draws its own
+    nonce)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
     hands = Sealer(key, HANDS_IN_PROGRESS)
     async with store.reading() as conn:
@@ -226,6 +227,10 @@ async def snapshot(store: Store, key: bytes = TESTS_KEY) -> dict[str, list[tuple
     rows["hand_progress"] = [
         (game_id, version, hands.open(pending, game_id))
         for game_id, version, pending in rows.get("hand_progress", [])
+    ]
+    rows["integrity_games"] = [
+        (*row[:-1], None if row[-1] is None else hands.open(row[-1], row[0]))
+        for row in rows.get("integrity_games", [])
     ]
     return rows
 

@@ -1021,7 +1021,14 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     ready = (await client.get("/readyz")).json()
     assert ready["status"] == "ok"
-    assert set(ready["projections"]) == {"games", "scoreboard", "hands", "players", "standings"}
+    assert set(ready["projections"]) == {
+        "games",
+        "scoreboard",
+        "hands",
+        "players",
+        "standings",
+        "integrity",
+    }
     table = await open_table(client, {"preset": "solo"})
     await client.get(table.url)
     metrics = await client.get("/metrics")
