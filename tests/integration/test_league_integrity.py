@@ -2,11 +2,12 @@
 the engine and the projection workers; ``GET /v1/leagues/{id}/integrity`` answers the league's
 platform with every pair's signals, read from the integrity model, and no card; another
 platform gets 404 as for no league (though the league is public), and a caller without a
-platform key (none, or a seat's token) 401."""
+platform key (none, or a seat's token) 401. ``spades league integrity`` reads the same."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,9 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner, Result
 
 from services.bots.runner import play_game
 from services.bots.strategy import Bot
+from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
@@ -136,6 +139,22 @@ async def test_the_leagues_platform_alone_reads_its_integrity_report(
     cards = {card for record in records for held in record["deal"]["hands"] for card in held}
     assert len(cards) == 51
     assert not [card for card in cards if f'"{card}"' in text], "no card in the report"
+
+    def spades(*args: str) -> Result:
+        command = ["league", "integrity", *args, "--url", gateway]
+        return CliRunner().invoke(cli, command, env={"COLUMNS": "160"})
+
+    by_cli = await asyncio.to_thread(spades, league_id, "--json", "--api-key", OWNER)
+    assert by_cli.exit_code == 0, by_cli.output
+    # the gateway of this test runs in this process, and logs to stdout: the answer is last
+    assert json.loads(by_cli.stdout.strip().splitlines()[-1]) == report
+    shown = await asyncio.to_thread(spades, league_id, "--api-key", OWNER)
+    assert shown.exit_code == 0, shown.output
+    assert f"integrity of league {league_id} ({len(records)} hands" in shown.stdout
+    assert "co_seating" in shown.stdout
+    refused = await asyncio.to_thread(spades, league_id, "--api-key", OTHER)
+    assert refused.exit_code == 1
+    assert "league_not_found" in refused.output
 
     assert ok(await http.get(f"/v1/leagues/{league_id}", headers=bearer(OTHER)))
     assert_problem(await http.get(path, headers=bearer(OTHER)), 404, "league_not_found")
