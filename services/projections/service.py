@@ -72,9 +72,13 @@ class Projections:
         pace: Pace = PACE,
         retry: RetryPolicy = DEFAULT_RETRY,
         auto_rebuild: bool = False,
+        secret: bytes | None = None,
     ) -> None:
         self.store = store
         self.client = client
+        self.secret = secret
+        """The service's key, for the migrations that seal (without it, :meth:`start` stops
+        before them, and before every later one: the integrity model's tables among them)."""
         self.models = read_models(models)
         self.partitions = partitions
         self.steady = Worker(
@@ -112,7 +116,7 @@ class Projections:
 
     async def start(self) -> None:
         """Migrate the read-model database (before any partition is followed)."""
-        await migrate(self.store)
+        await migrate(self.store, secret=self.secret)
 
     async def gain(self, partition: int) -> None:
         if self.partitions.legacy:
@@ -210,6 +214,7 @@ async def run_projections(
     url = nats_url or settings.nats_url
     if url is None:
         raise ValueError("the projection workers need a NATS server: set SPADES_NATS_URL")
+    secret = settings.signing_key()
     client = await connect(
         url,
         "spades-projections",
@@ -226,15 +231,14 @@ async def run_projections(
         partitions=layout,
         pace=Pace(batch_size, PACE.idle_s, PACE.gather_s, PACE.ack_wait_s),
         auto_rebuild=settings.projections_auto_rebuild,
+        secret=secret,  # the sealing steps of the migrations need the key
     )
     try:
         js = client.jetstream()
         reason = await check_partitions(js, layout)
         if reason is not None:
             raise LayoutError(reason)
-        secret = settings.signing_key()
         seal_hands(secret)
-        await migrate(store, secret=secret)  # the sealing steps, which need the key
         await projections.start()
         claims = Claims(
             js,

@@ -166,9 +166,10 @@ async def last_sequence(js: JetStreamContext) -> int:
 def workers(
     store: Store, client: Client, *, batch_size: int = PACE.batch_size, **options: Any
 ) -> Projections:
-    """The read models of a process that holds every partition itself."""
+    """The read models of a process that holds every partition itself (with the tests' key,
+    as a service has its own: its start takes every migration)."""
     pace = Pace(batch_size, 0.2, PACE.gather_s, PACE.ack_wait_s)
-    return Projections(store, client, retry=QUICK_RETRY, pace=pace, **options)
+    return Projections(store, client, retry=QUICK_RETRY, pace=pace, secret=TESTS_KEY, **options)
 
 
 async def positions_in(store: Store, partition: int = 0) -> dict[str, positions.Position]:

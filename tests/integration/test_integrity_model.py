@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 import sqlalchemy as sa
+from nats.aio.client import Client
+from nats.js import JetStreamContext
 
 from benchmarks.projections import GameLog, play_game
 from domain.events import SeatTaken
@@ -20,12 +22,19 @@ from domain.records import HandRecorder
 from services.integrity.signals import HandFacts, SeatedHand, hand_facts
 from services.projections.integrity import IntegrityModel
 from services.projections.model import Delivered
+from services.projections.rebuild import rebuild
 from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer, Unsealable
 from services.store.database import Store
 from services.store.schema import integrity_games, integrity_hands
 
 pytest.register_assert_rewrite("tests.integration.conftest_projections")
-from tests.integration.conftest_projections import TESTS_KEY  # noqa: E402
+from tests.integration.conftest_projections import (  # noqa: E402
+    TESTS_KEY,
+    append_games,
+    snapshot,
+    wait_for_position,
+    workers,
+)
 
 pytest_plugins = ["tests.integration.conftest_projections"]
 pytestmark = pytest.mark.integration
@@ -123,3 +132,27 @@ async def test_a_hand_in_progress_is_kept_sealed(store: Store) -> None:
     with pytest.raises(RuntimeError, match="needs the key"):
         async with store.writing() as conn:
             await IntegrityModel().apply(conn, [Delivered(len(half) + 1, table.commits[len(half)])])
+
+
+async def test_a_rebuild_gives_the_same_rows_to_the_byte(
+    store: Store, js: JetStreamContext, nats_client: Client
+) -> None:
+    """Through the workers, from the stream: the integrity model rebuilt while the others
+    stand ends with the rows it had (its hand in progress opened: each sealing draws its own
+    nonce), and the league's hands are all there."""
+    finished = league_logs(seed=7)
+    rng = random.Random(8)
+    playing = play_game(rng, table_game_id(LEAGUE, 2, 1), preset="cutthroat", league=LEAGUE)
+    half = len(playing.commits) // 2
+    halfway = GameLog(playing.game_id, playing.commits[:half], playing.payloads[:half])
+    last = await append_games(js, [*finished, halfway])
+    async with workers(store, nats_client):
+        await wait_for_position(store, last)
+        before = await snapshot(store)
+        assert await rebuild(store, ["integrity"]) == ["integrity"]
+        await wait_for_position(store, last)
+    assert await snapshot(store) == before
+    assert len(before["integrity_hands"]) == 4 + len(expected_facts(halfway))
+    (progress,) = [row for row in before["integrity_games"] if row[0] == playing.game_id]
+    assert progress[-1] is not None
+    assert progress[-1].startswith(b"[")
