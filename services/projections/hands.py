@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import msgspec
+import sqlalchemy as sa
 
 from contracts.wire import Commit
 from domain.events import (
@@ -168,6 +170,9 @@ class KeepsHandsSealed:
     hands model and the integrity model both do; :func:`services.projections.registry.seal_hands`
     gives every such model the key, and each refuses to load or save without it."""
 
+    sealed_column: ClassVar[sa.Column[bytes]]
+    """Where the model keeps them (a row per game, with a ``game_id``)."""
+
     def __init__(self, sealer: Sealer | None = None) -> None:
         self.recorders = Recorders()
         self.sealer = sealer
@@ -196,6 +201,7 @@ class KeepsHandsSealed:
 class HandsModel(KeepsHandsSealed, PerGameModel[HandProgress]):
     name = "hands"
     tables = (hand_records, hand_progress)
+    sealed_column = hand_progress.c.pending
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
         rows = await fetch(conn, *where_in(hand_progress, "game_id", game_ids))

@@ -79,6 +79,7 @@ class IntegrityGame:
 class IntegrityModel(KeepsHandsSealed, PerGameModel[IntegrityGame]):
     name = "integrity"
     tables = (integrity_games, integrity_hands)
+    sealed_column = integrity_games.c.pending
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, IntegrityGame]:
         rows = await fetch(conn, *where_in(integrity_games, "game_id", game_ids))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
 
 from services.projections.games import GamesModel
 from services.projections.hands import HandsModel, KeepsHandsSealed
@@ -33,6 +36,31 @@ def seal_hands(secret: bytes) -> None:
     for model in READ_MODELS.values():
         if isinstance(model, KeepsHandsSealed):
             model.sealer = Sealer(secret, HANDS_IN_PROGRESS)
+
+
+def opened_rows(
+    table: sa.Table, rows: Iterable[Sequence[Any]], secret: bytes
+) -> list[tuple[Any, ...]]:
+    """``table``'s rows with the hands in progress a model keeps sealed there opened with the
+    service's ``secret`` (each sealing draws its own nonce: rows compared, as a rebuild's with
+    the live ones, are compared opened). Rows of any other table as they are."""
+    sealed = {
+        model.sealed_column.table.name: model.sealed_column.name
+        for model in READ_MODELS.values()
+        if isinstance(model, KeepsHandsSealed)
+    }
+    if table.name not in sealed:
+        return [tuple(row) for row in rows]
+    sealer = Sealer(secret, HANDS_IN_PROGRESS)
+    names = list(table.c.keys())
+    at, game = names.index(sealed[table.name]), names.index("game_id")
+    return [
+        tuple(
+            sealer.open(value, row[game]) if index == at and value is not None else value
+            for index, value in enumerate(row)
+        )
+        for row in rows
+    ]
 
 
 def read_models(names: Iterable[str] | None = None) -> list[ReadModel]:

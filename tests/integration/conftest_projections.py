@@ -32,12 +32,11 @@ from domain.game import fold
 from domain.state import Game
 from domain.table import table_for
 from services.engine.service import ensure_streams
-from services.projections.registry import READ_MODELS
+from services.projections.registry import READ_MODELS, opened_rows
 from services.projections.service import Projections
 from services.projections.worker import PACE, RetryPolicy
 from services.runtime.follower import Pace
 from services.runtime.game_stream import GameStream
-from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 from services.store import positions
 from services.store.database import Store, open_store
 from services.store.migrations import migrate
@@ -219,20 +218,11 @@ async def snapshot(store: Store, key: bytes = TESTS_KEY) -> dict[str, list[tuple
     and the integrity models, opened with the service's ``key``: each sealing draws its own
     nonce)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    hands = Sealer(key, HANDS_IN_PROGRESS)
     async with store.reading() as conn:
         for model in READ_MODELS.values():
             for table in model.tables:
                 query = sa.select(table).order_by(*table.primary_key.columns)
-                rows[table.name] = [tuple(row) for row in await conn.execute(query)]
-    rows["hand_progress"] = [
-        (game_id, version, hands.open(pending, game_id))
-        for game_id, version, pending in rows.get("hand_progress", [])
-    ]
-    rows["integrity_games"] = [
-        (*row[:-1], None if row[-1] is None else hands.open(row[-1], row[0]))
-        for row in rows.get("integrity_games", [])
-    ]
+                rows[table.name] = opened_rows(table, await conn.execute(query), key)
     return rows
 
 
