@@ -66,7 +66,6 @@ from services.runtime.credentials import connect_options
 from services.runtime.game_stream import GameStream, StoredCommit
 from services.runtime.leaders import leaders
 from services.runtime.nats_server import EmbeddedNats, free_ports
-from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 from services.store.database import Store, open_store
 from services.store.schema import webhook_deliveries
 from services.webhooks.events import Seen, game_webhooks
@@ -706,11 +705,9 @@ async def _rebuilt_differences(
 
 async def _opened_rows(store: Store, table: sa.Table) -> list[tuple[Any, ...]]:
     """A table's rows, with each hand in progress opened (each sealing draws its own nonce)."""
-    rows = await _rows(store, table)
-    if table.name != "hand_progress":
-        return rows
-    hands = Sealer(SECRET_KEY.encode(), HANDS_IN_PROGRESS)
-    return [(game_id, version, hands.open(pending, game_id)) for game_id, version, pending in rows]
+    from services.projections.registry import opened_rows
+
+    return opened_rows(table, await _rows(store, table), SECRET_KEY.encode())
 
 
 async def _rows(store: Store, table: sa.Table) -> list[tuple[Any, ...]]:

@@ -260,7 +260,8 @@ async def _fill_stream(client: Client, games: int, seed: int) -> _Stream:
 async def _replay_seconds(store: Store, client: Client, last: int) -> float:
     """Seconds for fresh read models to reach stream sequence ``last``."""
     started = time.perf_counter()
-    async with Projections(store, client):
+    # A fresh database: the migrations' sealing step has nothing to seal, and any key takes it.
+    async with Projections(store, client, secret=secrets.token_bytes(32)):
         while True:
             async with store.reading() as conn:
                 stored = await positions.all_positions(conn)

@@ -41,7 +41,13 @@ from services.cli.discover import Url
 
 if TYPE_CHECKING:
     from services.bots.strategy import Player
-    from services.client.leagues import Export, LeagueClient, Standings, StartedTable
+    from services.client.leagues import (
+        Export,
+        IntegrityReport,
+        LeagueClient,
+        Standings,
+        StartedTable,
+    )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -314,6 +320,58 @@ def standings(
         return await leagues.standings(league_id)
 
     Console().print(standings_table(_run(url, api_key, work)))
+
+
+@app.command("integrity")
+def integrity(
+    league_id: Annotated[str, typer.Argument(help="The league.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Print the league's integrity report (its platform's key only): every pair's collusion
+    signals, flagged first, and the replay pages of each flagged signal's hands. What each
+    signal means, and what it cannot prove: README, "Integrity signals"."""
+
+    async def work(leagues: LeagueClient) -> IntegrityReport:
+        return await leagues.integrity(league_id)
+
+    report = _run(url, api_key, work)
+    if as_json:
+        typer.echo(msgspec.json.encode(report).decode())
+        return
+    out = Console()
+    out.print(integrity_table(report))
+    for signal in report.signals:
+        if signal.flagged:
+            out.print(f"{signal.signal} {' / '.join(signal.players)}:")
+            for where in signal.evidence:
+                out.print(f"  {url.rstrip('/')}{where.replay}", soft_wrap=True)
+
+
+def integrity_table(report: IntegrityReport) -> Table:
+    """One row per signal: its effect against the field, its chances or hands behind it, its
+    p-value and the p-value adjusted over every signal (``--json`` has the rest)."""
+    title = (
+        f"integrity of league {report.league_id} ({report.hands} hands,"
+        f" flagged at a false discovery rate of {report.fdr:g})"
+    )
+    table = Table(title=title)
+    table.add_column("signal", no_wrap=True)
+    table.add_column("players")
+    for column in ("effect", "count", "p", "adjusted p", "flagged"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for signal in report.signals:
+        table.add_row(
+            signal.signal,
+            " / ".join(signal.players),
+            f"{signal.effect:+.3g}",
+            str(signal.count),
+            f"{signal.p_value:.2g}",
+            f"{signal.q_value:.2g}",
+            "yes" if signal.flagged else "",
+        )
+    return table
 
 
 @app.command("withdraw")

@@ -142,6 +142,37 @@ class Standings(msgspec.Struct, frozen=True, kw_only=True):
     players: list[PlayerStanding]
 
 
+class EvidenceHand(msgspec.Struct, frozen=True, kw_only=True):
+    game_id: str
+    hand: int
+    replay: str
+    """The hand's replay page, a path on the server."""
+
+
+class IntegritySignal(msgspec.Struct, frozen=True, kw_only=True):
+    """One signal of one pair (for ``sets``: the setter, then the one set)."""
+
+    signal: str
+    players: list[str]
+    observed: float
+    expected: float
+    effect: float
+    count: int
+    p_value: float
+    q_value: float
+    flagged: bool
+    evidence: list[EvidenceHand]
+
+
+class IntegrityReport(msgspec.Struct, frozen=True, kw_only=True):
+    """A league's integrity report (``GET /v1/leagues/{id}/integrity``), flagged first."""
+
+    league_id: str
+    hands: int
+    fdr: float
+    signals: list[IntegritySignal]
+
+
 def _path(league_id: str, *rest: str) -> str:
     return "/".join(("/v1/leagues", league_id, *rest))
 
@@ -211,6 +242,11 @@ class LeagueClient:
         params = {"min_version": min_version} if min_version is not None else None
         response = await self.client.request("GET", _path(league_id, "standings"), params=params)
         return self.client.decode(response, Standings)
+
+    async def integrity(self, league_id: str) -> IntegrityReport:
+        """The collusion signals of every pair of the league's players (its platform only)."""
+        response = await self.client.request("GET", _path(league_id, "integrity"))
+        return self.client.decode(response, IntegrityReport)
 
     async def withdraw(
         self, league_id: str, player: str, idempotency_key: str | None = None

@@ -25,9 +25,12 @@ import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from contracts.answers import GameSummary
 from domain.league import BYE_WINS, League
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
+from services.integrity.signals import FDR, HandFacts, report
 from services.store.ratings import Standing
 
 STANDINGS_CSV = (
@@ -245,3 +248,30 @@ def _not_played(player: str) -> PlayerRecord:
         sigma=start.sigma,
         ordinal=start.ordinal,
     )
+
+
+def integrity_json(league_id: str, facts: Sequence[HandFacts]) -> dict[str, Any]:
+    """``GET /v1/leagues/{id}/integrity``: every pair's signals over the league's finished
+    hands, flagged ones first, then by adjusted p-value. A flagged signal names its hands by
+    game and number, with their replay pages: where to look, never a card."""
+    signals = sorted(report(facts), key=lambda s: (not s.flagged, s.q_value, s.p_value))
+    return {
+        "league_id": league_id,
+        "hands": len(facts),
+        "fdr": FDR,
+        "signals": [
+            {
+                **msgspec.structs.asdict(signal),
+                "players": list(signal.players),
+                "evidence": [
+                    {
+                        "game_id": where.game_id,
+                        "hand": where.hand,
+                        "replay": f"/replay/{where.game_id}?hand={where.hand}",
+                    }
+                    for where in signal.evidence
+                ],
+            }
+            for signal in signals
+        ],
+    }

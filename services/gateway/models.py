@@ -635,6 +635,49 @@ class LeagueResults(BaseModel):
     results: list[ResultRow]
 
 
+# --------------------------------------------------------------------------- integrity
+
+
+class EvidenceHand(BaseModel):
+    """A hand that carries a flagged signal's evidence: where to look, never what was held."""
+
+    game_id: str
+    hand: int
+    replay: str = Field(description="The hand's replay page (``/replay/GAME?hand=N``).")
+
+
+class IntegritySignal(BaseModel):
+    """One signal of one pair of players, against the field (README, "Integrity signals")."""
+
+    signal: Literal[
+        "sets", "free_sets_declined", "bags_fed", "nils_covered", "shared_table_lift", "co_seating"
+    ]
+    players: list[str] = Field(
+        min_length=2,
+        max_length=2,
+        description="The pair; for ``sets``, the setter then the one set.",
+    )
+    observed: float = Field(description="The pair's figure, in the signal's unit.")
+    expected: float = Field(description="The same figure of the field (or the schedule's draw).")
+    effect: float = Field(description="Observed less expected (a ratio for ``co_seating``).")
+    count: int = Field(description="The chances, shared hands or games shared behind it.")
+    p_value: float = Field(description="One-sided, against the field.")
+    q_value: float = Field(
+        description="The p-value adjusted over every signal (Benjamini-Hochberg)."
+    )
+    flagged: bool = Field(description="Whether ``q_value`` is at or under the report's ``fdr``.")
+    evidence: list[EvidenceHand] = Field(description="For a flagged signal, its first hands.")
+
+
+class IntegrityReport(BaseModel):
+    """Collusion signals per pair of the league's players, flagged ones first."""
+
+    league_id: str
+    hands: int = Field(description="The league's finished hands the signals read.")
+    fdr: float = Field(description="The false discovery rate a signal is flagged at.")
+    signals: list[IntegritySignal]
+
+
 # --------------------------------------------------------------------------- audit
 
 

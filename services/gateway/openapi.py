@@ -195,6 +195,7 @@ OPERATION_IDS: dict[str, str] = {
     "POST /v1/leagues/{league_id}/rounds": "startRound",
     "GET /v1/leagues/{league_id}/rounds/{round_number}": "getRound",
     "GET /v1/leagues/{league_id}/standings": "standings",
+    "GET /v1/leagues/{league_id}/integrity": "leagueIntegrity",
     "GET /v1/leagues/{league_id}/exports/results": "exportResults",
     "GET /v1/leagues/{league_id}/exports/standings": "exportStandings",
     "POST /v1/leagues/{league_id}/substitutions": "substitute",

@@ -15,6 +15,7 @@ import msgspec
 from contracts.answers import GameList, GameSummary, Scoreboard
 from domain.records import HandRecord
 from domain.state import Status
+from services.integrity.signals import HandFacts
 from services.store import queries
 from services.store.database import Store
 
@@ -91,6 +92,10 @@ class ReadModels(Protocol):
         """How many of the platform's games are not finished, as the game list knows."""
         ...
 
+    async def league_hand_facts(self, league_id: str) -> list[HandFacts]:
+        """What the integrity model holds of the league's finished hands (no card)."""
+        ...
+
 
 def _plain(row: Mapping[str, Any]) -> dict[str, Any]:
     """A database row's mapping with plain ``str`` keys (SQLAlchemy hands out ``quoted_name``)."""
@@ -152,3 +157,7 @@ class ProjectionReadModels:
 
     async def games_going_on(self, platform: str | None) -> int:
         return await queries.games_going_on(self._engine, platform)
+
+    async def league_hand_facts(self, league_id: str) -> list[HandFacts]:
+        stored = await queries.league_hand_facts(self._engine, league_id)
+        return msgspec.convert(stored, list[HandFacts])

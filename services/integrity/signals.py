@@ -1,10 +1,16 @@
 """Collusion signals per pair of players, over a league's finished hands.
 
-Pure functions over hand records (:class:`domain.records.HandRecord`), each with the game, its
-rules and who sat where (:class:`SeatedHand`). Every signal compares a pair with the field and
-gives an effect size and a one-sided p-value; :func:`pair_signals` then adjusts all the
-p-values of a league together (Benjamini-Hochberg), so that among many honest pairs one does
-not flag by chance. A flagged signal names the hands that carry its evidence.
+Pure functions in two steps. :func:`hand_facts` reads one finished hand (its record, with the
+game, its rules and who sat where: :class:`SeatedHand`) into the few facts the signals need
+(:class:`HandFacts`: who sat where and with whom, the points, the chances to take), and no card;
+:func:`report` reads a league's facts into the signals. The ``integrity`` read model keeps the
+facts as hands end (the cards never leave the sealed hands in progress); ``spades bench
+integrity`` goes through :func:`pair_signals`, the same two steps in one.
+
+Every signal compares a pair with the field and gives an effect size and a one-sided p-value;
+:func:`report` then adjusts all the p-values of a league together (Benjamini-Hochberg), so that
+among many honest pairs one does not flag by chance. A flagged signal names the hands that
+carry its evidence.
 
 The card signals rest on one kind of moment, a **chance to take**: a trick in which an
 opponent's card is winning, and the seat to play holds a legal card that beats it. What the
@@ -112,9 +118,9 @@ class PairSignal(msgspec.Struct, frozen=True, kw_only=True):
     evidence: list[HandRef] = []
 
 
-@dataclass
-class Chance:
-    """A chance to take: ``actor`` could beat ``target``'s winning card, and did or not."""
+class Chance(msgspec.Struct, array_like=True):
+    """A chance to take: ``actor`` could beat ``target``'s winning card, and did or not. It
+    names no card (kept as an array: a league's hands hold many)."""
 
     actor: str
     target: str
@@ -125,6 +131,40 @@ class Chance:
     """Whether the target's side ended the hand short of its contract."""
     actor_short: bool = False
     """Whether the actor's own side still needed tricks for its contract at the time."""
+
+
+class HandFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the signals read of one finished hand: who sat where, which seats were partners,
+    each unit's points and the hand's chances to take. No card: what is kept of a league's
+    hands (the ``integrity`` read model) shows nothing a replay does not."""
+
+    game_id: str
+    hand: int
+    players: tuple[str, ...]
+    units: tuple[tuple[int, ...], ...]
+    """The seats of each unit (a team, or one seat without partners)."""
+    points: tuple[int, ...]
+    """Each unit's points in the hand."""
+    chances: tuple[Chance, ...] = ()
+
+    @property
+    def where(self) -> HandRef:
+        return HandRef(self.game_id, self.hand)
+
+    def unit_of(self, seat: int) -> int:
+        return next(unit for unit, seats in enumerate(self.units) if seat in seats)
+
+
+def hand_facts(hand: SeatedHand) -> HandFacts:
+    """The facts of one finished hand (its chances read from the cards each seat held)."""
+    return HandFacts(
+        game_id=hand.game_id,
+        hand=hand.record.hand,
+        players=hand.players,
+        units=table_for(hand.rules).units,
+        points=tuple(hand.record.points),
+        chances=tuple(chances_to_take(hand)),
+    )
 
 
 # ----------------------------------------------------------------------------- chances
@@ -217,15 +257,20 @@ def _moment(table: Table, record: HandRecord, taken: list[int], seat: int) -> Mo
 
 
 def pair_signals(hands: Iterable[SeatedHand], fdr: float = FDR) -> list[PairSignal]:
+    """:func:`report` of the hands' facts."""
+    return report([hand_facts(hand) for hand in hands], fdr)
+
+
+def report(facts: Iterable[HandFacts], fdr: float = FDR) -> list[PairSignal]:
     """Every signal of every pair of players who sat together as opponents, with p-values
     adjusted over them all and flagged at ``fdr``."""
-    hands = list(hands)
-    chances = [chance for hand in hands for chance in chances_to_take(hand)]
+    facts = list(facts)
+    chances = [chance for hand in facts for chance in hand.chances]
     signals = (
         who_sets_whom(chances)
         + card_signals(chances)
-        + shared_table_lift(hands)
-        + co_seating(hands)
+        + shared_table_lift(facts)
+        + co_seating(facts)
     )
     adjusted = benjamini_hochberg([signal.p_value for signal in signals])
     return [
@@ -333,14 +378,11 @@ def _rates(
     )
 
 
-def _points_by_player(hand: SeatedHand) -> dict[str, int]:
-    table = table_for(hand.rules)
-    return {
-        player: hand.record.points[table.unit_of[seat]] for seat, player in enumerate(hand.players)
-    }
+def _points_by_player(hand: HandFacts) -> dict[str, int]:
+    return {player: hand.points[hand.unit_of(seat)] for seat, player in enumerate(hand.players)}
 
 
-def shared_table_lift(hands: Sequence[SeatedHand]) -> list[PairSignal]:
+def shared_table_lift(hands: Sequence[HandFacts]) -> list[PairSignal]:
     """How many more points a hand the pair scores together at tables they share as opponents
     than each scores at tables without the other (a z-test of the mean lift, one-sided)."""
     points = [_points_by_player(hand) for hand in hands]
@@ -350,9 +392,8 @@ def shared_table_lift(hands: Sequence[SeatedHand]) -> list[PairSignal]:
             totals[player].append(gained)
     shared: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, hand in enumerate(hands):
-        table = table_for(hand.rules)
         for (sa, a), (sb, b) in combinations(enumerate(hand.players), 2):
-            if table.unit_of[sa] != table.unit_of[sb]:
+            if hand.unit_of(sa) != hand.unit_of(sb):
                 shared[_pair(a, b)].append(index)
     signals = []
     for (a, b), at in sorted(shared.items()):
@@ -367,7 +408,7 @@ def shared_table_lift(hands: Sequence[SeatedHand]) -> list[PairSignal]:
         lifts = [pa - alone_a + pb - alone_b for pa, pb in zip(pair_a, pair_b, strict=True)]
         mean, p_value = mean_above_zero(lifts)
         evidence = sorted(
-            _ref(hands[index]) for index, lift in zip(at, lifts, strict=True) if lift > 0
+            hands[index].where for index, lift in zip(at, lifts, strict=True) if lift > 0
         )
         signals.append(
             PairSignal(
@@ -390,12 +431,8 @@ def _mean_without(every: list[int], some: list[int]) -> float | None:
     return (sum(every) - sum(some)) / rest if rest >= MIN_SHARED_HANDS else None
 
 
-def _ref(hand: SeatedHand) -> HandRef:
-    return HandRef(hand.game_id, hand.record.hand)
-
-
 def co_seating(
-    hands: Sequence[SeatedHand], expected: dict[tuple[str, str], float] | None = None
+    hands: Sequence[HandFacts], expected: dict[tuple[str, str], float] | None = None
 ) -> list[PairSignal]:
     """How often two players who were never partners sit at the same game, against the
     schedule's expectation (given per pair, in games; else that of a draw in which each game's
@@ -406,8 +443,8 @@ def co_seating(
     partners: set[tuple[str, str]] = set()
     for hand in hands:
         games.setdefault(hand.game_id, hand.players)
-        opening.setdefault(hand.game_id, _ref(hand))
-        for unit in table_for(hand.rules).units:
+        opening.setdefault(hand.game_id, hand.where)
+        for unit in hand.units:
             partners.update(
                 _pair(hand.players[a], hand.players[b]) for a, b in combinations(unit, 2)
             )

@@ -17,10 +17,12 @@ its key (:func:`services.projections.registry.seal_hands`).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import msgspec
+import sqlalchemy as sa
 
 from contracts.wire import Commit
 from domain.events import (
@@ -162,9 +164,14 @@ def open_progress(sealer: Sealer, sealed: bytes, game_id: str) -> bytes:
         raise
 
 
-class HandsModel(PerGameModel[HandProgress]):
-    name = "hands"
-    tables = (hand_records, hand_progress)
+class KeepsHandsSealed:
+    """What a model that keeps hands in progress (their secret cards) does with them: seal them
+    under the service's key, bound to the game, and keep their recorders between batches. The
+    hands model and the integrity model both do; :func:`services.projections.registry.seal_hands`
+    gives every such model the key, and each refuses to load or save without it."""
+
+    sealed_column: ClassVar[sa.Column[bytes]]
+    """Where the model keeps them (a row per game, with a ``game_id``)."""
 
     def __init__(self, sealer: Sealer | None = None) -> None:
         self.recorders = Recorders()
@@ -173,15 +180,32 @@ class HandsModel(PerGameModel[HandProgress]):
 
     def _sealing(self) -> Sealer:
         if self.sealer is None:
-            raise RuntimeError("the hands model keeps hands in progress sealed: it needs the key")
+            raise RuntimeError(f"{type(self).__name__} keeps hands sealed: it needs the key")
         return self.sealer
+
+    def opened(self, game_id: str, version: int, sealed: bytes) -> HandProgress:
+        """The game's hand in progress, as stored (sealed) at ``version``."""
+        return self.recorders.take(game_id, version, sealed, self._sealing())
+
+    def sealed(self, states: Iterable[HandProgress]) -> dict[str, bytes]:
+        """Each game's hand in progress sealed for storing, by game; its recorder kept for the
+        next batch as that (each ``version`` must be the game's as saved)."""
+        seal = self._sealing().seal
+        stored = {state.game_id: (state, state.pending_bytes()) for state in states}
+        pending = {game_id: seal(events, game_id) for game_id, (_, events) in stored.items()}
+        for game_id, (state, events) in stored.items():
+            self.recorders.keep(state, pending[game_id], events)
+        return pending
+
+
+class HandsModel(KeepsHandsSealed, PerGameModel[HandProgress]):
+    name = "hands"
+    tables = (hand_records, hand_progress)
+    sealed_column = hand_progress.c.pending
 
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, HandProgress]:
         rows = await fetch(conn, *where_in(hand_progress, "game_id", game_ids))
-        take, sealer = self.recorders.take, self._sealing()
-        return {
-            game_id: take(game_id, version, sealed, sealer) for game_id, version, sealed in rows
-        }
+        return {game_id: self.opened(game_id, version, sealed) for game_id, version, sealed in rows}
 
     def fold(self, state: HandProgress | None, commit: Commit) -> HandProgress:
         if state is None:
@@ -194,9 +218,7 @@ class HandsModel(PerGameModel[HandProgress]):
         return state
 
     async def save(self, conn: Statements, states: dict[str, HandProgress]) -> None:
-        seal = self._sealing().seal
-        stored = {game_id: state.pending_bytes() for game_id, state in states.items()}
-        pending = {game_id: seal(events, game_id) for game_id, events in stored.items()}
+        pending = self.sealed(states.values())
         progress = [
             {"game_id": s.game_id, "version": s.version, "pending": pending[s.game_id]}
             for s in states.values()
@@ -208,5 +230,3 @@ class HandsModel(PerGameModel[HandProgress]):
         ]
         await upsert(conn, hand_progress, progress, keys=["game_id"])
         await upsert(conn, hand_records, records, keys=["game_id", "hand"])
-        for game_id, state in states.items():
-            self.recorders.keep(state, pending[game_id], stored[game_id])

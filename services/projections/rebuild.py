@@ -17,11 +17,11 @@ A model ``kept`` (the audit log, a record: see :attr:`ReadModel.kept`) keeps its
 replay only adds what it lacks.
 
 Every partition is rebuilt unless some are named. Only the models whose rows each belong to one
-game or one partition (games, scoreboard, hands: a ``game_id`` in every table; the log: a
-``partition`` or a ``game_id``) can be rebuilt in some partitions alone: their rows of the
-other partitions stay as they are. The players' counters and the
-leagues' standings gather games of every partition in one row (a player's, a league's); they are
-rebuilt whole, and a rebuild of some partitions refuses them (:class:`AcrossPartitions`).
+game or one partition (games, scoreboard, hands, integrity: a ``game_id`` in every table; the
+log: a ``partition`` or a ``game_id``) can be rebuilt in some partitions alone: their rows of
+the other partitions stay as they are. The players' counters and the leagues' standings gather
+games of every partition in one row (a player's, a league's); they are rebuilt whole, and a
+rebuild of some partitions refuses them (:class:`AcrossPartitions`).
 """
 
 from __future__ import annotations

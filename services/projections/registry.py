@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
 
 from contracts.partitions import Partitions
 from services.projections.audit_log import LogModel
 from services.projections.games import GamesModel
-from services.projections.hands import HandsModel
+from services.projections.hands import HandsModel, KeepsHandsSealed
+from services.projections.integrity import IntegrityModel
 from services.projections.model import ReadModel
 from services.projections.players import PlayersModel
 from services.projections.scoreboard import ScoreboardModel
@@ -24,17 +28,43 @@ READ_MODELS: dict[str, ReadModel] = {
         PlayersModel(),
         StandingsModel(),
         LogModel(),
+        IntegrityModel(),
     )
 }
 
 
 def seal_hands(secret: bytes) -> None:
-    """Give the hands model the service's key: it keeps the hands in progress sealed, and
-    refuses to load or save them before it has the key (a process folding games calls this
-    once, at start)."""
-    hands = READ_MODELS["hands"]
-    assert isinstance(hands, HandsModel)
-    hands.sealer = Sealer(secret, HANDS_IN_PROGRESS)
+    """Give every model that keeps hands in progress (the hands and integrity models) the
+    service's key: they keep them sealed, and refuse to load or save them before they have the
+    key (a process folding games calls this once, at start)."""
+    for model in READ_MODELS.values():
+        if isinstance(model, KeepsHandsSealed):
+            model.sealer = Sealer(secret, HANDS_IN_PROGRESS)
+
+
+def opened_rows(
+    table: sa.Table, rows: Iterable[Sequence[Any]], secret: bytes
+) -> list[tuple[Any, ...]]:
+    """``table``'s rows with the hands in progress a model keeps sealed there opened with the
+    service's ``secret`` (each sealing draws its own nonce: rows compared, as a rebuild's with
+    the live ones, are compared opened). Rows of any other table as they are."""
+    sealed = {
+        model.sealed_column.table.name: model.sealed_column.name
+        for model in READ_MODELS.values()
+        if isinstance(model, KeepsHandsSealed)
+    }
+    if table.name not in sealed:
+        return [tuple(row) for row in rows]
+    sealer = Sealer(secret, HANDS_IN_PROGRESS)
+    names = list(table.c.keys())
+    at, game = names.index(sealed[table.name]), names.index("game_id")
+    return [
+        tuple(
+            sealer.open(value, row[game]) if index == at and value is not None else value
+            for index, value in enumerate(row)
+        )
+        for row in rows
+    ]
 
 
 def _log() -> LogModel:

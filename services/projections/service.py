@@ -43,7 +43,7 @@ from services.projections.worker import (
     RetryPolicy,
     Worker,
 )
-from services.runtime.broker_users import EARLIER_MODELS
+from services.runtime.broker_users import EARLIER_PROJECTIONS
 from services.runtime.claims import Claims
 from services.runtime.follower import Following, Pace
 from services.runtime.game_stream import LayoutError, check_partitions, game_partitions
@@ -78,9 +78,13 @@ class Projections:
         pace: Pace = PACE,
         retry: RetryPolicy = DEFAULT_RETRY,
         auto_rebuild: bool = False,
+        secret: bytes | None = None,
     ) -> None:
         self.store = store
         self.client = client
+        self.secret = secret
+        """The service's key, for the migrations that seal (without it, :meth:`start` stops
+        before them, and before every later one: the integrity model's tables among them)."""
         self.models = read_models(models)
         self.partitions = partitions
         lay_out_log(partitions)
@@ -119,7 +123,7 @@ class Projections:
 
     async def start(self) -> None:
         """Migrate the read-model database (before any partition is followed)."""
-        await migrate(self.store)
+        await migrate(self.store, secret=self.secret)
 
     async def gain(self, partition: int) -> None:
         if self.partitions.legacy:
@@ -130,11 +134,9 @@ class Projections:
     async def _drop_earlier_consumers(self) -> None:
         """Delete the consumers an earlier version's workers followed the one stream with,
         named after their models (all of them, or one being rebuilt): they would sit on the
-        server unused."""
-        labels = [model.name for model in self.models if model.name in EARLIER_MODELS]
-        labels.append("-".join(sorted(EARLIER_MODELS)))  # models born since had none
+        server unused. Only those models' labels: the process may delete no other consumer."""
         js = self.client.jetstream()
-        for label in labels:
+        for label in EARLIER_PROJECTIONS:
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 await js.delete_consumer(LEGACY_STREAM, f"{EARLIER_CONSUMER}{label}")
 
@@ -219,6 +221,7 @@ async def run_projections(
     url = nats_url or settings.nats_url
     if url is None:
         raise ValueError("the projection workers need a NATS server: set SPADES_NATS_URL")
+    secret = settings.signing_key()
     client = await connect(
         url,
         "spades-projections",
@@ -235,13 +238,13 @@ async def run_projections(
         partitions=layout,
         pace=Pace(batch_size, PACE.idle_s, PACE.gather_s, PACE.ack_wait_s),
         auto_rebuild=settings.projections_auto_rebuild,
+        secret=secret,  # the sealing steps of the migrations need the key
     )
     try:
         js = client.jetstream()
         reason = await check_partitions(js, layout)
         if reason is not None:
             raise LayoutError(reason)
-        secret = settings.signing_key()
         seal_hands(secret)
         log_key = settings.log_signer()
         sign_log(settings.log_origin, log_key)
@@ -250,7 +253,6 @@ async def run_projections(
                 "the audit log has no key: its checkpoints are kept unsigned "
                 "(set SPADES_LOG_KEY; `spades up` makes one in its data directory)"
             )
-        await migrate(store, secret=secret)  # the sealing steps, which need the key
         await projections.start()
         claims = Claims(
             js,

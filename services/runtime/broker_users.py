@@ -137,9 +137,10 @@ def _owns(stream: str, kind: str) -> tuple[str, ...]:
 EARLIER_MODELS = ("games", "scoreboard", "hands", "players", "standings")
 """The read models of the versions whose projections followed the one stream with a consumer
 per model (or one for all): the names those consumers had are history, not the models of now."""
-_EARLIER_PROJECTIONS = (*EARLIER_MODELS, "-".join(sorted(EARLIER_MODELS)))
+EARLIER_PROJECTIONS = (*EARLIER_MODELS, "-".join(sorted(EARLIER_MODELS)))
 """The labels of the consumers projections once followed the one stream with (deleted at
-start, :mod:`services.projections.service`)."""
+start, :mod:`services.projections.service`): those models' names, whatever models there are now
+(a model added since, ``integrity``, never had one)."""
 
 
 def _declares(stream: str, subjects: str) -> tuple[str, ...]:
@@ -303,7 +304,7 @@ def _allowed(partitions: Partitions) -> dict[str, BrokerUser]:
                 # the consumers an earlier version followed the one stream with, by model
                 *(
                     f"$JS.API.CONSUMER.DELETE.{LEGACY_STREAM}.spades-projections-{label}"
-                    for label in _EARLIER_PROJECTIONS
+                    for label in EARLIER_PROJECTIONS
                 ),
                 *_reads(ARCHIVE_STREAM),
                 *_claims("projections"),

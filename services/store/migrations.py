@@ -440,6 +440,30 @@ def _watch_links_v11(connection: sa.Connection) -> None:
     tables.create_all(connection)
 
 
+def _integrity_v13(connection: sa.Connection) -> None:
+    tables = sa.MetaData()
+    sa.Table(
+        "integrity_games",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("league", sa.Text),
+        sa.Column("rules", Json),
+        sa.Column("players", Json, nullable=False),
+        sa.Column("pending", sa.LargeBinary),
+    )
+    sa.Table(
+        "integrity_hands",
+        tables,
+        sa.Column("game_id", sa.Text, primary_key=True),
+        sa.Column("hand", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("league", sa.Text, nullable=False),
+        sa.Column("facts", Json, nullable=False),
+        sa.Index("integrity_hands_by_league", "league"),
+    )
+    tables.create_all(connection)
+
+
 def _nothing(_connection: sa.Connection) -> None:
     """A step whose work is its ``sealing``."""
 
@@ -548,6 +572,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _audit_log_v12,
         apart=True,
     ),
+    Migration(13, "read model: integrity, the facts of each league hand", _integrity_v13),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

@@ -39,6 +39,7 @@ READ_MODELS: tuple[str, ...] = (
     "players",
     "standings",
     "log",
+    "integrity",
 )
 """Every read model the projection workers keep, by name: each has a row here per partition
 once its worker has run there, and readers (``readyz``, the lag report) count those that have

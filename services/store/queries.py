@@ -244,6 +244,19 @@ async def league_standings(engine: AsyncEngine, league: str) -> tuple[int, list[
     return (counts[0] if counts else 0), rows
 
 
+async def league_hand_facts(engine: AsyncEngine, league: str) -> list[Any]:
+    """The integrity model's facts of every finished hand of the league's tables (as stored:
+    JSON, no card), in game and hand order."""
+    hands = tables.integrity_hands
+    query = (
+        sa.select(hands.c.facts)
+        .where(hands.c.league == league)
+        .order_by(hands.c.game_id, hands.c.hand)
+    )
+    async with engine.connect() as conn:
+        return list((await conn.execute(query)).scalars())
+
+
 async def league_version(engine: AsyncEngine, league: str) -> int:
     """How many of the league's games the standings count (its version for ``min_version``)."""
     games = tables.standing_games

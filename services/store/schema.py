@@ -219,6 +219,36 @@ league_standings = sa.Table(
 """Per league and player: points, wins, games, forfeits and the openskill rating (``mu``,
 ``sigma``, and ``ordinal`` = ``mu - 3 sigma``), as :mod:`services.store.ratings` defines them."""
 
+# --------------------------------------------------------------------------- integrity
+
+integrity_games = sa.Table(
+    "integrity_games",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("league", sa.Text),
+    sa.Column("rules", Json),
+    sa.Column("players", Json, nullable=False),
+    sa.Column("pending", sa.LargeBinary),
+)
+"""What the integrity model keeps of each game: the league whose table it is (null for every
+other game, of which only the version is kept), its rules and who sits where, and the events of
+the hand in progress from its deal on, sealed as ``hand_progress`` is: they hold the hand's
+secret cards. Nothing in :mod:`.queries` reads this table."""
+
+integrity_hands = sa.Table(
+    "integrity_hands",
+    metadata,
+    sa.Column("game_id", sa.Text, primary_key=True),
+    sa.Column("hand", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("league", sa.Text, nullable=False),
+    sa.Column("facts", Json, nullable=False),
+    sa.Index("integrity_hands_by_league", "league"),
+)
+"""Per finished hand of a league's table, what the collusion signals read of it
+(:class:`services.integrity.signals.HandFacts`: who sat where, points, chances to take; no
+card)."""
+
 # --------------------------------------------------------------------------- webhooks
 
 Serial = sa.BigInteger().with_variant(sa.Integer(), "sqlite")

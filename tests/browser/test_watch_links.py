@@ -2,7 +2,8 @@
 made public): a platform's link shows its private game, its replays, its league and the
 league's tables to whoever holds it, as the public would see a public game; an expired or a
 revoked link is refused; a page of the platform's own site frames the table and hears of its
-turns and its end, and any other site cannot frame it."""
+turns and its end, and any other site cannot frame it. And a league's integrity report, which
+its platform reads with its own key in the fragment, and no one else."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from services.gateway.auth import WatchTokens
 from services.runtime.nats_server import free_port
 from tests.browser.conftest import WAIT_MS, Browse, screenshot
 from tests.browser.games import Game, move_on, new_game, play_out, view
+from tests.browser.test_accessibility import PHONE_390, violations
 from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.browser
@@ -292,6 +294,58 @@ def test_the_home_page_with_the_platforms_key_lists_its_private_games(
     expect(home).to_have_url(f"{keyed.stack.base_url}/watch/{game.game_id}#token={ACME_KEY}")
     expect(home.locator("#connection")).to_have_attribute("data-status", "over")
     expect(home.locator("#seats [data-seat-score]")).to_have_count(4)
+
+
+def test_a_leagues_integrity_page_shows_its_platform_the_signals(
+    pages: Browse, keyed: Keyed
+) -> None:
+    players = LEAGUE_PLAYERS[:6]
+    rules = {"preset": "cutthroat", "max_hands": 2}
+    created = keyed.acme.post(
+        "/v1/leagues", json={"name": "Acme cutthroat", "rules": rules, "players": players}
+    )
+    assert created.status_code == 201, created.text
+    league_id = created.json()["league_id"]
+    started = keyed.acme.post(f"/v1/leagues/{league_id}/rounds", json={})
+    assert started.status_code == 201, started.text
+    for table in started.json()["tables"]:
+        seats = table["seats"]
+        game = Game(table["game_id"], [s["token"] for s in seats], [s["player"] for s in seats])
+        play_out(keyed.acme, game)
+    report_path = f"/v1/leagues/{league_id}/integrity"
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while (report := keyed.acme.get(report_path).json())["hands"] < 4:
+        assert time.monotonic() < deadline, report
+        time.sleep(0.2)
+
+    path = f"/leagues/{league_id}/integrity#token={ACME_KEY}"
+    page = pages.page(path)
+    rows = page.locator("#signals tbody tr")
+    expect(rows).to_have_count(len(report["signals"]))
+    for row, signal in zip(rows.all(), report["signals"], strict=True):
+        expect(row).to_have_attribute("data-signal", signal["signal"])
+        expect(row.locator("th")).to_have_text(" / ".join(signal["players"]))
+    expect(page.locator("#title")).to_contain_text(league_id)
+    screenshot(page, "integrity")
+    assert not violations(page)
+    phone = pages.page(path, PHONE_390)
+    expect(phone.locator("#signals tbody tr")).to_have_count(len(report["signals"]))
+    assert not violations(phone)
+    wide = phone.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1], f"the integrity page scrolls sideways on a phone: {wide}"
+
+    # The league's page links to it, the key carried on in the fragment.
+    league = pages.page(f"/leagues/{league_id}#token={ACME_KEY}")
+    league.locator("#integrity").click()
+    expect(league).to_have_url(f"{keyed.stack.base_url}{path}")
+    expect(league.locator("#signals tbody tr")).to_have_count(len(report["signals"]))
+
+    # Another platform's key, or none, reads nothing of it.
+    other = pages.page(f"/leagues/{league_id}/integrity#token={BETA_KEY}")
+    expect(other.locator("#problem")).to_contain_text("league_not_found")
+    expect(other.locator("#signals tbody tr")).to_have_count(0)
+    nobody = pages.page(f"/leagues/{league_id}/integrity")
+    expect(nobody.locator("#problem")).to_contain_text("unauthorized")
 
 
 EMBEDDING = """<!doctype html><html lang="en"><head><title>A platform's page</title></head>

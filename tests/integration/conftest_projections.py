@@ -32,12 +32,11 @@ from domain.game import fold
 from domain.state import Game
 from domain.table import table_for
 from services.engine.service import ensure_streams
-from services.projections.registry import READ_MODELS
+from services.projections.registry import READ_MODELS, opened_rows
 from services.projections.service import Projections
 from services.projections.worker import PACE, RetryPolicy
 from services.runtime.follower import Pace
 from services.runtime.game_stream import GameStream
-from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer
 from services.store import positions
 from services.store.database import Store, open_store
 from services.store.migrations import migrate
@@ -166,9 +165,10 @@ async def last_sequence(js: JetStreamContext) -> int:
 def workers(
     store: Store, client: Client, *, batch_size: int = PACE.batch_size, **options: Any
 ) -> Projections:
-    """The read models of a process that holds every partition itself."""
+    """The read models of a process that holds every partition itself (with the tests' key,
+    as a service has its own: its start takes every migration)."""
     pace = Pace(batch_size, 0.2, PACE.gather_s, PACE.ack_wait_s)
-    return Projections(store, client, retry=QUICK_RETRY, pace=pace, **options)
+    return Projections(store, client, retry=QUICK_RETRY, pace=pace, secret=TESTS_KEY, **options)
 
 
 async def positions_in(store: Store, partition: int = 0) -> dict[str, positions.Position]:
@@ -214,19 +214,15 @@ async def wait_for_positions(
 
 
 async def snapshot(store: Store, key: bytes = TESTS_KEY) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every read model's tables, in key order (hands in progress opened with the
-    service's ``key``: each sealing draws its own nonce)."""
+    """Every row of every read model's tables, in key order (hands in progress, of the hands
+    and the integrity models, opened with the service's ``key``: each sealing draws its own
+    nonce)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    hands = Sealer(key, HANDS_IN_PROGRESS)
     async with store.reading() as conn:
         for model in READ_MODELS.values():
             for table in model.tables:
                 query = sa.select(table).order_by(*table.primary_key.columns)
-                rows[table.name] = [tuple(row) for row in await conn.execute(query)]
-    rows["hand_progress"] = [
-        (game_id, version, hands.open(pending, game_id))
-        for game_id, version, pending in rows.get("hand_progress", [])
-    ]
+                rows[table.name] = opened_rows(table, await conn.execute(query), key)
     return rows
 
 

@@ -82,6 +82,7 @@ from services.webhooks.ingest import (
     league_folds,
 )
 from services.webhooks.interest import EndpointWatch
+from tests.integration.conftest_projections import TESTS_KEY
 
 [GAMES] = game_partitions(ONE)
 TWO_PLAYERS = {"preset": "two-player", "max_hands": 1}
@@ -267,7 +268,7 @@ async def migrate_once(path: Path) -> Path:
     """A read-model database, migrated, at ``path``: each test copies it (it is made once)."""
     store = open_store(f"sqlite:///{path}")
     try:
-        await migrate(store)
+        await migrate(store, secret=TESTS_KEY)  # as a service, with its key: every step
     finally:
         await store.close()
     return path
@@ -285,7 +286,7 @@ class DatabaseHarness(Harness):
     async def setup(self) -> None:
         await super().setup()
         if self.migrated is None:
-            await migrate(self.store)
+            await migrate(self.store, secret=TESTS_KEY)
         else:
             shutil.copyfile(self.migrated, self.path)
 

@@ -1029,6 +1029,7 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
         "players",
         "standings",
         "log",
+        "integrity",
     }
     table = await open_table(client, {"preset": "solo"})
     await client.get(table.url)

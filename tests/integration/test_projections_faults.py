@@ -257,6 +257,7 @@ async def test_rebuilding_one_model_while_the_others_serve(
             "players": last,
             "standings": last,
             "log": last,
+            "integrity": last,
         }
         last = await append_games(js, logs[4:])
         await wait_for_position(store, last)
@@ -299,7 +300,8 @@ async def test_a_model_behind_catches_up_on_a_consumer_of_its_own_then_joins_the
     every = {"spades-projections"}
     # Consumers of an earlier version's workers: one per model, then one for all of them.
     await js.add_consumer(GAMES_STREAM, consumer_config("games", 0, 4000))
-    await js.add_consumer(GAMES_STREAM, consumer_config("-".join(sorted(EARLIER_MODELS)), 0, 4000))
+    everyone = "-".join(sorted(EARLIER_MODELS))  # the models of then (log, integrity came later)
+    await js.add_consumer(GAMES_STREAM, consumer_config(everyone, 0, 4000))
     detached: list[tuple[int, list[str]]] = []
     detach = Projections.detach
 

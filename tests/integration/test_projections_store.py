@@ -119,7 +119,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
         identity = StreamIdentity.of(await js.stream_info(GAMES_STREAM))
         digest = message_digest((await js.get_msg(GAMES_STREAM, first)).data or b"")
         kept = ["games", "scoreboard", "hands", "players"]
-        then = [*kept, "standings"]  # the models of schema 6 (the log came with schema 11)
+        earlier = [*kept, "standings"]  # the models of schema 6 (the log, integrity came later)
         async with store.writing() as conn:  # what the workers of schema 6 left
             for name in kept:
                 assert await READ_MODELS[name].apply(conn, delivered) == {}
@@ -131,7 +131,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
                 ),
                 [
                     {"model": name, "at": first, "digest": digest, **identity_row(identity)}
-                    for name in then
+                    for name in earlier
                 ],
             )
             await conn.execute(
@@ -140,7 +140,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
                     " parked_at) VALUES (:model, :sequence, 'spades.games.junk', 'not a commit',"
                     " :payload, 1, '')"
                 ),
-                [{"model": n, "sequence": junk, "payload": b"not a commit"} for n in then],
+                [{"model": n, "sequence": junk, "payload": b"not a commit"} for n in earlier],
             )
             await conn.execute(
                 sa.text(
@@ -149,12 +149,12 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
                 )
             )
 
-        assert await migrate(store, secret=TESTS_KEY) == 6  # as a projections process does
+        assert await migrate(store, secret=TESTS_KEY) == 6  # as the service, with its key
         upgraded = await positions_in(store)
         assert {
             name: (p.position, p.generation, p.stream, p.digest)
             for name, p in upgraded.items()
-            if name in then
+            if name in earlier
         } == {
             **dict.fromkeys(kept, (first, 0, identity, digest)),
             "standings": (0, 1, None, None),
@@ -391,6 +391,7 @@ async def test_the_operator_commands(
             "players": garbage,
             "standings": garbage,
             "log": garbage,
+            "integrity": garbage,
         }
 
         rebuilt = await asyncio.to_thread(spades_projections, "rebuild", "games", "--wait")

@@ -18,13 +18,16 @@ from domain.rules import resolve_rules
 from domain.table import table_for
 from services.integrity.signals import (
     Chance,
+    HandFacts,
     HandRef,
     SeatedHand,
     card_signals,
     chances_to_take,
     co_seating,
     flagged_pairs,
+    hand_facts,
     pair_signals,
+    report,
     shared_table_lift,
     who_sets_whom,
 )
@@ -212,7 +215,7 @@ def test_shared_table_lift_compares_with_each_players_hands_without_the_other() 
         hands.append(
             seated(record([[]] * 3, [1, 1, 1], [], (10, 10, 10), k), ("b", "c", "d"), "bc")
         )
-    lift = {s.players: s for s in shared_table_lift(hands)}
+    lift = {s.players: s for s in shared_table_lift([hand_facts(hand) for hand in hands])}
     pair = lift[("a", "b")]
     assert (pair.expected, pair.count) == (20.0, 12)
     assert pair.effect == pytest.approx(40.5)
@@ -229,13 +232,14 @@ def test_co_seating_counts_games_shared_against_the_draw() -> None:
         others = tuple(p for p in rest if p != third)
         hands.append(seated(record([[]] * 3, [1, 1, 1], []), ("a", "b", third), f"r{round_}a"))
         hands.append(seated(record([[]] * 3, [1, 1, 1], []), others, f"r{round_}b"))
-    pairs = {s.players: s for s in co_seating(hands)}
+    pairs = {s.players: s for s in co_seating([hand_facts(hand) for hand in hands])}
     # each game of a's has two other seats, each b's by 12 of the 60 other seats: 0.4 a game
     assert (pairs[("a", "b")].observed, pairs[("a", "b")].expected) == (12.0, 4.8)
     assert pairs[("a", "b")].p_value == pytest.approx(0.4**12)
     assert pairs[("c", "d")].observed == 6.0
     assert pairs[("c", "d")].p_value > 0.05
-    given = {s.players: s for s in co_seating(hands, expected={("a", "b"): 12.0})}
+    facts = [hand_facts(hand) for hand in hands]
+    given = {s.players: s for s in co_seating(facts, expected={("a", "b"): 12.0})}
     assert given[("a", "b")].p_value == 1.0  # the schedule put them together: no signal
 
 
@@ -253,8 +257,14 @@ def test_colluders_see_a_cutthroat_table_with_the_pair_as_one_unit() -> None:
 
 
 def test_a_pair_playing_as_partners_is_flagged_and_an_honest_table_is_not() -> None:
-    colluding = pair_signals(play_league(3, 40, seed=7, strength=1.0))
+    hands = play_league(3, 40, seed=7, strength=1.0)
+    colluding = pair_signals(hands)
     assert COLLUDERS in flagged_pairs(colluding)
+    # the facts, through their storage encoding, give the same report, and name no card
+    stored = [msgspec.json.encode(hand_facts(hand)) for hand in hands]
+    assert report(msgspec.json.decode(f, type=HandFacts) for f in stored) == colluding
+    cards = {card.value for hand in hands for cards in hand.record.deal.hands for card in cards}
+    assert not any(f'"{card}"'.encode() in f for f in stored for card in cards)
     flagged = [s for s in colluding if s.flagged]
     assert all(s.evidence for s in flagged)
     honest = pair_signals(play_league(3, 40, seed=7, strength=None))
@@ -292,7 +302,7 @@ def test_partners_are_not_read_for_co_seating() -> None:
         )
         for game in range(10)
     ]
-    pairs = {s.players for s in co_seating(hands)}
+    pairs = {s.players for s in co_seating([hand_facts(hand) for hand in hands])}
     assert ("a", "b") not in pairs  # seats 0 and 2: a team
     assert ("a", "x") in pairs
 

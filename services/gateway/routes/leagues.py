@@ -6,6 +6,7 @@ workflow among it); here, the HTTP.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -35,6 +36,7 @@ from services.gateway.deps import (
 from services.gateway.league_views import (
     RESULTS_CSV,
     STANDINGS_CSV,
+    integrity_json,
     league_json,
     results_rows,
     round_json,
@@ -44,6 +46,7 @@ from services.gateway.league_views import (
 )
 from services.gateway.models import (
     CreateLeague,
+    IntegrityReport,
     LeagueResults,
     LeagueRound,
     RoundStarted,
@@ -304,6 +307,25 @@ async def substitute(
         "token": seated.issued.token,
         "expires_at": seated.issued.expires_at,
     }
+
+
+@router.get(
+    "/{league_id}/integrity",
+    response_model=IntegrityReport,
+    responses=problems(401, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def integrity(league_id: LeagueId, services: Services, platform: Platform) -> Any:
+    """Collusion signals per pair of the league's players (README, "Integrity signals"), for
+    the league's platform alone: anyone else gets 404 `league_not_found`, as for no league.
+    Each is an effect against the field with a one-sided p-value, adjusted over every pair
+    and signal (Benjamini-Hochberg) and flagged at the report's `fdr`; a flagged one lists
+    the hands that carry it, with their replay pages. It shows no card: the read model it
+    comes from keeps none. It follows the games a moment behind, like the standings."""
+    await _owned(services, league_id, platform)
+    facts = await services.read_models.league_hand_facts(league_id)
+    # Pure arithmetic over every hand of the league: off the event loop.
+    return await asyncio.to_thread(integrity_json, league_id, facts)
 
 
 ExportFormat = Annotated[

@@ -1,4 +1,5 @@
-"""Pages for people: the table, a watcher's view, a hand's replay, a league, and the API docs.
+"""Pages for people: the table, a watcher's view, a hand's replay, a league, its integrity
+report, and the API docs.
 
 Each page is a plain HTML file of ``services/gateway/pages/`` whose ES modules read the public
 API from the browser, like any other client: there is no page-only endpoint and no build step.
@@ -6,7 +7,9 @@ Every page and asset comes from this server under a Content-Security-Policy that
 origin only (no inline script or style, no other host), so a page works offline and an
 injected string can never run. A seat's token stays in the URL fragment, which no browser
 sends; the scripts send it as ``Authorization: Bearer``. A watch link's token rides the same
-way (``/watch/GAME#token=...``, ``/leagues/LEAGUE#token=...``, ``/replay/GAME?hand=N#token=...``).
+way (``/watch/GAME#token=...``, ``/leagues/LEAGUE#token=...``, ``/replay/GAME?hand=N#token=...``),
+and a platform's key the same way to its league's integrity report
+(``/leagues/LEAGUE/integrity#token=KEY``).
 
 A page of a game or a league may be framed by the sites its platform named
 (``SPADES_FRAME_ORIGINS``, :mod:`services.gateway.embedding`), by no other; the home and
@@ -123,6 +126,18 @@ async def league(
     found = (await services.leagues.latest(league_id)).state
     ancestors = frame_ancestors(services.frame_origins, found.platform) if found else NO_FRAMES
     return _page("league.html", ancestors)
+
+
+@router.api_route("/leagues/{league_id}/integrity", methods=["GET", "HEAD"])
+async def league_integrity(
+    league_id: Annotated[str, PathParam(description="The league's id.")],
+) -> FileResponse:
+    """A league's integrity report, for its platform (whose key comes in the fragment). Never
+    framed: it is a director's page, not a platform's to embed. Whether the league exists is
+    for the API to say, and only to its platform."""
+    if not LEAGUE_ID.fullmatch(league_id):
+        raise ProblemError("league_not_found", "no league has that id")
+    return _page("integrity.html")
 
 
 @router.api_route("/docs", methods=["GET", "HEAD"])

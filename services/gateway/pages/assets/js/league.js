@@ -21,6 +21,7 @@ function about(league) {
     h("p", { class: "quiet" }, `Players: ${league.players.join(", ")}.`),
     league.withdrawn.length ? h("p", { class: "quiet" }, `Withdrawn: ${league.withdrawn.join(", ")}.`) : null,
     league.clock ? h("p", { class: "quiet" }, `Every table on a clock: ${league.clock.turn_s} s a turn, ${league.clock.bank_s} s in the bank, ${league.clock.on_timeout === "forfeit" ? "a timeout forfeits" : "a timeout is played by the service"}.`) : null,
+    h("p", {}, h("a", { id: "integrity", href: `/leagues/${encodeURIComponent(leagueId)}/integrity${fragment}` }, "Integrity report"), " (collusion signals per pair of players: for the league's platform)."),
   ];
 }
 
