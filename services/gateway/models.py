@@ -650,7 +650,13 @@ class IntegritySignal(BaseModel):
     """One signal of one pair of players, against the field (README, "Integrity signals")."""
 
     signal: Literal[
-        "sets", "free_sets_declined", "bags_fed", "nils_covered", "shared_table_lift", "co_seating"
+        "sets",
+        "free_sets_declined",
+        "bags_fed",
+        "nils_covered",
+        "shared_table_lift",
+        "co_seating",
+        "decision_times",
     ]
     players: list[str] = Field(
         min_length=2,

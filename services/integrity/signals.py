@@ -33,7 +33,9 @@ out shows there.
 Two more signals read scores and seats: ``shared_table_lift`` (the pair's points at the tables
 they share, above what each scores at tables without the other: their own rating, read from
 the records, in place of a rating service), and ``co_seating`` (games shared, against what the
-schedule's draw would give). Decision times are not here: a hand record carries no clock.
+schedule's draw would give). ``decision_times`` (:mod:`.timing`) reads how two opponents' pace
+moves together hand by hand, from the decision times the read model keeps of each hand (a hand
+record alone carries no clock).
 """
 
 from __future__ import annotations
@@ -56,9 +58,16 @@ from services.integrity.significance import (
     fisher_greater,
     mean_above_zero,
 )
+from services.integrity.timing import decision_times
 
 Signal = Literal[
-    "sets", "free_sets_declined", "bags_fed", "nils_covered", "shared_table_lift", "co_seating"
+    "sets",
+    "free_sets_declined",
+    "bags_fed",
+    "nils_covered",
+    "shared_table_lift",
+    "co_seating",
+    "decision_times",
 ]
 Moment = Literal["set", "bag", "nil"]
 """What a trick meant to the opponent winning it: it still needed tricks, it had made its
@@ -146,6 +155,10 @@ class HandFacts(msgspec.Struct, frozen=True, kw_only=True):
     points: tuple[int, ...]
     """Each unit's points in the hand."""
     chances: tuple[Chance, ...] = ()
+    seconds: tuple[tuple[float, ...], ...] = ()
+    """Each seat's decisions in the hand, in seconds (from the commit before it to the seat's
+    own), none for a move the service made; empty where the times are not known (a hand
+    record alone carries no clock)."""
 
     @property
     def where(self) -> HandRef:
@@ -155,8 +168,9 @@ class HandFacts(msgspec.Struct, frozen=True, kw_only=True):
         return next(unit for unit, seats in enumerate(self.units) if seat in seats)
 
 
-def hand_facts(hand: SeatedHand) -> HandFacts:
-    """The facts of one finished hand (its chances read from the cards each seat held)."""
+def hand_facts(hand: SeatedHand, seconds: Sequence[Sequence[float]] = ()) -> HandFacts:
+    """The facts of one finished hand (its chances read from the cards each seat held), with
+    each seat's decision times when they are known."""
     return HandFacts(
         game_id=hand.game_id,
         hand=hand.record.hand,
@@ -164,6 +178,7 @@ def hand_facts(hand: SeatedHand) -> HandFacts:
         units=table_for(hand.rules).units,
         points=tuple(hand.record.points),
         chances=tuple(chances_to_take(hand)),
+        seconds=tuple(tuple(times) for times in seconds),
     )
 
 
@@ -271,6 +286,7 @@ def report(facts: Iterable[HandFacts], fdr: float = FDR) -> list[PairSignal]:
         + card_signals(chances)
         + shared_table_lift(facts)
         + co_seating(facts)
+        + timing_signals(facts)
     )
     adjusted = benjamini_hochberg([signal.p_value for signal in signals])
     return [
@@ -281,6 +297,24 @@ def report(facts: Iterable[HandFacts], fdr: float = FDR) -> list[PairSignal]:
             evidence=signal.evidence[:EVIDENCE] if q <= fdr else [],
         )
         for signal, q in zip(signals, adjusted, strict=True)
+    ]
+
+
+def timing_signals(facts: Sequence[HandFacts]) -> list[PairSignal]:
+    """``decision_times`` of every two opponents with enough timed hands shared
+    (:mod:`services.integrity.timing`)."""
+    return [
+        PairSignal(
+            signal="decision_times",
+            players=found.players,
+            observed=found.observed,
+            expected=found.expected,
+            effect=found.effect,
+            count=found.count,
+            p_value=found.p_value,
+            evidence=[HandRef(game_id, hand) for game_id, hand in found.evidence],
+        )
+        for found in decision_times(facts)
     ]
 
 

@@ -30,6 +30,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import combinations
+from typing import Protocol
 
 import msgspec
 
@@ -46,15 +47,21 @@ Shared = tuple[float, float, float, tuple[str, int]]
 and the hand (game, number)."""
 
 
-class TimedHand(msgspec.Struct, frozen=True, kw_only=True):
-    """A finished hand's decision times: who sat in each seat, which seats were partners, and
-    each seat's own decisions in seconds (empty for a seat the service played)."""
+class TimedHand(Protocol):
+    """A finished hand's decision times (:class:`~.signals.HandFacts` is one): who sat in each
+    seat, which seats were partners, and each seat's own decisions in seconds (empty for a
+    seat the service played, none at all where the times are not known)."""
 
-    game_id: str
-    hand: int
-    players: tuple[str, ...]
-    units: tuple[tuple[int, ...], ...]
-    seconds: tuple[tuple[float, ...], ...]
+    @property
+    def game_id(self) -> str: ...
+    @property
+    def hand(self) -> int: ...
+    @property
+    def players(self) -> tuple[str, ...]: ...
+    @property
+    def units(self) -> tuple[tuple[int, ...], ...]: ...
+    @property
+    def seconds(self) -> tuple[tuple[float, ...], ...]: ...
 
 
 class TimingSignal(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,7 +80,7 @@ class TimingSignal(msgspec.Struct, frozen=True, kw_only=True):
 
 def decision_times(hands: Iterable[TimedHand]) -> list[TimingSignal]:
     """The signal of every two opponents who shared enough timed hands (see the module)."""
-    hands = list(hands)
+    hands = [hand for hand in hands if hand.seconds]
     scale = _scales(hands)
     paces: dict[tuple[str, str], list[Shared]] = defaultdict(list)
     for hand in hands:

@@ -12,6 +12,12 @@ refused rather than folded.
 
 Who sits where is followed from ``seat_taken`` alone, as the standings do: a substitute plays
 for the seat's original player, whose record the hand counts in.
+
+Decision times, for the ``decision_times`` signal, come from the commits' own times: a seat's
+move (a bid, a pass, a discard, a draw, a card) took the time since the game's commit before
+it. A move the service made (a timeout, a seat away) is no decision of the player's and is
+left out. The times of the hand in progress are kept with the game (``timing``), so that a
+batch that ends mid-hand loses none; a rebuild reads the same commits and keeps the same.
 """
 
 from __future__ import annotations
@@ -21,8 +27,20 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from contracts.wire import Commit
-from domain.events import GameCreated, SeatTaken
+from contracts.wire import Commit, commit_seconds
+from domain.events import (
+    AnyEvent,
+    BidPlaced,
+    CardDrawn,
+    CardPlayed,
+    CardsDiscarded,
+    CardsPassed,
+    GameCreated,
+    SeatAway,
+    SeatReturned,
+    SeatTaken,
+    TimedOut,
+)
 from domain.league import is_table_game
 from domain.records import HandRecord
 from domain.rules import Rules
@@ -31,6 +49,43 @@ from services.projections.hands import RECORDED, HandProgress, KeepsHandsSealed
 from services.projections.model import PerGameModel
 from services.store.database import Statements, fetch, upsert, where_in
 from services.store.schema import integrity_games, integrity_hands
+
+MOVES = (BidPlaced, CardsPassed, CardsDiscarded, CardDrawn, CardPlayed)
+"""The events that are a seat's decision."""
+
+
+class Pacing(msgspec.Struct, kw_only=True):
+    """Each seat's decision times in the hand in progress, and what reading them needs."""
+
+    last: float | None
+    """The time of the game's last commit (seconds since the epoch)."""
+    seconds: list[list[float]]
+    away: list[bool]
+
+    @classmethod
+    def new(cls, seats: int) -> Pacing:
+        return cls(last=None, seconds=[[] for _ in range(seats)], away=[False] * seats)
+
+    def fold(self, commit: Commit) -> None:
+        """Count the commit's move, if it is a seat's own, as that seat's decision."""
+        at = commit_seconds(commit.time)
+        seat = _mover(commit.events)
+        played_for = any(isinstance(event, TimedOut) for event in commit.events)
+        if seat is not None and self.last is not None and not played_for and not self.away[seat]:
+            self.seconds[seat].append(round(at - self.last, 3))
+        for event in commit.events:
+            if isinstance(event, SeatAway | SeatReturned):
+                self.away[event.seat] = isinstance(event, SeatAway)
+        self.last = at
+
+    def hand_over(self) -> list[list[float]]:
+        """The hand's times, and a fresh start for the next hand."""
+        done, self.seconds = self.seconds, [[] for _ in self.seconds]
+        return done
+
+
+def _mover(events: Sequence[AnyEvent]) -> int | None:
+    return next((event.seat for event in events if isinstance(event, MOVES)), None)
 
 
 @dataclass(slots=True)
@@ -44,10 +99,14 @@ class IntegrityGame:
     players: list[str | None] = field(default_factory=list)
     progress: HandProgress | None = None
     """The hand in progress (a league's table only)."""
+    timing: Pacing | None = None
+    """The decision times of the hand in progress (a league's table only)."""
     facts: list[HandFacts] = field(default_factory=list)
     """Facts of the hands finished since the game was loaded (rows to write)."""
 
     def fold(self, commit: Commit) -> None:
+        if self.timing is not None:
+            self.timing.fold(commit)
         for event in commit.events:
             if isinstance(event, GameCreated):
                 self._created(event)
@@ -58,7 +117,8 @@ class IntegrityGame:
             elif isinstance(event, RECORDED):
                 self.progress.feed(event)
                 for record in self.progress.records:
-                    self.facts.append(hand_facts(self._seated(record)))
+                    seconds = self.timing.hand_over() if self.timing is not None else []
+                    self.facts.append(hand_facts(self._seated(record), seconds))
                 self.progress.records.clear()
 
     def _created(self, event: GameCreated) -> None:
@@ -67,6 +127,7 @@ class IntegrityGame:
             self.league, self.rules = league, event.rules
             self.players = [None] * event.rules.players
             self.progress = HandProgress(event.game_id, 0)
+            self.timing = Pacing.new(event.rules.players)
 
     def _seated(self, record: HandRecord) -> SeatedHand:
         assert self.rules is not None
@@ -84,12 +145,13 @@ class IntegrityModel(KeepsHandsSealed, PerGameModel[IntegrityGame]):
     async def load(self, conn: Statements, game_ids: Sequence[str]) -> dict[str, IntegrityGame]:
         rows = await fetch(conn, *where_in(integrity_games, "game_id", game_ids))
         games: dict[str, IntegrityGame] = {}
-        for game_id, version, league, rules, players, pending in rows:
+        for game_id, version, league, rules, players, pending, timing in rows:
             game = games[game_id] = IntegrityGame(game_id, version)
             if league is not None:
                 game.league, game.players = league, players
                 game.rules = msgspec.convert(rules, Rules)
                 game.progress = self.opened(game_id, version, pending)
+                game.timing = msgspec.convert(timing, Pacing)
         return games
 
     def fold(self, state: IntegrityGame | None, commit: Commit) -> IntegrityGame:
@@ -115,6 +177,7 @@ class IntegrityModel(KeepsHandsSealed, PerGameModel[IntegrityGame]):
                 "rules": game.rules,
                 "players": game.players,
                 "pending": pending.get(game.game_id),
+                "timing": game.timing,
             }
             for game in states.values()
         ]

@@ -451,6 +451,7 @@ def _integrity_v13(connection: sa.Connection) -> None:
         sa.Column("rules", Json),
         sa.Column("players", Json, nullable=False),
         sa.Column("pending", sa.LargeBinary),
+        sa.Column("timing", Json),
     )
     sa.Table(
         "integrity_hands",

@@ -230,11 +230,13 @@ integrity_games = sa.Table(
     sa.Column("rules", Json),
     sa.Column("players", Json, nullable=False),
     sa.Column("pending", sa.LargeBinary),
+    sa.Column("timing", Json),
 )
 """What the integrity model keeps of each game: the league whose table it is (null for every
-other game, of which only the version is kept), its rules and who sits where, and the events of
-the hand in progress from its deal on, sealed as ``hand_progress`` is: they hold the hand's
-secret cards. Nothing in :mod:`.queries` reads this table."""
+other game, of which only the version is kept), its rules and who sits where, the events of
+the hand in progress from its deal on, sealed as ``hand_progress`` is (they hold the hand's
+secret cards), and the decision times of that hand so far. Nothing in :mod:`.queries` reads
+this table."""
 
 integrity_hands = sa.Table(
     "integrity_hands",

@@ -15,12 +15,12 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from benchmarks.projections import GameLog, play_game
-from domain.events import SeatTaken
+from domain.events import HandDealt, HandScored, SeatTaken
 from domain.game import fold
 from domain.league import table_game_id
 from domain.records import HandRecorder
 from services.integrity.signals import HandFacts, SeatedHand, hand_facts
-from services.projections.integrity import IntegrityModel
+from services.projections.integrity import MOVES, IntegrityModel
 from services.projections.model import Delivered
 from services.projections.rebuild import rebuild
 from services.runtime.sealing import HANDS_IN_PROGRESS, Sealer, Unsealable
@@ -66,6 +66,28 @@ def expected_facts(log: GameLog) -> list[HandFacts]:
     ]
 
 
+def untimed_facts(facts: HandFacts) -> HandFacts:
+    """The facts without their decision times (a hand record carries no clock)."""
+    return msgspec.structs.replace(facts, seconds=())
+
+
+def moves_by_seat(logs: Sequence[GameLog], game_id: str, hand: int) -> list[int]:
+    """How many moves each seat made in the hand (its bids, passes, discards, draws, cards):
+    each is timed from the commit before it (the deal's, for the first)."""
+    log = next(log for log in logs if log.game_id == game_id)
+    counts: list[int] = []
+    number = 0
+    for event in log.events:
+        if isinstance(event, HandDealt):
+            number = event.hand
+            counts = [0] * len(event.hands)
+        elif number == hand and isinstance(event, MOVES):
+            counts[event.seat] += 1
+        elif number == hand and isinstance(event, HandScored):
+            return counts
+    raise AssertionError(f"no hand {hand} in {game_id}")
+
+
 def model() -> IntegrityModel:
     return IntegrityModel(Sealer(TESTS_KEY, HANDS_IN_PROGRESS))
 
@@ -100,8 +122,12 @@ async def test_each_league_hand_is_kept_as_its_facts_whatever_the_batches(store:
         for facts in expected_facts(log)
     }
     assert len(expected) == 4
-    assert one_by_one == expected
+    untimed = {key: (league, untimed_facts(facts)) for key, (league, facts) in one_by_one.items()}
+    assert untimed == expected
     assert any(facts.chances for _, facts in expected.values())
+    for (game_id, hand), (_, facts) in one_by_one.items():  # a time for each seat's every move
+        assert [len(times) for times in facts.seconds] == moves_by_seat(logs, game_id, hand)
+        assert all(time >= 0 for times in facts.seconds for time in times)
 
     async with store.writing() as conn:
         await conn.execute(integrity_hands.delete())
@@ -154,5 +180,5 @@ async def test_a_rebuild_gives_the_same_rows_to_the_byte(
     assert await snapshot(store) == before
     assert len(before["integrity_hands"]) == 4 + len(expected_facts(halfway))
     (progress,) = [row for row in before["integrity_games"] if row[0] == playing.game_id]
-    assert progress[-1] is not None
-    assert progress[-1].startswith(b"[")
+    assert progress[5] is not None
+    assert progress[5].startswith(b"[")
