@@ -573,7 +573,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         _audit_log_v12,
         apart=True,
     ),
-    Migration(13, "read model: integrity, the facts of each league hand", _integrity_v13),
+    Migration(
+        13,
+        "read model: integrity, the facts of each league hand",
+        _integrity_v13,
+        apart=True,
+    ),
 )
 """Every step, oldest first; versions are 1, 2, 3, ... without gaps."""
 

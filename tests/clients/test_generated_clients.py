@@ -209,6 +209,7 @@ def test_the_generated_python_client_calls_every_operation_each_answer_parsed(
     assert seen["substitute"][2] in seen["round_tables"], seen
     assert seen["league_withdrawn"] == [seen["withdrawn"]], seen
     assert seen["league_substitutions"] == 1, seen
+    assert seen["integrity"] == [seen["league_id"], 0], seen  # no hand finished yet
     assert sorted(seen["standings"]) == sorted(seen["exported_standings"]), seen
     assert len(seen["standings"]) == 8, seen
     assert seen["results"] == 0, seen  # no round finished yet

@@ -69,6 +69,8 @@ async def follow(
                 if data["status"] == "finished":
                     return ids
                 continue
+            if message.event in ("clock", "receipt"):  # seen, but no event: the id repeats
+                continue
             ids.append(int(message.id or 0))
             event = data.get("event", data)
             if event.get("type") == "game_ended":

@@ -27,6 +27,7 @@ from spades_client.api.leagues import (
     export_standings,
     get_league,
     get_round,
+    league_integrity,
     standings,
     start_round,
     substitute,
@@ -68,6 +69,7 @@ from spades_client.models import (
     DeliveryPage,
     EventPage,
     InclusionProof,
+    IntegrityReport,
     League,
     LeagueResults,
     LeagueRound,
@@ -174,6 +176,11 @@ def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
         League,
         "getLeague",
     )
+    integrity = parsed(
+        retrying(partial(league_integrity.sync_detailed, league_id, client=platform)),
+        IntegrityReport,
+        "leagueIntegrity",
+    )
     return {
         "league_id": league_id,
         "tables": len(started.tables),
@@ -187,6 +194,7 @@ def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
         "results": len(results.results),
         "league_withdrawn": list(again.withdrawn),
         "league_substitutions": len(again.substitutions),
+        "integrity": [integrity.league_id, integrity.hands],
     }
 
 
