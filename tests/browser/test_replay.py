@@ -4,7 +4,10 @@ tampered hand, whose verdict names the first event that fails."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import secrets
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from msgspec.structs import replace
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from contracts.wire import encode_commit, game_subject
 from domain.events import HandScored
@@ -164,3 +167,51 @@ def test_a_tampered_hand_fails_the_audit_and_the_replay_names_the_first_failing_
     expect(page.locator('#score [data-unit="0"] [data-mismatch]')).to_be_visible()
     expect(page.locator('#score [data-unit="1"] [data-mismatch]')).to_have_count(0)
     screenshot(page, "replay-tampered")
+
+
+def finished_with_receipt(stack: Stack) -> str:
+    """A two-player game of one hand, played out, once the audit log holds its hand."""
+    with httpx.Client(base_url=stack.base_url) as http:
+        game = new_game(http, {"preset": "two-player", "max_hands": 1}, ["ann", "bob"])
+        version = play_out(http, game)
+        deadline = time.monotonic() + 30
+        while record_of(http, game.game_id, version)["receipt"] is None:
+            assert time.monotonic() < deadline, "the log never held the hand"
+            time.sleep(0.2)
+    return game.game_id
+
+
+def test_the_replay_checks_the_hands_receipt_in_the_browser(browse: Browse, stack: Stack) -> None:
+    game_id = finished_with_receipt(stack)
+    page = browse.page(f"/replay/{game_id}?hand=1")
+    verdict = page.locator('[data-receipt="verified"]')
+    expect(verdict).to_contain_text("Hand 1 is leaf")
+    expect(page.locator("#receipt")).to_contain_text("signed by")
+    screenshot(page, "replay-receipt")
+
+
+def test_a_record_rewritten_without_the_log_is_refused_by_the_replay(
+    browse: Browse, stack: Stack
+) -> None:
+    """The operator changes the hand's score in the record it serves, and its leaf's entry to
+    match, but cannot change the signed tree: the page's own check refuses it."""
+    game_id = finished_with_receipt(stack)
+
+    def rewritten(route: Route) -> None:
+        body = route.fetch().json()
+        body["points"][0] += 10
+        body["scores"][0] += 10
+        entry = json.loads(base64.b64decode(body["receipt"]["entry_bytes"]))
+        entry["points"][0] += 10
+        entry["scores"][0] += 10
+        text = json.dumps(entry, separators=(",", ":")).encode()
+        body["receipt"]["entry_bytes"] = base64.b64encode(text).decode()
+        route.fulfill(json=body)
+
+    page = browse.page("/")
+    page.route(f"**/v1/games/{game_id}/hands/1*", rewritten)
+    page.goto(f"/replay/{game_id}?hand=1")
+    refused = page.locator('[data-receipt="refused"]')
+    expect(refused).to_contain_text("The receipt does not hold")
+    expect(refused).to_contain_text("does not lead")
+    screenshot(page, "replay-receipt-refused")

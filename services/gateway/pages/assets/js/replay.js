@@ -1,6 +1,7 @@
 // A finished hand, step by step: /replay/{game_id}?hand=N. Everything comes from the hand's
 // record (GET /v1/games/{id}/hands/{n}, every card revealed once the hand is over), the game's
 // public state (names, units) and the replay audit (GET /v1/games/{id}/audit).
+import { fromBase64, leafHash, openNote, parseCheckpoint, verifierKey, verifyInclusion } from "./transparency.js";
 import { fragmentValue, get, isWatchLink, pathId, Refusal } from "./api.js";
 import { bidWords, cardFace, cardWords, sortHand } from "./cards.js";
 import { byId, h, replaceChildren } from "./dom.js";
@@ -197,6 +198,71 @@ function renderAudit(audit) {
   );
 }
 
+// --------------------------------------------------------------------------- the receipt
+
+const decoder = new TextDecoder();
+
+/** Check the hand's receipt here, in the browser: the checkpoint's signature with the key the
+ * log publishes (GET /v1/log), the entry's bytes at their leaf of that tree (RFC 9162
+ * inclusion), and the entry saying this game, this hand, and this deal's commitment and seed.
+ * Throws with the reason when anything does not hold. */
+async function checkedReceipt(record) {
+  const receipt = record.receipt;
+  const logs = await get("/v1/log", token);
+  const published = logs.logs.find((log) => log.partition === receipt.partition);
+  let text = receipt.checkpoint;
+  let signedBy = [];
+  if (receipt.signed) {
+    if (!published || !published.verifier) throw new Error("the log publishes no key to check its signature");
+    const opened = await openNote(receipt.checkpoint, [await verifierKey(published.verifier)]);
+    text = opened.text;
+    signedBy = opened.signedBy;
+  }
+  const checkpoint = parseCheckpoint(text);
+  if (checkpoint.origin !== receipt.origin || checkpoint.size !== BigInt(receipt.tree_size)) {
+    throw new Error("the checkpoint is not of the receipt's log and size");
+  }
+  const entry = fromBase64(receipt.entry_bytes);
+  const said = JSON.parse(decoder.decode(entry));
+  const deal = record.deal || {};
+  if (said.game_id !== gameId || said.hand !== record.hand) {
+    throw new Error(`the log's entry is of game ${said.game_id} hand ${said.hand}, not this hand`);
+  }
+  if (said.commitment !== (deal.commitment ?? null) || said.seed !== (deal.seed ?? null)) {
+    throw new Error("the log's entry names another deal commitment or seed than this hand's");
+  }
+  if (JSON.stringify(said.points) !== JSON.stringify(record.points) || JSON.stringify(said.scores) !== JSON.stringify(record.scores)) {
+    throw new Error("the log's entry scores the hand otherwise than this record");
+  }
+  const proof = receipt.inclusion_proof.map(fromBase64);
+  await verifyInclusion(await leafHash(entry), receipt.leaf_index, receipt.tree_size, proof, checkpoint.root);
+  return { checkpoint, signedBy };
+}
+
+async function renderReceipt(record) {
+  const box = byId("receipt");
+  if (!record.receipt) {
+    replaceChildren(box, h("p", { class: "quiet", dataset: { receipt: "none" } },
+      "The audit log does not hold this hand yet (it follows the game a moment behind): reload to check it."));
+    return;
+  }
+  try {
+    const { checkpoint, signedBy } = await checkedReceipt(record);
+    const receipt = record.receipt;
+    replaceChildren(box,
+      h("p", { class: "verdict", dataset: { receipt: "verified" } },
+        `Hand ${record.hand} is leaf ${receipt.leaf_index} of the log ${checkpoint.origin}, in its tree of ${receipt.tree_size} leaves.`),
+      h("ul", {},
+        h("li", {}, signedBy.length ? `✔ its checkpoint is signed by ${signedBy.join(", ")}` : "✘ its checkpoint is not signed: the log has no key"),
+        h("li", {}, "✔ the hand's entry is in that tree (its inclusion proof, checked here)"),
+        h("li", {}, "✔ the entry names this hand's deal commitment, its seed and its score")),
+      h("p", { class: "quiet" }, "Checked in this browser against the key the log publishes; compare it with the one you keep; spades verify checks kept receipts offline."));
+  } catch (error) {
+    replaceChildren(box, h("p", { class: "mismatch", dataset: { receipt: "refused" } },
+      `The receipt does not hold: ${error instanceof Refusal ? refusalWords(error) : error.message}`));
+  }
+}
+
 function showProblem(error) {
   const box = byId("problem");
   replaceChildren(box, h("p", {}, error instanceof Refusal ? refusalWords(error) : String(error)));
@@ -234,6 +300,7 @@ async function start() {
     replaceChildren(byId("audit"));
     return;
   }
+  renderReceipt(page.record);
   page.steps = buildSteps(page.record, page.game.seats.length);
   renderTricks();
   renderScore(null);
