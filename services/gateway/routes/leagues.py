@@ -324,8 +324,14 @@ async def integrity(league_id: LeagueId, services: Services, platform: Platform)
     comes from keeps none. It follows the games a moment behind, like the standings."""
     await _owned(services, league_id, platform)
     facts = await services.read_models.league_hand_facts(league_id)
-    # Pure arithmetic over every hand of the league: off the event loop.
-    return await asyncio.to_thread(integrity_json, league_id, facts)
+
+    async def compute(gate: asyncio.Semaphore) -> tuple[dict[str, Any], bool]:
+        async with gate:  # pure arithmetic over every hand of the league: off the event loop
+            return await asyncio.to_thread(integrity_json, league_id, facts), True
+
+    # The costly reads' own runner: a few at a time, one per league and count of hands (a
+    # burst of asks joins the report being made), the report kept until a hand is added.
+    return await services.audits.report(f"league:{league_id}", len(facts), compute)
 
 
 ExportFormat = Annotated[
