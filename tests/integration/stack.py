@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
 
 from services.runtime.nats_server import EmbeddedNats
+from services.transparency.note import Signer
 from tests.integration.support import EngineProcess, ProjectionsProcess, connected, ready_client
 
 
@@ -47,6 +49,20 @@ def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[Projectio
     process.start()
     yield process
     process.stop()
+
+
+@contextmanager
+def keeping_the_log(
+    nats_url: str, data_dir: Path, key: Signer, origin: str
+) -> Iterator[ProjectionsProcess]:
+    """A projections process whose audit log signs its checkpoints with ``key`` as ``origin``."""
+    env = {"SPADES_DATA_DIR": str(data_dir), "SPADES_LOG_KEY": key.text()}
+    process = ProjectionsProcess(nats_url, data_dir, env={**env, "SPADES_LOG_ORIGIN": origin})
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture

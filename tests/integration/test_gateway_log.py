@@ -54,13 +54,8 @@ data_dir = stack.data_dir
 
 @pytest.fixture(scope="module")
 def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
-    env = {"SPADES_DATA_DIR": str(data_dir), "SPADES_LOG_KEY": KEY.text()}
-    process = ProjectionsProcess(
-        shared_nats.url, data_dir, env={**env, "SPADES_LOG_ORIGIN": ORIGIN}
-    )
-    process.start()
-    yield process
-    process.stop()
+    with stack.keeping_the_log(shared_nats.url, data_dir, KEY, ORIGIN) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
