@@ -1,4 +1,5 @@
-"""Audits, the one costly read: computed at most a few at a time, once per game version.
+"""Audits and leagues' integrity reports, the costly reads: computed at most a few at a time,
+once per game version (a league's report: once per count of its finished hands).
 
 Replaying a long game takes a while, all of it in Python. Run in the request's own task, a
 burst of audits would hold the event loop and every other request behind it. So a report is

@@ -111,7 +111,8 @@ class Metrics:
         )
         self.audits = Counter(
             "spades_audits_computed",
-            "Audit reports computed (a report kept or being computed is not computed again).",
+            "Audit and integrity reports computed (a report kept or being computed is not "
+            "computed again).",
             registry=self.registry,
         )
         self.in_flight = Gauge(
