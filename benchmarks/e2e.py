@@ -111,7 +111,7 @@ class LagSamples:
     async def take(self, client: SpadesClient) -> int | None:
         """One sample; None when the service could not say (not connected, say)."""
         try:
-            lags = (await client.readyz()).get("projections", {}).values()
+            lags = list((await client.readyz()).projections.values())
         except ApiError as error:  # a 503 names the models more than READY_LAG behind
             lags = [int(count) for _, count in _BEHIND.findall(error.detail.partition(":")[2])]
             if not lags:

@@ -1,11 +1,13 @@
 """What the API answers beyond the table, as the structs the gateway encodes and the Python
-client decodes: the game list and a game's scoreboard (from the read models), and a platform's
-webhook endpoints and their deliveries.
+client decodes: a page of events and an action's answer, hand records with their score lines and
+receipt, the game list and a game's scoreboard (from the read models), a platform's webhook
+endpoints and their deliveries, and the service's health.
 
 The table itself (its state, a seat's view, events, hand records) is the domain's own
 (:mod:`domain.views`, :mod:`domain.events`, :mod:`domain.records`); these are the shapes the
-service adds around it. ``contracts/openapi.json`` takes their JSON Schemas from here
-(:mod:`services.gateway.openapi`), so the document, the server and the client cannot drift.
+service adds around it (the audit log's are :mod:`contracts.audit_log`). ``contracts/openapi.json``
+takes their JSON Schemas from here (:mod:`services.gateway.openapi`), so the document, the server
+and the client cannot drift.
 """
 
 from __future__ import annotations
@@ -14,9 +16,83 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from contracts.audit_log import Receipt
 from contracts.webhooks import WebhookType
+from contracts.wire import EventRecord
+from domain.records import HandRecord
 from domain.rules import PresetName
 from domain.state import Status
+from domain.views import NextTurn
+
+
+class EventPage(msgspec.Struct, frozen=True):
+    """Events as the reader may see them, and the game's version when they were read.
+
+    (Not ``Events``: a generated Python client names a local of ``from_dict`` after both the
+    model and its list field, and ``mypy --strict`` fails on the generated code.)"""
+
+    version: int
+    events: list[EventRecord]
+
+
+class Acted(msgspec.Struct, frozen=True, kw_only=True):
+    """An action's answer: the events it caused as the acting seat sees them, and who acts
+    next, so that a client needs no other request to know whose turn it is."""
+
+    version: int
+    events: list[EventRecord]
+    next: Annotated[
+        NextTurn | None,
+        msgspec.Meta(
+            description="Who acts next once these events are applied (or later, if the game "
+            "moved on before the answer was sent); null when no one does: the game is over."
+        ),
+    ] = None
+
+
+# --------------------------------------------------------------------------- hand records
+
+
+class ScoreLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of a unit's score in a hand."""
+
+    unit: int
+    rule: Annotated[
+        str,
+        msgspec.Meta(description="The rule option that decided it: `contract`, `nil_value`, ..."),
+    ]
+    points: int
+    text: Annotated[
+        str, msgspec.Meta(description="The step in words, e.g. `bid 5, took 8: 10 x 5`.")
+    ]
+
+
+class ScoredHandRecord(HandRecord, frozen=True, kw_only=True):
+    """One finished hand, as dealt and played and scored (the domain's record, with the score's
+    lines)."""
+
+    score_lines: Annotated[
+        list[ScoreLine],
+        msgspec.Meta(
+            description="The hand's score as the rules reckon it, line by line, unit by unit."
+        ),
+    ]
+
+
+class HandRecordWithReceipt(ScoredHandRecord, frozen=True, kw_only=True):
+    """One finished hand, as dealt and played and scored, with its receipt from the audit log."""
+
+    receipt: Annotated[
+        Receipt | None,
+        msgspec.Meta(
+            description="The hand's receipt from the audit log (as `GET .../hands/{n}/receipt`); "
+            "null until the log holds the hand (it follows the stream a moment behind)."
+        ),
+    ] = None
+
+
+class HandRecords(msgspec.Struct, frozen=True):
+    hands: list[ScoredHandRecord]
 
 
 class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -147,3 +223,28 @@ class DeliveryPage(msgspec.Struct, frozen=True, kw_only=True):
 
 class Replayed(msgspec.Struct, frozen=True):
     replayed: Annotated[int, msgspec.Meta(description="Deliveries queued again.")]
+
+
+# --------------------------------------------------------------------------- service
+
+
+class Health(msgspec.Struct, frozen=True):
+    status: Literal["ok"]
+
+
+class Readiness(msgspec.Struct, frozen=True, kw_only=True):
+    status: Literal["ok"]
+    projections: Annotated[
+        dict[str, int],
+        msgspec.Meta(description="Each read model's lag behind the game stream, in messages."),
+    ]
+    rebuilding: Annotated[
+        dict[str, dict[str, int]],
+        msgspec.Meta(
+            description="The read models a rebuild replays now (`spades projections rebuild`): "
+            "for each, the messages each partition it replays (by index) has yet to give it. A "
+            "model rebuilt answers with what it has replayed so far; its rebuild's lag does not "
+            "make the service unready while the replay moves.",
+            examples=[{"hands": {"0": 1234, "2": 0}}],
+        ),
+    ] = {}

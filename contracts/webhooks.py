@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
+from contracts.audit_log import Receipt
 from domain.bids import Bid
 from domain.platforms import Seating, Visibility
 from domain.state import Phase
@@ -79,7 +80,7 @@ class HandScoredData(_Data, frozen=True, kw_only=True):
     """Per seat: the turns of this hand the service played for it while it was away (each
     without a ``game.timed_out``)."""
     version: int
-    receipt: dict[str, Any] | None = None
+    receipt: Receipt | None = None
     """The hand's receipt from the audit log, as ``GET /v1/games/{id}/hands/{n}/receipt``
     answers it; null when the log did not hold the hand within
     ``SPADES_WEBHOOK_RECEIPT_WAIT_S`` of its end (or no worker keeps the log): ask that route."""

@@ -205,8 +205,15 @@ ReplyCode = Literal[
 class EventRecord(msgspec.Struct, frozen=True):
     """An event with its position in the game (its version), as one reader may see it."""
 
-    version: int
+    version: Annotated[
+        int, msgspec.Meta(description="The event's position in the game, 1 for the first.")
+    ]
     event: AnyEvent
+
+    @property
+    def type(self) -> str:
+        """The event's ``type`` as it travels (``bid_placed``, ``trick_won``, ...)."""
+        return str(self.event.__struct_config__.tag)
 
 
 class CommandReply(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

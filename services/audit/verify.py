@@ -29,12 +29,12 @@ from typing import Any
 
 import msgspec
 
+from contracts.log_entries import HandEnd, read_entry
 from domain.shuffle import commitment
 from services.audit.deals import COMMITMENT_RULE, seed_bytes
 from services.audit.hand_record import audit_hand_records
 from services.audit.record_file import UnreadableRecord
 from services.transparency.checkpoint import Checkpoint
-from services.transparency.leaves import HandEnd, read_entry
 from services.transparency.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
 from services.transparency.note import NoteError, Verifier, open_note
 

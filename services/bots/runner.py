@@ -158,7 +158,7 @@ class SeatPlayer:
         # The answer's events reach the bot through the stream, in order with the rest; here
         # they only tell whether the turn may still be this seat's.
         return action["type"] == "look" or any(
-            self._may_give_turn(record.event) for record in result.events
+            self._may_give_turn(msgspec.to_builtins(record.event)) for record in result.events
         )
 
     async def _patiently(self, request: Callable[[], Awaitable[T]]) -> T:

@@ -262,7 +262,7 @@ async def play_game(
                 console.print(f"[yellow]Refused: {error.code}: {error.detail or error.title}[/]")
                 continue
             for record in result.events:  # its own move, and what that caused (a trick won)
-                screen.tell_event(record.version, record.event, view)
+                screen.tell_event(record.version, msgspec.to_builtins(record.event), view)
 
 
 async def _wait_for_change(follower: GameFollower, view: SeatView, screen: Screen) -> None:

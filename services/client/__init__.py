@@ -1,6 +1,20 @@
 """A typed Python client for the Spades HTTP API (docs/api.md): used by the CLI, tests and bots."""
 
-from contracts.answers import GameList, GameSummary, HandScore, Scoreboard
+from contracts.answers import (
+    Acted,
+    EventPage,
+    GameList,
+    GameSummary,
+    HandRecordWithReceipt,
+    HandScore,
+    Health,
+    Readiness,
+    Scoreboard,
+    ScoredHandRecord,
+    ScoreLine,
+)
+from contracts.audit_log import DealCommitment, Receipt
+from contracts.wire import EventRecord
 from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
 from domain.views import (
     LegalAction,
@@ -22,24 +36,20 @@ from services.audit.report import HandReport as AuditedHand
 from services.client.api import ApiError, ClientError, SpadesClient, UnexpectedResponse
 from services.client.models import (
     Action,
-    ActionResult,
     BidAction,
     DiscardAction,
     DrawAction,
-    EventRecord,
-    HandScoreLine,
     LookAction,
     PassAction,
     PlayAction,
-    ScoredHandRecord,
     Seat,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 from services.client.webhooks import WebhookClient, WebhookVerificationError, verify_webhook
 
 __all__ = [
+    "Acted",
     "Action",
-    "ActionResult",
     "ApiError",
     "Audit",
     "AuditProblem",
@@ -47,15 +57,18 @@ __all__ = [
     "BidAction",
     "ClientError",
     "Deal",
+    "DealCommitment",
     "DiscardAction",
     "DrawAction",
     "Drawn",
+    "EventPage",
     "EventRecord",
     "GameList",
     "GameSummary",
     "HandRecord",
+    "HandRecordWithReceipt",
     "HandScore",
-    "HandScoreLine",
+    "Health",
     "LegalAction",
     "LegalBack",
     "LegalBid",
@@ -70,6 +83,9 @@ __all__ = [
     "PlayAction",
     "Played",
     "PublicState",
+    "Readiness",
+    "Receipt",
+    "ScoreLine",
     "Scoreboard",
     "ScoredHandRecord",
     "Seat",

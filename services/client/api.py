@@ -32,18 +32,21 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from contracts.answers import GameList, Scoreboard
+from contracts.answers import (
+    Acted,
+    EventPage,
+    GameList,
+    HandRecords,
+    HandRecordWithReceipt,
+    Health,
+    Readiness,
+    Scoreboard,
+    ScoredHandRecord,
+)
+from contracts.wire import EventRecord
 from domain.views import PublicState, SeatView
 from services.audit.report import AuditReport as Audit
-from services.client.models import (
-    Action,
-    ActionResult,
-    EventPage,
-    EventRecord,
-    HandList,
-    ScoredHandRecord,
-    Seat,
-)
+from services.client.models import Action, Seat
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 
 T = TypeVar("T")
@@ -284,7 +287,7 @@ class SpadesClient:
         action: Action | Mapping[str, Any],
         idempotency_key: str | None = None,
         expected_version: int | None = None,
-    ) -> ActionResult:
+    ) -> Acted:
         """Send one action for the token's seat. With ``idempotency_key`` a 503 is retried with
         the same key; the same key and body always get the first answer."""
         body: dict[str, Any] = (
@@ -300,7 +303,7 @@ class SpadesClient:
             headers=headers,
             retry=idempotency_key is not None,
         )
-        return self.decode(response, ActionResult)
+        return self.decode(response, Acted)
 
     # ----------------------------------------------------------------------- events
 
@@ -355,16 +358,17 @@ class SpadesClient:
         response = await self.request(
             "GET", _game_path(game_id, "hands"), params=_min_version(min_version)
         )
-        return self.decode(response, HandList).hands
+        return self.decode(response, HandRecords).hands
 
     async def hand(
         self, game_id: str, number: int, min_version: int | None = None
-    ) -> ScoredHandRecord:
-        """The record of completed hand ``number`` (1-based), with its score's lines."""
+    ) -> HandRecordWithReceipt:
+        """The record of completed hand ``number`` (1-based), with its score's lines and its
+        receipt from the audit log (None until the log holds the hand)."""
         response = await self.request(
             "GET", _game_path(game_id, "hands", str(number)), params=_min_version(min_version)
         )
-        return self.decode(response, ScoredHandRecord)
+        return self.decode(response, HandRecordWithReceipt)
 
     async def scoreboard(self, game_id: str, min_version: int | None = None) -> Scoreboard:
         """Scores hand by hand, totals and winners (see :meth:`hands` for ``min_version``)."""
@@ -401,17 +405,13 @@ class SpadesClient:
 
     # ----------------------------------------------------------------------- service
 
-    async def healthz(self) -> dict[str, Any]:
-        """The liveness answer (the process is up): ``{"status": "ok"}``."""
-        status: dict[str, Any] = self.decode(await self.request("GET", "/healthz"), dict)
-        return status
+    async def healthz(self) -> Health:
+        """The liveness answer (the process is up)."""
+        return self.decode(await self.request("GET", "/healthz"), Health)
 
-    async def readyz(self) -> dict[str, Any]:
+    async def readyz(self) -> Readiness:
         """The readiness answer; raises :class:`ApiError` (503) while the stack is not ready."""
-        status: dict[str, Any] = self.decode(
-            await self.request("GET", "/readyz", retry=False), dict
-        )
-        return status
+        return self.decode(await self.request("GET", "/readyz", retry=False), Readiness)
 
     # ----------------------------------------------------------------------- plumbing
 

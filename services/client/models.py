@@ -1,8 +1,9 @@
-"""What the API answers, as typed structs that mirror docs/api.md.
+"""What the client sends (actions) and the one answer it still declares itself (a seat).
 
-The table's state and a seat's view are the domain's own structs (:class:`PublicState`,
-:class:`SeatView` and its legal actions, from :mod:`domain.views`): the very types the server
-encodes its answers from, and whose JSON Schemas ``contracts/openapi.json`` publishes.
+Every other answer is the very struct the server encodes it from, whose JSON Schema
+``contracts/openapi.json`` publishes: the table's state and a seat's view (:mod:`domain.views`),
+events (:mod:`contracts.wire`), hand records, pages and the service's answers
+(:mod:`contracts.answers`), the audit log's (:mod:`contracts.audit_log`).
 
 Unknown fields are ignored (docs/api.md: "more may be added"), so a newer server does not break an
 older client; a missing or mistyped field is an :class:`~services.client.api.UnexpectedResponse`.
@@ -10,16 +11,12 @@ older client; a missing or mistyped field is an :class:`~services.client.api.Une
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
 from domain.bids import Bid
 from domain.cards import Card
-from domain.records import HandRecord
-from domain.views import (
-    NextTurn,
-)
 
 Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "discard", "bid", "pass", "play"]
@@ -33,63 +30,6 @@ class Seat(msgspec.Struct, frozen=True):
     player: str
     token: str
     expires_at: str | None = None
-
-
-class EventRecord(msgspec.Struct, frozen=True):
-    """One event at its position in the game's stream, as the reader may see it.
-
-    ``event`` keeps the server's JSON (``{"type": "bid_placed", "seat": 1, "bid": 3}``): event
-    shapes may grow, and a reader that knows only some types can still pass the others on.
-    """
-
-    version: int
-    event: dict[str, Any]
-
-    @property
-    def type(self) -> str:
-        kind = self.event.get("type")
-        return kind if isinstance(kind, str) else ""
-
-
-class ActionResult(msgspec.Struct, frozen=True):
-    """The answer to an action: the game's version after it, the events it produced, and who
-    acts next (None once the game is over, and in the answer to marking a seat away)."""
-
-    version: int
-    events: list[EventRecord]
-    next: NextTurn | None = None
-
-
-class EventPage(msgspec.Struct, frozen=True):
-    events: list[EventRecord]
-
-
-# --------------------------------------------------------------------------- hand records
-
-
-# The hand record is the domain's own (domain.records): the same struct the server writes.
-
-
-class HandScoreLine(msgspec.Struct, frozen=True):
-    """One step of a unit's score in a hand, naming the rule option that decided it."""
-
-    unit: int
-    rule: str
-    points: int
-    text: str
-
-
-class ScoredHandRecord(HandRecord, frozen=True, kw_only=True):
-    """A hand's record as the API serves it: with the score's lines."""
-
-    score_lines: list[HandScoreLine] = msgspec.field(default_factory=list)
-
-
-class HandList(msgspec.Struct, frozen=True):
-    hands: list[ScoredHandRecord]
-
-
-# --------------------------------------------------------------------------- scores and audit
 
 
 # --------------------------------------------------------------------------- actions

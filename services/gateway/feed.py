@@ -51,6 +51,7 @@ from nats.aio.client import Client
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from contracts.audit_log import Receipt
 from contracts.wire import commit_seconds, read_commit
 from domain.events import AnyEvent, GameEnded, HandScored, SeatTokenReissued
 from domain.game import evolve
@@ -194,7 +195,7 @@ RECEIPT_WAIT_S = 10.0
 RECEIPT_POLL_S = 0.1
 """How often it looks meanwhile."""
 
-ReceiptOf = Callable[[str, int], Awaitable[dict[str, object] | None]]
+ReceiptOf = Callable[[str, int], Awaitable[Receipt | None]]
 """A finished hand's receipt by game and hand, None while the log does not hold it."""
 
 

@@ -28,7 +28,7 @@ from domain.seating import (
     PLAYER_NAME_RULE,
     is_player_name,
 )
-from domain.state import Phase, Status
+from domain.state import Status
 
 Card = Annotated[
     str,
@@ -292,157 +292,29 @@ encoded by msgspec. Its schema is generated from the domain (:mod:`services.gate
 puts the struct's JSON Schema in the document), so no shape here mirrors it by hand."""
 
 
-class EventRecord(BaseModel):
-    version: int = Field(description="The event's position in the game, 1 for the first.")
-    event: Event
-
-
-class Events(BaseModel):
-    """Events as the reader may see them, and the game's version when they were read."""
-
-    version: int
-    events: list[EventRecord]
-
-
-class NextTurn(BaseModel):
-    """Who acts next: the seat and what it must send (the domain's ``NextTurn``)."""
-
-    seat: int = Field(description="The seat whose token acts next.")
-    must: Phase = Field(
-        description="The action it must send: `bid` (a `look` may come first), `play`, `pass`, "
-        "`discard` or `draw`. While passes are due, the first seat that owes one."
-    )
-
-
-class Acted(Events):
-    """An action's answer: the events it caused as the acting seat sees them, and who acts
-    next, so that a client needs no other request to know whose turn it is."""
-
-    next: NextTurn | None = Field(
-        description="Who acts next once these events are applied (or later, if the game "
-        "moved on before the answer was sent); null when no one does: the game is over."
-    )
+Events = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "EventPage"})]
+"""A page of events (:class:`contracts.answers.EventPage`, each :class:`contracts.wire.
+EventRecord`)."""
+Acted = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Acted"})]
+"""An action's answer and who acts next: :class:`contracts.answers.Acted`."""
 
 
 # --------------------------------------------------------------------------- records
 
 
-class Deal(BaseModel):
-    deck: list[Card] | None
-    hands: list[list[Card]]
-    seed: str | None
-    commitment: str | None
-
-
-class Discarded(BaseModel):
-    seat: int
-    cards: list[Card]
-
-
-class Drawn(BaseModel):
-    seat: int
-    card: Card
-    kept: bool
-
-
-class Pass(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    from_seat: int = Field(alias="from")
-    to: int
-    cards: list[Card]
-
-
-class Played(BaseModel):
-    seat: int
-    card: Card
-
-
-class Trick(BaseModel):
-    leader: int
-    cards: list[Played]
-    winner: int
-
-
-class ScoreLine(BaseModel):
-    """One step of a unit's score in a hand."""
-
-    unit: int
-    rule: str = Field(description="The rule option that decided it: `contract`, `nil_value`, ...")
-    points: int
-    text: str = Field(description="The step in words, e.g. `bid 5, took 8: 10 x 5`.")
-
-
-class TimedOutMove(BaseModel):
-    seat: int
-    move: Literal["draw", "discard", "bid", "pass", "play"]
-    trick: int | None = Field(default=None, description="The trick of a play, from 1.")
-
-
-class HandRecord(BaseModel):
-    """One finished hand, as dealt and played and scored."""
-
-    hand: int
-    dealer: int
-    deal: Deal
-    draws: list[Drawn]
-    discards: list[Discarded] = Field(description="The dealer's discard, under dealer_discard.")
-    bids: list[Bid | None]
-    passes: list[Pass]
-    tricks: list[Trick]
-    tricks_won: list[int]
-    points: list[int]
-    scores: list[int]
-    bags: list[int]
-    reneged: list[int]
-    timed_out: list[TimedOutMove] = Field(
-        default=[], description="Moves the service made for a seat whose clock ran out."
-    )
-    score_lines: list[ScoreLine] = Field(
-        description="The hand's score as the rules reckon it, line by line, unit by unit."
-    )
-
-
-class DealCommitment(BaseModel):
-    hand: int
-    version: int = Field(description="The game's version after the deal's commit.")
-    chain: str = Field(description="The SHA-256 of the deal's commit (its hash-chain link).")
-    commitment: str | None = Field(description="`sha256(seed)`, published before the first bid.")
-
-
-class Receipt(BaseModel):
-    game_id: str
-    hand: int
-    partition: int
-    origin: str
-    leaf_index: int
-    entry: dict[str, Any] = Field(description="The leaf's entry, decoded.")
-    entry_bytes: str = Field(description="The leaf's entry exactly as hashed (base64).")
-    tree_size: int
-    checkpoint: str = Field(
-        description="The signed note of the checkpoint of `tree_size` (the bare checkpoint "
-        "text while the log has no key: check `signed`)."
-    )
-    signed: bool
-    verifier: str | None
-    inclusion_proof: list[str] = Field(description="The leaf's audit path (base64 hashes).")
-    deal: DealCommitment | None = Field(
-        description="The deal's commitment as the game's history held it before the first bid "
-        "(null for a hand dealt without one)."
-    )
-
-
-class HandRecordWithReceipt(HandRecord):
-    """One finished hand, as dealt and played and scored, with its receipt from the audit log."""
-
-    receipt: Receipt | None = Field(
-        description="The hand's receipt from the audit log (as `GET .../hands/{n}/receipt`); "
-        "null until the log holds the hand (it follows the stream a moment behind)."
-    )
-
-
-class HandRecords(BaseModel):
-    hands: list[HandRecord]
+HandRecords = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "HandRecords"})]
+"""Every finished hand's record with its score lines: :class:`contracts.answers.HandRecords`
+(each the domain's :class:`domain.records.HandRecord` with ``score_lines``, ``HandRecord``)."""
+HandRecordWithReceipt = Annotated[
+    dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "HandRecordWithReceipt"})
+]
+"""One finished hand with its receipt: :class:`contracts.answers.HandRecordWithReceipt`."""
+Receipt = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Receipt"})]
+"""A hand's receipt from the audit log: :class:`contracts.audit_log.Receipt`."""
+Logs = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Logs"})]
+"""Every partition's log head: :class:`contracts.audit_log.Logs`."""
+InclusionProof = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "InclusionProof"})]
+ConsistencyProof = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "ConsistencyProof"})]
 
 
 Scoreboard = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Scoreboard"})]
@@ -705,19 +577,6 @@ class Problem(BaseModel):
     code: str
 
 
-class Health(BaseModel):
-    status: Literal["ok"]
-
-
-class Readiness(Health):
-    projections: dict[str, int] = Field(
-        description="Each read model's lag behind the game stream, in messages."
-    )
-    rebuilding: dict[str, dict[str, int]] = Field(
-        default_factory=dict,
-        description="The read models a rebuild replays now (`spades projections rebuild`): "
-        "for each, the messages each partition it replays (by index) has yet to give it. A "
-        "model rebuilt answers with what it has replayed so far; its rebuild's lag does not "
-        "make the service unready while the replay moves.",
-        examples=[{"hands": {"0": 1234, "2": 0}}],
-    )
+Health = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Health"})]
+Readiness = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Readiness"})]
+"""The service's health and readiness: :class:`contracts.answers.Health`, ``Readiness``."""

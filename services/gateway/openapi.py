@@ -23,13 +23,20 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from contracts.answers import (
+    Acted,
     CreatedWebhook,
     DeliveryPage,
+    EventPage,
     GameList,
+    HandRecords,
+    HandRecordWithReceipt,
+    Health,
+    Readiness,
     Replayed,
     Scoreboard,
     WebhookList,
 )
+from contracts.audit_log import ConsistencyProof, InclusionProof, Logs
 from contracts.webhooks import AnyWebhook, WebhookType
 from domain.events import AnyEvent
 from domain.rules import Rules
@@ -241,9 +248,6 @@ STREAM_ANSWER = (
     "hand ends (where the audit log is kept), and an `end` last. "
     "`asyncapi.json` gives each frame, the `Last-Event-ID` rules and when the stream ends."
 )
-RENAMED: dict[str, str] = {"Events": "EventPage"}
-"""Answers whose model is named as its one list field: a generated Python client names a
-local of ``from_dict`` after both, and ``mypy --strict`` fails on the generated code."""
 _OPEN_PATHS = ("/healthz", "/readyz", "/metrics")
 """Paths that need no credential at all: their ``security`` says so (an empty list)."""
 
@@ -270,12 +274,7 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     document["webhooks"] = _webhooks(schemas)
     document["servers"] = SERVERS
     document["tags"] = TAGS
-    for old, new in RENAMED.items():
-        schemas[new] = schemas.pop(old)
-    text = json.dumps(document)
-    for old, new in RENAMED.items():
-        text = text.replace(f'"#/components/schemas/{old}"', f'"#/components/schemas/{new}"')
-    tidied: dict[str, Any] = _point_at_domain_schemas(json.loads(text))
+    tidied: dict[str, Any] = _point_at_domain_schemas(document)
     _settle_required(tidied)
     for name, schema in tidied["components"]["schemas"].items():
         schema["title"] = name  # unique: a generator names its class after the title
@@ -311,9 +310,26 @@ def _add_components(
     return found
 
 
-ANSWERS = (GameList, Scoreboard, AuditReport, CreatedWebhook, WebhookList, DeliveryPage, Replayed)
-"""The answers of :mod:`contracts.answers` (the read models', the webhook endpoints') and the
-audit's report, their schemas put in as the domain's."""
+ANSWERS = (
+    EventPage,
+    Acted,
+    HandRecords,
+    HandRecordWithReceipt,
+    GameList,
+    Scoreboard,
+    AuditReport,
+    CreatedWebhook,
+    WebhookList,
+    DeliveryPage,
+    Replayed,
+    Health,
+    Readiness,
+)
+"""The answers of :mod:`contracts.answers` (events and actions, hand records, the read models',
+the webhook endpoints', the service's) and the audit's report, their schemas put in as the
+domain's."""
+LOG_ANSWERS = (Logs, InclusionProof, ConsistencyProof)
+"""The audit log's answers (:mod:`contracts.audit_log`; a hand record carries its receipt)."""
 
 DOMAIN_NAMES = {
     "ClockView": "ClockState",
@@ -321,6 +337,7 @@ DOMAIN_NAMES = {
     "AuditReport": "Audit",
     "HandReport": "HandAudit",
     "Problem": "AuditProblem",
+    "ScoredHandRecord": "HandRecord",
 }
 """Domain structs whose component keeps the name the document gave it first."""
 
@@ -338,10 +355,35 @@ def _add_domain_schemas(schemas: dict[str, Any]) -> None:
 
     (event, *_shown) = _add_components(
         schemas,
-        [AnyEvent, Rules, SeatInfo, TrickCard, ClockView, PublicState, SeatView, *ANSWERS],
+        [
+            AnyEvent,
+            Rules,
+            SeatInfo,
+            TrickCard,
+            ClockView,
+            PublicState,
+            SeatView,
+            *ANSWERS,
+            *LOG_ANSWERS,
+        ],
         rename,
     )
     schemas["Event"] = event
+    for name, schema in schemas.items():
+        if name != "Event":
+            schemas[name] = _named(schema, event, "#/components/schemas/Event")
+
+
+def _named(node: Any, schema: dict[str, Any], ref: str) -> Any:
+    """``node`` with each copy of ``schema`` in it a ``$ref`` to it (msgspec writes a union
+    out in every struct that holds one: an ``EventRecord``'s event is the ``Event``)."""
+    if node == schema:
+        return {"$ref": ref}
+    if isinstance(node, dict):
+        return {key: _named(value, schema, ref) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_named(item, schema, ref) for item in node]
+    return node
 
 
 _WEBHOOK_HEADERS = {
@@ -354,10 +396,15 @@ _WEBHOOK_HEADERS = {
 
 def _webhooks(schemas: dict[str, Any]) -> dict[str, Any]:
     """OpenAPI 3.1 ``webhooks``: one ``POST`` per event type a platform's endpoint receives,
-    its body the :mod:`contracts.webhooks` struct (components ``<Name>Webhook``)."""
-    taken = set(schemas)
+    its body the :mod:`contracts.webhooks` struct (components ``<Name>Webhook``, but for the
+    answers' own structs a body carries as they are, such as a hand's ``Receipt``)."""
     kinds = get_args(AnyWebhook)
     bodies = {kind.__name__ for kind in kinds} | {"Webhook"}
+    _, components = msgspec.json.schema_components(
+        kinds, ref_template="#/components/schemas/{name}"
+    )
+    shared = {name for name, schema in components.items() if schemas.get(name) == schema}
+    taken = set(schemas) - shared  # an answer's struct a body carries too (``Receipt``) is one
 
     def rename(name: str) -> str:
         return f"{name}Webhook" if name in bodies or name in taken else name

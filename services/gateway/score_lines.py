@@ -10,19 +10,19 @@ rules' own account; the audit (``GET .../audit``) is what checks the recorded sc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from contracts.answers import ScoreLine
 from domain.events import GameCreated
 from domain.records import HandRecord
 from domain.scoring import score_hand
 
 
-def score_lines(created: GameCreated, records: Sequence[HandRecord]) -> list[list[dict[str, Any]]]:
-    """For each of a game's finished hands, in order from the first, its score lines:
-    ``{"unit", "rule", "points", "text"}``, ``rule`` naming the option that decided it."""
+def score_lines(created: GameCreated, records: Sequence[HandRecord]) -> list[list[ScoreLine]]:
+    """For each of a game's finished hands, in order from the first, its score lines, each
+    ``rule`` naming the option that decided it."""
     units = len(records[0].points) if records else 0
     bags = list(created.bags) if created.bags is not None else [0] * units
-    out: list[list[dict[str, Any]]] = []
+    out: list[list[ScoreLine]] = []
     for record in records:
         scores = [
             total - points for total, points in zip(record.scores, record.points, strict=True)
@@ -33,7 +33,7 @@ def score_lines(created: GameCreated, records: Sequence[HandRecord]) -> list[lis
         )
         out.append(
             [
-                {"unit": line.unit, "rule": line.rule, "points": line.points, "text": line.text}
+                ScoreLine(unit=line.unit, rule=line.rule, points=line.points, text=line.text)
                 for line in result.lines
             ]
         )

@@ -16,7 +16,8 @@ import msgspec
 from msgspec.structs import replace
 from starlette.responses import Response
 
-from contracts.wire import Commit
+from contracts.answers import EventPage
+from contracts.wire import Commit, EventRecord
 from domain.events import AnyEvent, GameCreated
 from domain.state import Game
 from domain.views import PublicState, event_for, public_view, seat_view
@@ -44,16 +45,6 @@ def event_seen(event: AnyEvent, reader: Reader, owner: bool = False) -> AnyEvent
     return seen
 
 
-def event_records(
-    events: Iterable[tuple[int, AnyEvent]], reader: Reader, owner: bool = False
-) -> list[dict[str, Any]]:
-    """``{"version", "event"}`` for each event, as ``reader`` may see it."""
-    return [
-        {"version": version, "event": msgspec.to_builtins(event_seen(event, reader, owner))}
-        for version, event in events
-    ]
-
-
 def event_json(event: AnyEvent, reader: Reader, owner: bool = False) -> bytes:
     return msgspec.json.encode(event_seen(event, reader, owner))
 
@@ -64,11 +55,10 @@ _encoder = msgspec.json.Encoder()
 class Answer(Response):
     """A JSON answer encoded once, by msgspec, straight from the domain's structs.
 
-    A route that returns one keeps its ``response_model`` for the OpenAPI document, and
-    FastAPI sends it as it is instead of converting the value to builtins, validating them
-    against the pydantic model and serializing that again (the gateway's hot routes spent more
-    on this than on the game). The pydantic models mirror the structs field for field
-    (tests/unit/test_answers.py checks that both give the same JSON)."""
+    A route that returns one keeps its ``response_model`` (a placeholder that names the struct's
+    component) for the OpenAPI document, and FastAPI sends it as it is instead of converting the
+    value to builtins, validating and serializing it again (the gateway's hot routes spent more
+    on that than on the game)."""
 
     media_type = "application/json"
 
@@ -91,11 +81,9 @@ def state_answer(game: Game, reader: Reader) -> Answer:
 def events_answer(
     version: int, events: Iterable[tuple[int, AnyEvent]], reader: Reader, owner: bool = False
 ) -> Answer:
-    """``{"version", "events": [{"version", "event"}...]}`` as ``reader`` may see them."""
-    records = [
-        {"version": number, "event": event_seen(event, reader, owner)} for number, event in events
-    ]
-    return Answer({"version": version, "events": records})
+    """A page of events (:class:`contracts.answers.EventPage`) as ``reader`` may see them."""
+    records = [EventRecord(number, event_seen(event, reader, owner)) for number, event in events]
+    return Answer(EventPage(version, records))
 
 
 def as_json(value: Any) -> Any:

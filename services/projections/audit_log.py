@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from contracts.log_entries import Dealt, GameEnd, HandEnd, LogEntry, entry_bytes
 from contracts.partitions import ONE, Partitions
 from domain.events import GameEnded, HandDealt, HandScored
 from services.projections.model import Delivered, ReadModel, Refusals, out_of_order
@@ -33,7 +34,6 @@ from services.store.audit_log import LOG_TABLES, latest_checkpoint, nodes
 from services.store.database import Statements, fetch, run, upsert, where_in
 from services.store.schema import log_checkpoints, log_games, log_leaves, log_nodes
 from services.transparency.checkpoint import Checkpoint
-from services.transparency.leaves import Dealt, GameEnd, HandEnd, LogEntry, entry_bytes
 from services.transparency.merkle import Frontier, frontier_nodes, leaf_hash
 from services.transparency.note import Signer, signed_note
 

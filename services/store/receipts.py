@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import Any
 
-import msgspec
 import sqlalchemy as sa
 
+from contracts.audit_log import DealCommitment, Receipt
+from contracts.log_entries import HandEnd, read_entry
 from services.store.audit_log import (
     StoredCheckpoint,
     StoredLeaf,
@@ -26,7 +26,6 @@ from services.store.audit_log import (
 )
 from services.store.database import Store
 from services.store.schema import positions
-from services.transparency.leaves import HandEnd, read_entry
 
 
 def b64(data: bytes) -> str:
@@ -35,9 +34,8 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] | None:
-    """The receipt of the game's finished hand ``hand`` (the JSON of
-    :class:`~services.gateway.models.Receipt`); None while the log does not hold it."""
+async def hand_receipt(store: Store, game_id: str, hand: int) -> Receipt | None:
+    """The receipt of the game's finished hand ``hand``; None while the log does not hold it."""
     async with store.reading() as conn:
         leaf = await leaf_of(conn, game_id, hand)
         if leaf is None:
@@ -50,7 +48,7 @@ async def hand_receipt(store: Store, game_id: str, hand: int) -> dict[str, Any] 
     return receipt_of(leaf, head, tree.inclusion_proof(leaf.index, head.size))
 
 
-def receipt_of(leaf: StoredLeaf, head: StoredCheckpoint, proof: Sequence[bytes]) -> dict[str, Any]:
+def receipt_of(leaf: StoredLeaf, head: StoredCheckpoint, proof: Sequence[bytes]) -> Receipt:
     """The receipt of a hand's ``leaf`` in the tree of ``head``, ``proof`` its audit path there:
     pure, so that what is handed out is built one way (and a test playing a dishonest operator
     builds its forged receipts exactly as the service would)."""
@@ -58,27 +56,27 @@ def receipt_of(leaf: StoredLeaf, head: StoredCheckpoint, proof: Sequence[bytes])
     assert isinstance(entry, HandEnd)
     deal = None
     if entry.dealt_version is not None and entry.dealt_chain is not None:
-        deal = {
-            "hand": entry.hand,
-            "version": entry.dealt_version,
-            "chain": entry.dealt_chain,
-            "commitment": entry.commitment,
-        }
-    return {
-        "game_id": leaf.game_id,
-        "hand": entry.hand,
-        "partition": leaf.partition,
-        "origin": head.checkpoint.split("\n", 1)[0],
-        "leaf_index": leaf.index,
-        "entry": msgspec.to_builtins(entry),
-        "entry_bytes": b64(leaf.entry),
-        "tree_size": head.size,
-        "checkpoint": head.note if head.note is not None else head.checkpoint,
-        "signed": head.note is not None,
-        "verifier": head.verifier,
-        "inclusion_proof": [b64(h) for h in proof],
-        "deal": deal,
-    }
+        deal = DealCommitment(
+            hand=entry.hand,
+            version=entry.dealt_version,
+            chain=entry.dealt_chain,
+            commitment=entry.commitment,
+        )
+    return Receipt(
+        game_id=leaf.game_id,
+        hand=entry.hand,
+        partition=leaf.partition,
+        origin=head.checkpoint.split("\n", 1)[0],
+        leaf_index=leaf.index,
+        entry=entry,
+        entry_bytes=b64(leaf.entry),
+        tree_size=head.size,
+        checkpoint=head.note if head.note is not None else head.checkpoint,
+        signed=head.note is not None,
+        verifier=head.verifier,
+        inclusion_proof=[b64(h) for h in proof],
+        deal=deal,
+    )
 
 
 _LOG_KEPT = sa.select(sa.func.count()).where(

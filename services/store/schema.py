@@ -344,7 +344,7 @@ log_leaves = sa.Table(
     sa.Column("entry", sa.LargeBinary, nullable=False),
     sa.Index("log_leaves_by_game", "game_id", "hand"),
 )
-"""Each partition's log (:mod:`services.transparency.leaves`): the entry of every hand's end
+"""Each partition's log (:mod:`contracts.log_entries`): the entry of every hand's end
 (``hand`` its number) and every game's end (``hand`` null), in the partition's stream order."""
 
 log_nodes = sa.Table(
@@ -383,5 +383,5 @@ log_games = sa.Table(
     sa.Column("dealt", Json),
 )
 """Per game: the version the log applied, the hands scored, and the deal of the hand in
-progress as it was committed before the first bid (:class:`~services.transparency.leaves.Dealt`),
+progress as it was committed before the first bid (:class:`~contracts.log_entries.Dealt`),
 for its leaf."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from services.client import ActionResult, LegalLook, PublicState, Seat, SeatView, SpadesClient
+from services.client import Acted, LegalLook, PublicState, Seat, SeatView, SpadesClient
 
 PRESETS: dict[str, dict[str, Any]] = {
     "partnership": {"preset": "partnership", "target": 150, "max_hands": 2},
@@ -72,7 +72,7 @@ class Table:
     style: Style = field(default_factory=Style)
     moves: list[Move] = field(default_factory=list)
     on_view: Callable[[SeatView], None] | None = None
-    on_result: Callable[[int, ActionResult], None] | None = None
+    on_result: Callable[[int, Acted], None] | None = None
 
     @property
     def tokens(self) -> list[str]:

@@ -12,6 +12,7 @@ import httpx
 import msgspec
 import pytest
 
+from domain.events import BidPlaced
 from services.client import ApiError, LegalBid, SeatView, SpadesClient
 from tests.e2e.players import PRESETS, Table, seat_players
 from tests.e2e.stack import Stack
@@ -109,7 +110,7 @@ async def test_a_stale_expected_version_changes_nothing(client: SpadesClient) ->
 
     accepted = await client.act(table.game_id, token, bid, expected_version=view.version)
     assert accepted.version == view.version + len(accepted.events)
-    assert accepted.events[-1].event == {"type": "bid_placed", "seat": view.seat, "bid": 3}
+    assert accepted.events[-1].event == BidPlaced(seat=view.seat, bid=3)
 
 
 async def test_an_idempotency_key_is_at_most_255_characters(stack: Stack) -> None:

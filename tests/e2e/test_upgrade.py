@@ -25,12 +25,17 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from services.client import GameList, GameSummary, PublicState, Scoreboard, Seat, SpadesClient
-from services.client.leagues import LeagueClient
-from services.client.models import (
+from services.client import (
     EventRecord,
+    GameList,
+    GameSummary,
+    PublicState,
+    Scoreboard,
     ScoredHandRecord,
+    Seat,
+    SpadesClient,
 )
+from services.client.leagues import LeagueClient
 from services.store.database import open_store
 from tests.conftest import POSTGRES_VARIABLE
 from tests.e2e.players import NAMES, Table, seat_players

@@ -18,6 +18,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from benchmarks.projections import GameLog
+from contracts.log_entries import GameEnd, HandEnd, LogEntry, read_entry
 from contracts.partitions import ONE, Partitions
 from contracts.wire import GAMES_STREAM, read_commit
 from domain.events import GameEnded, HandDealt, HandScored
@@ -29,7 +30,6 @@ from services.store.audit_log import latest_checkpoint, partial_tree
 from services.store.database import Store
 from services.store.schema import log_leaves
 from services.transparency.checkpoint import Checkpoint
-from services.transparency.leaves import GameEnd, HandEnd, LogEntry, read_entry
 from services.transparency.merkle import (
     MerkleTree,
     leaf_hash,

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from contracts.log_entries import HandEnd, read_entry
 from contracts.wire import read_commit
 from domain.shuffle import commitment
 from services.projections.model import Delivered
@@ -25,7 +26,6 @@ from services.store import positions
 from services.store.audit_log import latest_checkpoint
 from services.store.database import open_store
 from services.transparency.checkpoint import Checkpoint
-from services.transparency.leaves import HandEnd, read_entry
 from services.transparency.merkle import leaf_hash, verify_consistency, verify_inclusion
 from services.transparency.note import Signer, Verifier, open_note
 from tests.integration import stack

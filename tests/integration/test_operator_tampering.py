@@ -24,12 +24,12 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
+from contracts.log_entries import GameEnd, HandEnd, LogEntry, entry_bytes, read_entry
 from domain.shuffle import table_entropies
 from services.cli.main import app
 from services.runtime.nats_server import EmbeddedNats
 from services.store.database import open_store
 from services.store.schema import log_leaves
-from services.transparency.leaves import GameEnd, HandEnd, LogEntry, entry_bytes, read_entry
 from services.transparency.note import Signer
 from tests.integration import stack
 from tests.integration.support import EngineProcess, ProjectionsProcess

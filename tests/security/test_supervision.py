@@ -175,7 +175,7 @@ async def test_a_second_spades_up_on_the_same_data_directory_is_refused(stack: S
     assert server.running
     assert servers_on(stack.data_dir / "nats") == [server]
     async with SpadesClient(stack.base_url) as client:
-        assert (await client.readyz())["status"] == "ok"
+        assert (await client.readyz()).status == "ok"
 
 
 async def test_a_nats_server_killed_under_spades_up_is_started_again(stack: Stack) -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
+from contracts.log_entries import HandEnd, read_entry
 from services.projections.audit_log import log_origin
 from services.store.audit_log import StoredCheckpoint, StoredLeaf
 from services.store.receipts import b64, receipt_of
 from services.transparency.checkpoint import Checkpoint
-from services.transparency.leaves import HandEnd, read_entry
 from services.transparency.merkle import MerkleTree, leaf_hash
 from services.transparency.note import Signer, signed_note
 
@@ -60,7 +62,9 @@ class OperatorLog:
         index = self.index_of(game_id, hand)
         head = self.head(size)
         leaf = StoredLeaf(self.partition, index, game_id, hand, self.entries[index])
-        return receipt_of(leaf, head, self.tree.inclusion_proof(index, head.size))
+        proof = self.tree.inclusion_proof(index, head.size)
+        found: dict[str, Any] = msgspec.to_builtins(receipt_of(leaf, head, proof))
+        return found
 
     def consistency(self, old: int, new: int) -> dict[str, Any]:
         """The proof from ``old`` to ``new``, as ``GET /v1/log/{p}/proofs/consistency`` answers."""

@@ -19,7 +19,9 @@ from domain.cards import Card
 from services.client import (
     ApiError,
     BidAction,
+    Health,
     PassAction,
+    Readiness,
     ServerSentEvent,
     SpadesClient,
     UnexpectedResponse,
@@ -49,7 +51,10 @@ def answering(
     return SpadesClient("http://spades.test", transport=httpx.MockTransport(record), retries=2)
 
 
-ACCEPTED = {"version": 7, "events": [{"version": 7, "event": {"type": "bid_placed", "bid": 3}}]}
+ACCEPTED = {
+    "version": 7,
+    "events": [{"version": 7, "event": {"type": "bid_placed", "seat": 0, "bid": 3}}],
+}
 
 
 async def test_an_error_answer_becomes_an_api_error_with_its_code() -> None:
@@ -180,7 +185,7 @@ async def test_expected_version_and_typed_actions_travel_in_the_body() -> None:
 
 async def test_a_body_of_the_wrong_shape_is_an_unexpected_response() -> None:
     client = answering(lambda _: httpx.Response(200, json={"version": "seven"}), [])
-    with pytest.raises(UnexpectedResponse, match="ActionResult"):
+    with pytest.raises(UnexpectedResponse, match="Acted"):
         await client.act(GAME, "tok", {"type": "look"})
 
 
@@ -275,9 +280,10 @@ async def test_readiness_is_asked_once_and_a_503_says_not_ready() -> None:
         await client.readyz()
     assert refused.value.status == 503
     assert len(seen) == 1, "readiness is a question, not something to wait for"
-    ready = answering(lambda _: httpx.Response(200, json={"status": "ok"}), [])
-    assert await ready.readyz() == {"status": "ok"}
-    assert await ready.healthz() == {"status": "ok"}
+    answer = {"status": "ok", "projections": {"games": 0}}
+    ready = answering(lambda _: httpx.Response(200, json=answer), [])
+    assert await ready.readyz() == Readiness(status="ok", projections={"games": 0})
+    assert await ready.healthz() == Health("ok")
 
 
 async def test_the_platform_key_goes_with_every_request_without_a_seat_token() -> None:

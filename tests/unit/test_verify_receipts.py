@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
+from contracts.log_entries import HandEnd, entry_bytes, read_entry
 from domain.shuffle import commitment
 from services.audit.hand_record import exported_records
 from services.audit.replay import replay_game
@@ -21,7 +22,6 @@ from services.audit.verify import Finding, Verified, read_kept, verify_kept
 from services.cli.main import app
 from services.projections.audit_log import game_entries
 from services.projections.model import Delivered
-from services.transparency.leaves import HandEnd, entry_bytes, read_entry
 from services.transparency.note import Signer, Verifier
 from tests.unit.operator_log import OperatorLog
 from tests.unit.test_audit_games import HonestTable

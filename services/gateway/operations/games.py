@@ -3,9 +3,9 @@ say a seat is away."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from contracts.answers import Acted
 from contracts.wire import (
     ActRequest,
     CreateGameRequest,
@@ -38,16 +38,6 @@ async def create_game(
     return await create(services, "game", request.platform, idempotency_key, send, fold)
 
 
-@dataclass(frozen=True, slots=True)
-class Acted:
-    """What an action did: the game's version after it, its events as the engine answered them
-    (the acting seat's view), and who acts next."""
-
-    version: int
-    events: list[EventRecord]
-    next: NextTurn | None
-
-
 async def act(
     services: Gateway,
     game_id: str,
@@ -56,7 +46,8 @@ async def act(
     expected_version: int | None,
     idempotency_key: str | None,
 ) -> Acted:
-    """Act for the grant's seat, under a command id of its token's issue (a retry with the
+    """Act for the grant's seat (the answer's events as the engine answered them: the acting
+    seat's view), under a command id of its token's issue (a retry with the
     same key gets the first answer)."""
     seat = grant.seat
     command_id = command_id_for(services.secret, game_id, seat, grant.issue, idempotency_key)
@@ -65,7 +56,8 @@ async def act(
     )
     with command(services, command_id):
         reply = await services.commands.send(game_id, request, command_id)
-    return Acted(reply.version, reply.events, await _next_turn(services, game_id, reply.version))
+    next_up = await _next_turn(services, game_id, reply.version)
+    return Acted(version=reply.version, events=reply.events, next=next_up)
 
 
 async def _next_turn(services: Gateway, game_id: str, version: int) -> NextTurn | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header
+from msgspec.structs import replace
 
+from contracts.wire import EventRecord
 from services.gateway.commands import MAX_IDEMPOTENCY_KEY
 from services.gateway.deps import GameCaller, GameId, Services
 from services.gateway.models import Acted, Action
@@ -56,8 +58,5 @@ async def act(
     acted = await operations.act(
         services, game_id, grant, body, action.expected_version, idempotency_key
     )
-    records = [
-        {"version": record.version, "event": event_seen(record.event, seat)}
-        for record in acted.events
-    ]
-    return Answer({"version": acted.version, "events": records, "next": acted.next})
+    seen = [EventRecord(record.version, event_seen(record.event, seat)) for record in acted.events]
+    return Answer(replace(acted, events=seen))

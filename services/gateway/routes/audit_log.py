@@ -13,17 +13,22 @@ partition, or (for its signed checkpoint) the service has no log key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel, Field
 
+from contracts.audit_log import ConsistencyProof as Consistency
+from contracts.audit_log import InclusionProof as Inclusion
+from contracts.audit_log import LogHead, Logs
 from services.gateway.deps import GameReadOf, Gateway, Services
-from services.gateway.models import Receipt
+from services.gateway.models import ConsistencyProof, InclusionProof, Receipt
+from services.gateway.models import Logs as LogsAnswer
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.routes.hands import MAX_HAND
+from services.gateway.views import Answer
 from services.store import positions
 from services.store.audit_log import (
     StoredCheckpoint,
@@ -32,45 +37,13 @@ from services.store.audit_log import (
     partial_tree,
 )
 from services.store.receipts import b64, hand_receipt
+from services.transparency.merkle import PartialTree
 
 router = APIRouter(prefix="/v1", tags=["log"])
 
 MAX_SIZE = 2**62
 """No log is larger than this; a larger number is malformed, not a database overflow."""
 _PROBLEMS = problems(404, 429, 503)
-
-
-class LogHead(BaseModel):
-    partition: int
-    origin: str = Field(description="The log's origin: its checkpoints' first line.")
-    size: int = Field(description="Leaves in the log: the size of its last checkpoint.")
-    root: str | None = Field(description="The head of the tree of that size (base64).")
-    verifier: str | None = Field(
-        description="The public key that signs the log's checkpoints, as a signed-note verifier "
-        "key (`<name>+<key id>+<base64>`); null while the log signs nothing (no key)."
-    )
-
-
-class Logs(BaseModel):
-    logs: list[LogHead] = Field(description="One log per partition of the game stream.")
-
-
-class InclusionProof(BaseModel):
-    partition: int
-    index: int
-    size: int
-    leaf_hash: str = Field(description="The leaf's hash, RFC 6962 (base64).")
-    root: str = Field(description="The head of the tree of `size` (base64).")
-    proof: list[str] = Field(description="The audit path, RFC 9162 §2.1.3 (base64 hashes).")
-
-
-class ConsistencyProof(BaseModel):
-    partition: int
-    old: int
-    new: int
-    old_root: str
-    new_root: str
-    proof: list[str] = Field(description="RFC 9162 §2.1.4's proof (base64 hashes).")
 
 
 def _partition(services: Gateway, partition: int) -> int:
@@ -103,7 +76,9 @@ def _within(head: StoredCheckpoint, size: int) -> None:
 PartitionPath = Annotated[int, Path(ge=0, le=1024, description="The partition of the log.")]
 
 
-@router.get("/log", response_model=Logs, responses=_PROBLEMS, openapi_extra=OPTIONAL_CREDENTIAL)
+@router.get(
+    "/log", response_model=LogsAnswer, responses=_PROBLEMS, openapi_extra=OPTIONAL_CREDENTIAL
+)
 async def logs(services: Services) -> Any:
     """Every partition's log: its origin, its size and the key its checkpoints are signed
     with. A player or a platform keeps these keys to check receipts offline."""
@@ -116,15 +91,15 @@ async def logs(services: Services) -> Any:
         if head is not None:
             origin = head.checkpoint.split("\n", 1)[0]
         shown.append(
-            {
-                "partition": partition,
-                "origin": origin,
-                "size": 0 if head is None else head.size,
-                "root": None if head is None else b64(head.root),
-                "verifier": None if head is None else head.verifier,
-            }
+            LogHead(
+                partition=partition,
+                origin=origin,
+                size=0 if head is None else head.size,
+                root=None if head is None else b64(head.root),
+                verifier=None if head is None else head.verifier,
+            )
         )
-    return {"logs": shown}
+    return Answer(Logs(shown))
 
 
 @router.get(
@@ -165,25 +140,24 @@ async def inclusion(
     tree has no such leaf (``index`` not below ``size``) or the log is smaller than ``size``."""
     if index >= size:
         raise ProblemError("not_found", f"a tree of {size} has no leaf {index}")
-    head = await _head(services, _partition(services, partition))
-    _within(head, size)
-    async with services.store.reading() as conn:
-        tree = await partial_tree(
-            conn,
-            partition,
-            size,
-            lambda t: t.inclusion_proof(index, size),
-            lambda t: t.root(size),
-            lambda t: t.leaf(index),
+    tree = await _tree(
+        services,
+        partition,
+        size,
+        lambda t: t.inclusion_proof(index, size),
+        lambda t: t.root(size),
+        lambda t: t.leaf(index),
+    )
+    return Answer(
+        Inclusion(
+            partition=partition,
+            index=index,
+            size=size,
+            leaf_hash=b64(tree.leaf(index)),
+            root=b64(tree.root(size)),
+            proof=[b64(h) for h in tree.inclusion_proof(index, size)],
         )
-    return {
-        "partition": partition,
-        "index": index,
-        "size": size,
-        "leaf_hash": b64(tree.leaf(index)),
-        "root": b64(tree.root(size)),
-        "proof": [b64(h) for h in tree.inclusion_proof(index, size)],
-    }
+    )
 
 
 @router.get(
@@ -203,25 +177,35 @@ async def consistency(
     when there is no such proof (``old`` above ``new``) or the log is smaller than ``new``."""
     if old > new:
         raise ProblemError("not_found", f"no tree of {new} extends one of {old}")
-    head = await _head(services, _partition(services, partition))
-    _within(head, new)
-    async with services.store.reading() as conn:
-        tree = await partial_tree(
-            conn,
-            partition,
-            new,
-            lambda t: t.consistency_proof(old, new),
-            lambda t: t.root(old),
-            lambda t: t.root(new),
+    tree = await _tree(
+        services,
+        partition,
+        new,
+        lambda t: t.consistency_proof(old, new),
+        lambda t: t.root(old),
+        lambda t: t.root(new),
+    )
+    return Answer(
+        Consistency(
+            partition=partition,
+            old=old,
+            new=new,
+            old_root=b64(tree.root(old)),
+            new_root=b64(tree.root(new)),
+            proof=[b64(h) for h in tree.consistency_proof(old, new)],
         )
-    return {
-        "partition": partition,
-        "old": old,
-        "new": new,
-        "old_root": b64(tree.root(old)),
-        "new_root": b64(tree.root(new)),
-        "proof": [b64(h) for h in tree.consistency_proof(old, new)],
-    }
+    )
+
+
+async def _tree(
+    services: Gateway, partition: int, size: int, *needs: Callable[[Any], object]
+) -> PartialTree:
+    """The stored subtrees of partition ``partition``'s tree of ``size`` that ``needs`` read
+    (404 ``not_found`` when the log is smaller than ``size``)."""
+    head = await _head(services, _partition(services, partition))
+    _within(head, size)
+    async with services.store.reading() as conn:
+        return await partial_tree(conn, partition, size, *needs)
 
 
 @router.get(
@@ -247,4 +231,4 @@ async def receipt(
     found = await hand_receipt(services.store, game_id, hand)
     if found is None:
         raise ProblemError("hand_not_found", f"the log has no finished hand {hand} of {game_id}")
-    return found
+    return Answer(found)

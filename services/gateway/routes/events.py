@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from sqlalchemy.exc import SQLAlchemyError
 
+from contracts.audit_log import Receipt
 from domain.events import AnyEvent
 from services.gateway.deps import GameReadOf, Services, StreamReadOf, held_by, revoked_in_memory
 from services.gateway.feed import EventStream, FeedStart, finished_at, frames, resume_point
@@ -93,7 +94,7 @@ async def event_stream(
     def revoked() -> bool:
         return grant is not None and revoked_in_memory(services.games, grant)
 
-    async def receipt_of(game_id: str, hand: int) -> dict[str, object] | None:
+    async def receipt_of(game_id: str, hand: int) -> Receipt | None:
         return await hand_receipt(services.store, game_id, hand)
 
     try:

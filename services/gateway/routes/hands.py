@@ -5,15 +5,19 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
+from msgspec import structs
 
+from contracts.answers import HandRecords as HandRecordsAnswer
+from contracts.answers import HandRecordWithReceipt as HandRecordWithReceiptAnswer
+from contracts.answers import ScoredHandRecord
 from domain.events import GameCreated
-from domain.records import HandRecord as Record
+from domain.records import HandRecord
 from services.gateway.deps import GameReadOf, Gateway, MinVersion, Services
 from services.gateway.models import HandRecords, HandRecordWithReceipt, Scoreboard
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
 from services.gateway.score_lines import score_lines
-from services.gateway.views import as_json
+from services.gateway.views import Answer, as_json
 from services.store.receipts import hand_receipt
 
 router = APIRouter(prefix="/v1/games/{game_id}", tags=["hands"])
@@ -35,7 +39,7 @@ async def hands(read: GameReadOf, _visible: MinVersion, services: Services) -> A
     # The game exists (its stream says so): one the read model has not seen yet has no
     # finished hand there.
     records = await services.read_models.hand_records(game_id) or []
-    return {"hands": await _with_score_lines(services, game_id, records)}
+    return Answer(HandRecordsAnswer(await _with_score_lines(services, game_id, records)))
 
 
 @router.get(
@@ -63,21 +67,22 @@ async def hand(
     # The lines of a hand need the bags before it: the hand before's, or the game's start.
     before = await services.read_models.hand_record(game_id, hand - 1) if hand > 1 else None
     shown = await _with_score_lines(services, game_id, [r for r in (before, record) if r])
-    return {**shown[-1], "receipt": await hand_receipt(services.store, game_id, hand)}
+    receipt = await hand_receipt(services.store, game_id, hand)
+    return Answer(HandRecordWithReceiptAnswer(**structs.asdict(shown[-1]), receipt=receipt))
 
 
 async def _with_score_lines(
-    services: Gateway, game_id: str, records: list[Record]
-) -> list[dict[str, Any]]:
-    """The records as JSON, each with ``score_lines`` (the game's rules and its starting bags
-    come from its first event)."""
+    services: Gateway, game_id: str, records: list[HandRecord]
+) -> list[ScoredHandRecord]:
+    """The records, each with ``score_lines`` (the game's rules and its starting bags come
+    from its first event)."""
     first = await services.stream.read(game_id, limit=1)
     created = next(iter(first[0].commit.events), None) if first else None
     if not isinstance(created, GameCreated):
         raise ProblemError("game_not_found", f"no game {game_id}")
     lines = score_lines(created, records)
     return [
-        {**as_json(record), "score_lines": score}
+        ScoredHandRecord(**structs.asdict(record), score_lines=score)
         for record, score in zip(records, lines, strict=True)
     ]
 

@@ -28,7 +28,7 @@ from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.operations import games as operations
 from services.gateway.problems import ProblemError
 from services.gateway.routes.actions import IdempotencyKey
-from services.gateway.views import event_records
+from services.gateway.views import events_answer
 from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
@@ -126,8 +126,7 @@ async def mark_away(
         services, game.game_id, seat, asking.platform, idempotency_key
     )
     log.info("seat marked away", changed=bool(events))
-    records = ((record.version, record.event) for record in events)
-    return {"version": version, "events": event_records(records, None)}
+    return events_answer(version, ((record.version, record.event) for record in events), None)
 
 
 def _platforms_seat(asking: Caller, game: Game, seat: int, forbidden: str) -> None:

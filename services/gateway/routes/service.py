@@ -11,10 +11,13 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from sqlalchemy.exc import SQLAlchemyError
 
+from contracts.answers import Health, Readiness
 from services.gateway.deps import Services
-from services.gateway.models import Health, Readiness
+from services.gateway.models import Health as HealthAnswer
+from services.gateway.models import Readiness as ReadinessAnswer
 from services.gateway.openapi import problems
 from services.gateway.problems import ProblemError
+from services.gateway.views import Answer
 from services.store.lag import (
     REBUILD_STALL_S,
     behind,
@@ -33,13 +36,13 @@ READY_LAG = 1000
 while the service counts as ready."""
 
 
-@router.get("/healthz", response_model=Health)
+@router.get("/healthz", response_model=HealthAnswer)
 async def healthz() -> Any:
     """The process is up."""
-    return {"status": "ok"}
+    return Answer(Health("ok"))
 
 
-@router.get("/readyz", response_model=Readiness, responses=problems(503))
+@router.get("/readyz", response_model=ReadinessAnswer, responses=problems(503))
 async def readyz(services: Services) -> Any:
     """NATS is reached, the game stream's partitions are there, every read model follows each
     of them (its positions belong to that stream: not to another one, nor beyond its end) and
@@ -72,7 +75,7 @@ async def readyz(services: Services) -> Any:
         name: {str(partition): left for partition, left in by_partition.items()}
         for name, by_partition in rebuilds(report).items()
     }
-    return {"status": "ok", "projections": lag_by_model(report), "rebuilding": rebuilding}
+    return Answer(Readiness(status="ok", projections=lag_by_model(report), rebuilding=rebuilding))
 
 
 def _stalled(partitions: list[int]) -> str:
