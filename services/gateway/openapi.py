@@ -256,6 +256,7 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     for path_name, path in document.get("paths", {}).items():
         for method, operation in path.items():
             operation["operationId"] = _operation_id(method, path_name, operation)
+            _optional_body(operation)
             if path_name in _OPEN_PATHS:
                 operation["security"] = []
             for status, response in operation.get("responses", {}).items():
@@ -279,6 +280,21 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     for name, schema in tidied["components"]["schemas"].items():
         schema["title"] = name  # unique: a generator names its class after the title
     return tidied
+
+
+def _optional_body(operation: dict[str, Any]) -> None:
+    """An optional body is its model, not ``anyOf [model, null]`` (FastAPI's ``X | None``):
+    the body may be left out, which ``required: false`` says already, and a generated Python
+    client then leaves it out (for the ``null`` alternative, ``openapi-python-client`` sends
+    its ``UNSET`` marker as the body and fails)."""
+    body = operation.get("requestBody", {})
+    if body.get("required"):
+        return
+    for media in body.get("content", {}).values():
+        options = media.get("schema", {}).get("anyOf", [])
+        models = [option for option in options if option != {"type": "null"}]
+        if len(options) == 2 and len(models) == 1:
+            media["schema"] = models[0]
 
 
 def _operation_id(method: str, path: str, operation: dict[str, Any]) -> str:

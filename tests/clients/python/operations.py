@@ -79,7 +79,6 @@ from spades_client.models import (
     Replay,
     Replayed,
     RoundStarted,
-    ScheduleRound,
     SeatTaken,
     Standings,
     Substituted,
@@ -116,9 +115,9 @@ def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
         "createLeague",
     )
     league_id = league.league_id
-    first_round = ScheduleRound(round_=1)  # an optional body left out: the client sends UNSET
+    # An optional body left out (the round is the next one): the client sends no body at all.
     started = parsed(
-        retrying(partial(start_round.sync_detailed, league_id, client=platform, body=first_round)),
+        retrying(partial(start_round.sync_detailed, league_id, client=platform)),
         RoundStarted,
         "startRound",
     )
@@ -226,8 +225,7 @@ def game_operations(platform: AuthenticatedClient) -> dict[str, Any]:
             partial(
                 create_game_watch_link.sync_detailed,
                 game.game_id,
-                client=platform,
-                body=CreateWatchLink(expires_in_s=600),
+                client=platform,  # no body: the link's default lifetime
             )
         ),
         WatchLink,
