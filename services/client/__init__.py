@@ -1,6 +1,6 @@
 """A typed Python client for the Spades HTTP API (docs/api.md): used by the CLI, tests and bots."""
 
-from contracts.answers import GameList, GameSummary, HandScore, Scoreboard
+from contracts.answers import GameList, GameSummary, HandScore, Scoreboard, SeatTaken
 from domain.records import Deal, Drawn, HandRecord, Pass, Played, Trick
 from domain.views import (
     LegalAction,
@@ -32,7 +32,6 @@ from services.client.models import (
     PassAction,
     PlayAction,
     ScoredHandRecord,
-    Seat,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 from services.client.webhooks import WebhookClient, WebhookVerificationError, verify_webhook
@@ -72,8 +71,8 @@ __all__ = [
     "PublicState",
     "Scoreboard",
     "ScoredHandRecord",
-    "Seat",
     "SeatInfo",
+    "SeatTaken",
     "SeatView",
     "ServerSentEvent",
     "SpadesClient",

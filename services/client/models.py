@@ -1,8 +1,9 @@
 """What the API answers, as typed structs that mirror docs/api.md.
 
 The table's state and a seat's view are the domain's own structs (:class:`PublicState`,
-:class:`SeatView` and its legal actions, from :mod:`domain.views`): the very types the server
-encodes its answers from, and whose JSON Schemas ``contracts/openapi.json`` publishes.
+:class:`SeatView` and its legal actions, from :mod:`domain.views`), and a seat taken is
+:class:`contracts.answers.SeatTaken`: the very types the server encodes its answers from, and
+whose JSON Schemas ``contracts/openapi.json`` publishes.
 
 Unknown fields are ignored (docs/api.md: "more may be added"), so a newer server does not break an
 older client; a missing or mistyped field is an :class:`~services.client.api.UnexpectedResponse`.
@@ -21,18 +22,7 @@ from domain.views import (
     NextTurn,
 )
 
-Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "discard", "bid", "pass", "play"]
-
-
-class Seat(msgspec.Struct, frozen=True):
-    """A taken seat and the token that acts for it (``POST /v1/games/{id}/seats``, or its
-    token issued again), and when the token expires (RFC 3339; None from an older server)."""
-
-    seat: int
-    player: str
-    token: str
-    expires_at: str | None = None
 
 
 class EventRecord(msgspec.Struct, frozen=True):

@@ -22,12 +22,15 @@ import msgspec
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from contracts import leagues
 from contracts.answers import (
     CreatedWebhook,
     DeliveryPage,
     GameList,
     Replayed,
     Scoreboard,
+    SeatTaken,
+    WatchLink,
     WebhookList,
 )
 from contracts.webhooks import AnyWebhook, WebhookType
@@ -314,6 +317,20 @@ def _add_components(
 ANSWERS = (GameList, Scoreboard, AuditReport, CreatedWebhook, WebhookList, DeliveryPage, Replayed)
 """The answers of :mod:`contracts.answers` (the read models', the webhook endpoints') and the
 audit's report, their schemas put in as the domain's."""
+LEAGUE_ANSWERS = (
+    leagues.League,
+    leagues.RoundStarted,
+    leagues.LeagueRound,
+    leagues.Standings,
+    leagues.LeagueResults,
+    leagues.Withdrawn,
+    leagues.Substituted,
+    leagues.IntegrityReport,
+    SeatTaken,
+    WatchLink,
+)
+"""The answers of :mod:`contracts.leagues`, a seat taken (also each seat of a round's table) and
+a watch link, put in as the domain's too."""
 
 DOMAIN_NAMES = {
     "ClockView": "ClockState",
@@ -321,6 +338,10 @@ DOMAIN_NAMES = {
     "AuditReport": "Audit",
     "HandReport": "HandAudit",
     "Problem": "AuditProblem",
+    # Two structs of one name: msgspec names each by its module. The answer to taking a seat
+    # keeps ``SeatTaken``, and the event that records it is ``SeatTakenEvent``.
+    "contracts.answers.SeatTaken": "SeatTaken",
+    "domain.events.SeatTaken": "SeatTakenEvent",
 }
 """Domain structs whose component keeps the name the document gave it first."""
 
@@ -328,17 +349,18 @@ DOMAIN_NAMES = {
 def _add_domain_schemas(schemas: dict[str, Any]) -> None:
     """``Event`` and ``Rules``, the table as anyone sees it and as a seat does (``PublicState``,
     ``SeatView``, its legal actions, a seat, a card of the trick, the clock): the JSON Schemas
-    of the domain's structs, with the components they need
-    (renamed ``<name>Event`` where the document has a schema of that name, e.g. ``SeatTaken``,
-    the answer to taking a seat)."""
+    of the domain's structs, with the components they need, and the answers' (renamed
+    ``<name>Event`` where the document has a schema of that name, and as :data:`DOMAIN_NAMES`
+    says where two structs share one: ``SeatTaken`` is the answer to taking a seat)."""
     taken = set(schemas)
 
     def rename(name: str) -> str:
         return DOMAIN_NAMES.get(name) or (f"{name}Event" if name in taken else name)
 
+    answers = [*ANSWERS, *LEAGUE_ANSWERS]
     (event, *_shown) = _add_components(
         schemas,
-        [AnyEvent, Rules, SeatInfo, TrickCard, ClockView, PublicState, SeatView, *ANSWERS],
+        [AnyEvent, Rules, SeatInfo, TrickCard, ClockView, PublicState, SeatView, *answers],
         rename,
     )
     schemas["Event"] = event

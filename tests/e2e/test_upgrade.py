@@ -25,7 +25,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from services.client import GameList, GameSummary, PublicState, Scoreboard, Seat, SpadesClient
+from services.client import (
+    GameList,
+    GameSummary,
+    PublicState,
+    Scoreboard,
+    SeatTaken,
+    SpadesClient,
+)
 from services.client.leagues import LeagueClient
 from services.client.models import (
     EventRecord,
@@ -123,7 +130,7 @@ async def listed(client: SpadesClient) -> dict[str, GameSummary]:
 async def clocked_table(client: SpadesClient, rng: random.Random) -> Table:
     """A partnership game on :data:`CLOCK`, every seat taken (so its first turn is running)."""
     game = await client.create_game(ONE_HAND, entropy=rng.randbytes(8).hex(), clock=CLOCK)
-    seats: list[Seat] = []
+    seats: list[SeatTaken] = []
     for number in range(len(game.seats)):
         seats.append(await client.take_seat(game.game_id, NAMES[number], seat=number))
     return Table(client, game.game_id, seats, rng)
