@@ -51,6 +51,7 @@ from nats.aio.client import Client
 
 from benchmarks.partitions import cluster
 from benchmarks.webhook_receiver import Receiver
+from contracts.leagues import StartedTable
 from contracts.partitions import Partitions
 from contracts.webhooks import EVENT_TYPES, encode_webhook, read_webhook
 from domain.events import TimedOut
@@ -59,7 +60,7 @@ from services.audit.replay import audit_game
 from services.bots.runner import play_game
 from services.bots.strategy import Bot
 from services.client import SpadesClient
-from services.client.leagues import LeagueClient, StartedTable
+from services.client.leagues import LeagueClient
 from services.client.webhooks import WebhookClient
 from services.runtime.broker_users import ADMIN
 from services.runtime.credentials import connect_options

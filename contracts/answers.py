@@ -1,7 +1,8 @@
 """What the API answers beyond the table, as the structs the gateway encodes and the Python
-client decodes: a page of events and an action's answer, hand records with their score lines and
-receipt, the game list and a game's scoreboard (from the read models), a platform's webhook
-endpoints and their deliveries, and the service's health.
+client decodes: a page of events and an action's answer, a seat taken and a watch link (with
+their tokens), hand records with their score lines and receipt, the game list and a game's
+scoreboard (from the read models), a platform's webhook endpoints and their deliveries, and the
+service's health. A league's answers are :mod:`contracts.leagues`.
 
 The table itself (its state, a seat's view, events, hand records) is the domain's own
 (:mod:`domain.views`, :mod:`domain.events`, :mod:`domain.records`); these are the shapes the
@@ -143,6 +144,46 @@ class Scoreboard(msgspec.Struct, frozen=True, kw_only=True):
     bags: list[int]
     game_over: bool
     winners: list[int]
+
+
+# --------------------------------------------------------------------------- seats, watch links
+
+
+class SeatTaken(msgspec.Struct, frozen=True, kw_only=True):
+    """A taken seat and the token that acts for it: the answer to taking a seat and to issuing
+    its token again, and each seat of a league's table when its round starts."""
+
+    seat: int
+    player: str
+    token: Annotated[
+        str, msgspec.Meta(description="`Authorization: Bearer <token>` acts for this seat only.")
+    ]
+    expires_at: Annotated[
+        str,
+        msgspec.Meta(
+            description="When the token stops working (RFC 3339, UTC); its platform may issue "
+            "the seat a new one before or after."
+        ),
+    ]
+
+
+class WatchLink(msgspec.Struct, frozen=True, kw_only=True):
+    """A link that shows a private game or league to whoever holds it, until it expires or its
+    platform revokes the links."""
+
+    url: Annotated[
+        str,
+        msgspec.Meta(
+            description="The page to hand out: the token is in its fragment (after `#`), which "
+            "browsers never send to a server."
+        ),
+    ]
+    token: Annotated[
+        str, msgspec.Meta(description="The link's token, for `Authorization: Bearer` reads.")
+    ]
+    expires_at: Annotated[
+        str, msgspec.Meta(description="When the link stops working (RFC 3339, UTC).")
+    ]
 
 
 # --------------------------------------------------------------------------- webhooks

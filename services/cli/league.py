@@ -40,14 +40,9 @@ from services.cli import duplicate
 from services.cli.discover import Url
 
 if TYPE_CHECKING:
+    from contracts.leagues import IntegrityReport, Standings, StartedTable
     from services.bots.strategy import Player
-    from services.client.leagues import (
-        Export,
-        IntegrityReport,
-        LeagueClient,
-        Standings,
-        StartedTable,
-    )
+    from services.client.leagues import Export, LeagueClient
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -206,7 +201,7 @@ class LeagueSimulation:
         )
         idle = f", {len(self.idle)} idle" if self.idle else ""
         console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}{idle}")
-        tables = len(names) // int(league.rules["players"])
+        tables = len(names) // league.rules.players
         rounds_task = self.progress.add_task("rounds", total=rounds)
         games_task = self.progress.add_task("games finished", total=rounds * tables)
         for number in range(1, rounds + 1):
@@ -300,7 +295,7 @@ def schedule(
     api_key: ApiKey = None,
 ) -> None:
     """Schedule and start the next round; prints it as JSON, every seat's token included."""
-    from services.client.leagues import RoundStarted
+    from contracts.leagues import RoundStarted
 
     async def work(leagues: LeagueClient) -> RoundStarted:
         return await leagues.start_round(league_id, idempotency_key=key)

@@ -12,6 +12,7 @@ from contracts.answers import (
     Scoreboard,
     ScoredHandRecord,
     ScoreLine,
+    SeatTaken,
 )
 from contracts.audit_log import DealCommitment, Receipt
 from contracts.wire import EventRecord
@@ -42,7 +43,6 @@ from services.client.models import (
     LookAction,
     PassAction,
     PlayAction,
-    Seat,
 )
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 from services.client.webhooks import WebhookClient, WebhookVerificationError, verify_webhook
@@ -88,8 +88,8 @@ __all__ = [
     "ScoreLine",
     "Scoreboard",
     "ScoredHandRecord",
-    "Seat",
     "SeatInfo",
+    "SeatTaken",
     "SeatView",
     "ServerSentEvent",
     "SpadesClient",

@@ -42,11 +42,12 @@ from contracts.answers import (
     Readiness,
     Scoreboard,
     ScoredHandRecord,
+    SeatTaken,
 )
 from contracts.wire import EventRecord
 from domain.views import PublicState, SeatView
 from services.audit.report import AuditReport as Audit
-from services.client.models import Action, Seat
+from services.client.models import Action
 from services.client.sse import ServerSentEvent, parse_server_sent_events
 
 T = TypeVar("T")
@@ -233,7 +234,7 @@ class SpadesClient:
         seat: int | None = None,
         entropy: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Seat:
+    ) -> SeatTaken:
         """Take a seat (the first free one when ``seat`` is None); the answer holds its token
         and when it expires. With ``idempotency_key`` a 503 is retried, and every retry gets the
         same seat (without a platform key, the key must be at least 32 characters)."""
@@ -249,7 +250,7 @@ class SpadesClient:
             headers=keyed({}, idempotency_key),
             retry=idempotency_key is not None,
         )
-        return self.decode(response, Seat)
+        return self.decode(response, SeatTaken)
 
     async def reissue_token(
         self,
@@ -257,7 +258,7 @@ class SpadesClient:
         seat: int,
         player: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Seat:
+    ) -> SeatTaken:
         """Issue the seat's token again (``POST /v1/games/{id}/seats/{seat}/token``, the game's
         platform only): every earlier token of the seat is revoked; ``player`` seats a
         substitute. With ``idempotency_key`` a 503 is retried and gets the same issue."""
@@ -269,7 +270,7 @@ class SpadesClient:
             headers=keyed({}, idempotency_key),
             retry=idempotency_key is not None,
         )
-        return self.decode(response, Seat)
+        return self.decode(response, SeatTaken)
 
     async def state(self, game_id: str) -> PublicState:
         """The public state of a game."""

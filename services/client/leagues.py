@@ -2,7 +2,8 @@
 
 A wrapper rather than methods of the client for now: it sends through the client's own request
 plumbing, so problems become :class:`~services.client.api.ApiError` and 503s are retried
-exactly as for games, with the client's platform key.
+exactly as for games, with the client's platform key. Its answers are the structs the server
+encodes them from (:mod:`contracts.leagues`).
 
 >>> async def one_round() -> None:  # doctest: +SKIP
 ...     async with SpadesClient("http://127.0.0.1:8000") as client:
@@ -17,160 +18,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import msgspec
-
+from contracts.leagues import (
+    IntegrityReport,
+    League,
+    LeagueRound,
+    RoundStarted,
+    Standings,
+    Substituted,
+    Withdrawn,
+)
 from services.client.api import SpadesClient, keyed
-from services.client.models import Seat, Status
 
-Pairing = Literal["round_robin", "swiss"]
 Export = Literal["standings", "results"]
-
-
-class Substitution(msgspec.Struct, frozen=True, kw_only=True):
-    round: int
-    game_id: str
-    seat: int
-    player: str
-    substitute: str
-
-
-class LeagueInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """A league (``GET /v1/leagues/{id}``)."""
-
-    league_id: str
-    name: str
-    version: int
-    rules: dict[str, Any]
-    players: list[str]
-    rounds: int | None
-    pairing: Pairing
-    rounds_scheduled: int
-    next_round: int | None
-    rounds_finished: int = 0
-    finished: bool = False
-    clock: dict[str, Any] | None = None
-    withdrawn: list[str] = []
-    substitutions: list[Substitution] = []
-
-
-class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):
-    """A player withdrawn (``POST /v1/leagues/{id}/withdrawals``)."""
-
-    league_id: str
-    player: str
-    after_round: int
-    running_game: str | None
-
-
-class Substituted(msgspec.Struct, frozen=True, kw_only=True):
-    """A substitute seated (``POST /v1/leagues/{id}/substitutions``), with the seat's token."""
-
-    league_id: str
-    round: int
-    game_id: str
-    seat: int
-    player: str
-    substitute: str
-    token: str
-    expires_at: str
-
-
-class StartedTable(msgspec.Struct, frozen=True):
-    table: int
-    game_id: str
-    seats: list[Seat]
-
-    def tokens(self) -> dict[int, str]:
-        """Seat: token, as :func:`services.bots.runner.play_game` takes them."""
-        return {seat.seat: seat.token for seat in self.seats}
-
-
-class RoundStarted(msgspec.Struct, frozen=True, kw_only=True):
-    """A round scheduled and its games started (``POST /v1/leagues/{id}/rounds``)."""
-
-    league_id: str
-    round: int
-    pairing: Pairing
-    tables: list[StartedTable]
-    byes: list[str]
-
-
-class RoundTable(msgspec.Struct, frozen=True, kw_only=True):
-    table: int
-    game_id: str
-    players: list[str]
-    status: Status | None
-    scores: list[int] | None
-    winners: list[int] | None
-    sitting: list[str] = []
-
-
-class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
-    """A scheduled round (``GET /v1/leagues/{id}/rounds/{n}``)."""
-
-    league_id: str
-    round: int
-    pairing: Pairing
-    tables: list[RoundTable]
-    byes: list[str]
-    finished: bool = False
-
-
-class Rating(msgspec.Struct, frozen=True):
-    mu: float
-    sigma: float
-    ordinal: float
-
-
-class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
-    rank: int
-    player: str
-    points: int
-    wins: int
-    games: int
-    byes: int
-    rating: Rating
-    forfeits: int = 0
-    withdrawn: bool = False
-
-
-class Standings(msgspec.Struct, frozen=True, kw_only=True):
-    """A league's standings (``GET /v1/leagues/{id}/standings``), best first."""
-
-    league_id: str
-    version: int
-    players: list[PlayerStanding]
-
-
-class EvidenceHand(msgspec.Struct, frozen=True, kw_only=True):
-    game_id: str
-    hand: int
-    replay: str
-    """The hand's replay page, a path on the server."""
-
-
-class IntegritySignal(msgspec.Struct, frozen=True, kw_only=True):
-    """One signal of one pair (for ``sets``: the setter, then the one set)."""
-
-    signal: str
-    players: list[str]
-    observed: float
-    expected: float
-    effect: float
-    count: int
-    p_value: float
-    q_value: float
-    flagged: bool
-    evidence: list[EvidenceHand]
-
-
-class IntegrityReport(msgspec.Struct, frozen=True, kw_only=True):
-    """A league's integrity report (``GET /v1/leagues/{id}/integrity``), flagged first."""
-
-    league_id: str
-    hands: int
-    fdr: float
-    signals: list[IntegritySignal]
 
 
 def _path(league_id: str, *rest: str) -> str:
@@ -193,7 +52,7 @@ class LeagueClient:
         idempotency_key: str | None = None,
         visibility: str | None = None,
         clock: Mapping[str, Any] | None = None,
-    ) -> LeagueInfo:
+    ) -> League:
         """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
         same league. ``visibility`` (of the league and its games) left out takes the server's
         default (`private` when it has platform keys); ``clock`` is every table's clock."""
@@ -212,10 +71,10 @@ class LeagueClient:
             headers=keyed(self._platform(), idempotency_key),
             retry=idempotency_key is not None,
         )
-        return self.client.decode(response, LeagueInfo)
+        return self.client.decode(response, League)
 
-    async def league(self, league_id: str) -> LeagueInfo:
-        return self.client.decode(await self.client.request("GET", _path(league_id)), LeagueInfo)
+    async def league(self, league_id: str) -> League:
+        return self.client.decode(await self.client.request("GET", _path(league_id)), League)
 
     async def start_round(
         self, league_id: str, round_number: int | None = None, idempotency_key: str | None = None

@@ -1,9 +1,10 @@
-"""What the client sends (actions) and the one answer it still declares itself (a seat).
+"""What the client sends: the actions a seat posts.
 
-Every other answer is the very struct the server encodes it from, whose JSON Schema
+Every answer is the very struct the server encodes it from, whose JSON Schema
 ``contracts/openapi.json`` publishes: the table's state and a seat's view (:mod:`domain.views`),
-events (:mod:`contracts.wire`), hand records, pages and the service's answers
-(:mod:`contracts.answers`), the audit log's (:mod:`contracts.audit_log`).
+events (:mod:`contracts.wire`), a seat taken, hand records, pages and the service's answers
+(:mod:`contracts.answers`), a league's (:mod:`contracts.leagues`), the audit log's
+(:mod:`contracts.audit_log`).
 
 Unknown fields are ignored (docs/api.md: "more may be added"), so a newer server does not break an
 older client; a missing or mistyped field is an :class:`~services.client.api.UnexpectedResponse`.
@@ -18,18 +19,7 @@ import msgspec
 from domain.bids import Bid
 from domain.cards import Card
 
-Status = Literal["waiting", "playing", "finished"]
 Phase = Literal["draw", "discard", "bid", "pass", "play"]
-
-
-class Seat(msgspec.Struct, frozen=True):
-    """A taken seat and the token that acts for it (``POST /v1/games/{id}/seats``, or its
-    token issued again), and when the token expires (RFC 3339; None from an older server)."""
-
-    seat: int
-    player: str
-    token: str
-    expires_at: str | None = None
 
 
 # --------------------------------------------------------------------------- actions

@@ -1,5 +1,6 @@
-"""What leaves the gateway about a league, as JSON-ready values: the league, a round with its
-games' progress, the standings ranked, and the exports of standings and results (JSON or CSV).
+"""What leaves the gateway about a league, as the structs of :mod:`contracts.leagues`: the
+league, a round with its games' progress, the standings ranked, the integrity report, and the
+exports of standings and results (JSON or CSV).
 
 The standings read model holds the players who have played; the league's roster (from its
 stream) adds the others at the starting rating, the byes each had, and who has withdrawn.
@@ -27,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from contracts import leagues as shown
 from contracts.answers import GameSummary
 from domain.league import BYE_WINS, League
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
@@ -60,47 +62,35 @@ RESULTS_CSV = (
 ``forfeit``), and one per bye (``result``: ``bye``, no table)."""
 
 
-def league_json(league: League) -> dict[str, Any]:
-    return {
-        "league_id": league.league_id,
-        "name": league.name,
-        "version": league.version,
-        "rules": league.rules.to_json(),
-        "players": list(league.players),
-        "rounds": league.planned,
-        "pairing": league.pairing,
-        "rounds_scheduled": len(league.rounds),
-        "next_round": None if league.over else league.next_round,
-        "rounds_finished": sum(played.finished for played in league.rounds),
-        "finished": league.finished,
-        "clock": _clock(league),
-        "withdrawn": list(league.withdrawn),
-        "substitutions": [
-            {
-                "round": s.round,
-                "game_id": s.game_id,
-                "seat": s.seat,
-                "player": s.player,
-                "substitute": s.substitute,
-            }
+def league_answer(league: League) -> shown.League:
+    return shown.League(
+        league_id=league.league_id,
+        name=league.name,
+        version=league.version,
+        rules=league.rules,
+        players=list(league.players),
+        rounds=league.planned,
+        pairing=league.pairing,
+        rounds_scheduled=len(league.rounds),
+        next_round=None if league.over else league.next_round,
+        rounds_finished=sum(played.finished for played in league.rounds),
+        finished=league.finished,
+        clock=league.clock,
+        withdrawn=list(league.withdrawn),
+        substitutions=[
+            shown.Substitution(
+                round=s.round,
+                game_id=s.game_id,
+                seat=s.seat,
+                player=s.player,
+                substitute=s.substitute,
+            )
             for s in league.substitutions
         ],
-    }
+    )
 
 
-def _clock(league: League) -> dict[str, Any] | None:
-    clock = league.clock
-    if clock is None:
-        return None
-    return {
-        "turn_s": clock.turn_s,
-        "bank_s": clock.bank_s,
-        "on_timeout": clock.on_timeout,
-        "away_after": clock.away_after,
-    }
-
-
-def round_json(league: League, number: int, games: dict[str, GameSummary]) -> dict[str, Any]:
+def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> shown.LeagueRound:
     """Round ``number`` (which must exist): its tables, each with its game's status and scores
     as the game list has them, and who plays each seat now."""
     played = league.rounds[number - 1]
@@ -108,27 +98,27 @@ def round_json(league: League, number: int, games: dict[str, GameSummary]) -> di
     for index, table in enumerate(played.tables, start=1):
         summary = games.get(table.game_id)
         tables.append(
-            {
-                "table": index,
-                "game_id": table.game_id,
-                "players": list(table.players),
-                "status": summary.status if summary else None,
-                "scores": summary.scores if summary else None,
-                "winners": summary.winners if summary else None,
-                "sitting": [league.sitting(table, seat) for seat in range(len(table.players))],
-            }
+            shown.RoundTable(
+                table=index,
+                game_id=table.game_id,
+                players=list(table.players),
+                status=summary.status if summary else None,
+                scores=summary.scores if summary else None,
+                winners=summary.winners if summary else None,
+                sitting=[league.sitting(table, seat) for seat in range(len(table.players))],
+            )
         )
-    return {
-        "league_id": league.league_id,
-        "round": number,
-        "pairing": league.pairing,
-        "tables": tables,
-        "byes": list(played.byes),
-        "finished": played.finished,
-    }
+    return shown.LeagueRound(
+        league_id=league.league_id,
+        round=number,
+        pairing=league.pairing,
+        tables=tables,
+        byes=list(played.byes),
+        finished=played.finished,
+    )
 
 
-def standings_json(league: League, standings: LeagueStandings) -> dict[str, Any]:
+def standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:
     played = {record.player: record for record in standings.players}
     byes = dict.fromkeys(league.players, 0)
     for past in league.rounds:
@@ -141,41 +131,40 @@ def standings_json(league: League, standings: LeagueStandings) -> dict[str, Any]
         return record.wins + BYE_WINS * byes[record.player]
 
     records.sort(key=lambda r: (-wins(r), -r.points, r.forfeits, -r.ordinal, r.player))
-    return {
-        "league_id": league.league_id,
-        "version": standings.version,
-        "players": [
-            {
-                "rank": rank,
-                "player": record.player,
-                "points": record.points,
-                "wins": wins(record),
-                "games": record.games,
-                "byes": byes[record.player],
-                "forfeits": record.forfeits,
-                "withdrawn": record.player in withdrawn,
-                "rating": {"mu": record.mu, "sigma": record.sigma, "ordinal": record.ordinal},
-            }
+    return shown.Standings(
+        league_id=league.league_id,
+        version=standings.version,
+        players=[
+            shown.PlayerStanding(
+                rank=rank,
+                player=record.player,
+                points=record.points,
+                wins=wins(record),
+                games=record.games,
+                byes=byes[record.player],
+                forfeits=record.forfeits,
+                withdrawn=record.player in withdrawn,
+                rating=shown.Rating(mu=record.mu, sigma=record.sigma, ordinal=record.ordinal),
+            )
             for rank, record in enumerate(records, start=1)
         ],
-    }
+    )
 
 
-def standings_rows(standings: dict[str, Any]) -> list[dict[str, Any]]:
-    """The standings (as :func:`standings_json` makes them) one flat row per player."""
-    return [
-        {
-            **{key: row[key] for key in STANDINGS_CSV if key in row},
-            **row["rating"],
-        }
-        for row in standings["players"]
-    ]
+def standings_rows(standings: shown.Standings) -> list[dict[str, Any]]:
+    """The standings one flat row per player, its rating's figures beside the rest."""
+    rows = []
+    for player in standings.players:
+        row = msgspec.structs.asdict(player)
+        row.update(msgspec.structs.asdict(row.pop("rating")))
+        rows.append(row)
+    return rows
 
 
-def results_rows(league: League) -> list[dict[str, Any]]:
+def results_rows(league: League) -> list[shown.ResultRow]:
     """Every seat's result in the league's finished rounds, as the league recorded them, and
     every bye; in round, then table, then seat order."""
-    rows: list[dict[str, Any]] = []
+    rows: list[shown.ResultRow] = []
     for played in league.rounds:
         if not played.finished:
             continue
@@ -183,35 +172,40 @@ def results_rows(league: League) -> list[dict[str, Any]]:
             zip(played.tables, played.results, strict=True), start=1
         ):
             for seat, player in enumerate(table.players):
-                outcome = (
+                outcome: shown.SeatResult = (
                     "forfeit" if result.forfeit_at(seat) else "win" if result.won[seat] else "loss"
                 )
                 rows.append(
-                    {
-                        "round": played.number,
-                        "table": number,
-                        "game_id": table.game_id,
-                        "seat": seat,
-                        "player": player,
-                        "played_by": league.sitting(table, seat),
-                        "points": result.points[seat],
-                        "result": outcome,
-                    }
+                    shown.ResultRow(
+                        round=played.number,
+                        table=number,
+                        game_id=table.game_id,
+                        seat=seat,
+                        player=player,
+                        played_by=league.sitting(table, seat),
+                        points=result.points[seat],
+                        result=outcome,
+                    )
                 )
         rows += [
-            {
-                "round": played.number,
-                "table": None,
-                "game_id": None,
-                "seat": None,
-                "player": player,
-                "played_by": None,
-                "points": 0,
-                "result": "bye",
-            }
+            shown.ResultRow(
+                round=played.number,
+                table=None,
+                game_id=None,
+                seat=None,
+                player=player,
+                played_by=None,
+                points=0,
+                result="bye",
+            )
             for player in played.byes
         ]
     return rows
+
+
+def results_cells(rows: Iterable[shown.ResultRow]) -> list[dict[str, Any]]:
+    """The results as :func:`to_csv` takes rows."""
+    return [msgspec.structs.asdict(row) for row in rows]
 
 
 def to_csv(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
@@ -250,28 +244,35 @@ def _not_played(player: str) -> PlayerRecord:
     )
 
 
-def integrity_json(league_id: str, facts: Sequence[HandFacts]) -> dict[str, Any]:
+def integrity_answer(league_id: str, facts: Sequence[HandFacts]) -> shown.IntegrityReport:
     """``GET /v1/leagues/{id}/integrity``: every pair's signals over the league's finished
     hands, flagged ones first, then by adjusted p-value. A flagged signal names its hands by
     game and number, with their replay pages: where to look, never a card."""
     signals = sorted(report(facts), key=lambda s: (not s.flagged, s.q_value, s.p_value))
-    return {
-        "league_id": league_id,
-        "hands": len(facts),
-        "fdr": FDR,
-        "signals": [
-            {
-                **msgspec.structs.asdict(signal),
-                "players": list(signal.players),
-                "evidence": [
-                    {
-                        "game_id": where.game_id,
-                        "hand": where.hand,
-                        "replay": f"/replay/{where.game_id}?hand={where.hand}",
-                    }
+    return shown.IntegrityReport(
+        league_id=league_id,
+        hands=len(facts),
+        fdr=FDR,
+        signals=[
+            shown.IntegritySignal(
+                signal=signal.signal,
+                players=list(signal.players),
+                observed=signal.observed,
+                expected=signal.expected,
+                effect=signal.effect,
+                count=signal.count,
+                p_value=signal.p_value,
+                q_value=signal.q_value,
+                flagged=signal.flagged,
+                evidence=[
+                    shown.EvidenceHand(
+                        game_id=where.game_id,
+                        hand=where.hand,
+                        replay=f"/replay/{where.game_id}?hand={where.hand}",
+                    )
                     for where in signal.evidence
                 ],
-            }
+            )
             for signal in signals
         ],
-    }
+    )

@@ -20,7 +20,6 @@ from domain.rules import (
     PLAYERS,
     rule_set_schema,
 )
-from domain.schedule import Pairing
 from domain.seating import (
     ENTROPY_PATTERN,
     MAX_ENTROPY_HEX,
@@ -28,7 +27,6 @@ from domain.seating import (
     PLAYER_NAME_RULE,
     is_player_name,
 )
-from domain.state import Status
 
 Card = Annotated[
     str,
@@ -244,11 +242,6 @@ Action = BidAction | PlayAction | PassAction | DiscardAction | DrawAction | Look
 # --------------------------------------------------------------------------- game state
 
 
-RuleSet = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Rules"})]
-"""Every option of docs/rules.md, resolved: the domain's :class:`domain.rules.Rules`, its schema
-generated from the struct."""
-
-
 SeatInfo = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "SeatInfo"})]
 """A seat and its player: :class:`domain.views.SeatInfo`."""
 TrickCard = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "TrickCard"})]
@@ -266,21 +259,12 @@ SeatView = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "SeatView"})
 ``LegalPlay``, ...): :class:`domain.views.SeatView`."""
 
 
-class SeatTaken(BaseModel):
-    seat: int
-    player: str
-    token: str = Field(description="`Authorization: Bearer <token>` acts for this seat only.")
-    expires_at: str = Field(
-        description="When the token stops working (RFC 3339, UTC); its platform may issue "
-        "the seat a new one before or after."
-    )
+SeatTaken = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "SeatTaken"})]
+"""A seat and its token: :class:`contracts.answers.SeatTaken` (the domain's event of that name is
+``SeatTakenEvent``)."""
 
 
 # --------------------------------------------------------------------------- events
-
-
-ClockShown = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Clock"})]
-"""A table's clock as recorded (docs/api.md, "Clocks"): :class:`domain.clock.Clock`."""
 
 
 Event = Annotated[
@@ -362,45 +346,8 @@ class ScheduleRound(_Strict):
     )
 
 
-class Substitution(BaseModel):
-    """``substitute`` plays ``player``'s seat from then on, for ``player``'s record."""
-
-    round: int
-    game_id: str
-    seat: int
-    player: str
-    substitute: str
-
-
-class League(BaseModel):
-    league_id: str
-    name: str
-    version: int = Field(description="How many events made the league.")
-    rules: RuleSet
-    players: list[str]
-    rounds: int | None = Field(description="Rounds the league has; null: no end.")
-    pairing: Pairing
-    rounds_scheduled: int
-    next_round: int | None = Field(description="The round to schedule next; null: none left.")
-    rounds_finished: int = Field(description="Rounds whose every game is over.")
-    finished: bool = Field(description="Its last planned round is over (a league of no end never).")
-    clock: ClockShown | None = Field(description="The clock of every table it starts.")
-    withdrawn: list[str] = Field(description="Players who left; no later round seats them.")
-    substitutions: list[Substitution] = Field(description="Substitutes seated, oldest first.")
-
-
 class Withdraw(_Strict):
     player: PlayerName = Field(description="A player of the league, still in it.")
-
-
-class Withdrawn(BaseModel):
-    league_id: str
-    player: str
-    after_round: int = Field(description="Rounds scheduled when they left; later ones skip them.")
-    running_game: str | None = Field(
-        description="Their table's game still being played, which their seat's clock plays out; "
-        "null: none."
-    )
 
 
 class Substitute(_Strict):
@@ -408,152 +355,23 @@ class Substitute(_Strict):
     substitute: PlayerName = Field(description="Who plays the seat from now on.")
 
 
-class Substituted(BaseModel):
-    """The substitution, and the seat's new token (every earlier one is revoked)."""
-
-    league_id: str
-    round: int
-    game_id: str
-    seat: int
-    player: str = Field(description="Whose record the seat's game counts for.")
-    substitute: str
-    token: str
-    expires_at: str
-
-
-class StartedTable(BaseModel):
-    table: int
-    game_id: str
-    seats: list[SeatTaken] = Field(description="Every seat, with the token that acts for it.")
-
-
-class RoundStarted(BaseModel):
-    """A round scheduled and its games created, every player seated."""
-
-    league_id: str
-    round: int
-    pairing: Pairing
-    tables: list[StartedTable]
-    byes: list[str] = Field(description="The players who sit this round out.")
-
-
-class RoundTable(BaseModel):
-    table: int
-    game_id: str
-    players: list[str] = Field(description="The player at each seat.")
-    status: Status | None = Field(description="As the game list has it; null until it does.")
-    scores: list[int] | None
-    winners: list[int] | None
-    sitting: list[str] = Field(description="Who plays each seat now (a substitute, if any).")
-
-
-class LeagueRound(BaseModel):
-    league_id: str
-    round: int
-    pairing: Pairing
-    tables: list[RoundTable]
-    byes: list[str]
-    finished: bool = Field(description="Every game of the round is over, its results recorded.")
-
-
-class Rating(BaseModel):
-    mu: float
-    sigma: float
-    ordinal: float = Field(description="`mu - 3 sigma`: the rating to rank by.")
-
-
-class PlayerStanding(BaseModel):
-    rank: int
-    player: str
-    points: int = Field(description="The final scores of the player's unit, summed.")
-    wins: int = Field(
-        description="Games the player's unit won (a forfeit is won by every other unit), "
-        "plus one per bye."
-    )
-    games: int
-    byes: int = Field(description="Rounds without a table: each counts one win, no points.")
-    forfeits: int = Field(description="Games the player's unit lost on time (`forfeit` clock).")
-    withdrawn: bool = Field(description="The player left the league; the record stays.")
-    rating: Rating
-
-
-class Standings(BaseModel):
-    """Most wins first (a bye counts one), then most points, then fewest forfeits, then the
-    higher rating ``ordinal``, then the player's name."""
-
-    league_id: str
-    version: int = Field(description="How many of the league's games are counted.")
-    players: list[PlayerStanding]
-
-
-class ResultRow(BaseModel):
-    """One seat of a finished round's table, or one bye (no table, no game, no seat)."""
-
-    round: int
-    table: int | None = Field(description="The table's number in its round, from 1; none: a bye.")
-    game_id: str | None
-    seat: int | None
-    player: str = Field(description="The league's player who held the seat.")
-    played_by: str | None = Field(description="Who finished the seat (a substitute, if any).")
-    points: int
-    result: Literal["win", "loss", "forfeit", "bye"]
-
-
-class LeagueResults(BaseModel):
-    """Every seat's result in the league's finished rounds, and every bye: in round, then
-    table, then seat order."""
-
-    league_id: str
-    results: list[ResultRow]
-
-
-# --------------------------------------------------------------------------- integrity
-
-
-class EvidenceHand(BaseModel):
-    """A hand that carries a flagged signal's evidence: where to look, never what was held."""
-
-    game_id: str
-    hand: int
-    replay: str = Field(description="The hand's replay page (``/replay/GAME?hand=N``).")
-
-
-class IntegritySignal(BaseModel):
-    """One signal of one pair of players, against the field (README, "Integrity signals")."""
-
-    signal: Literal[
-        "sets",
-        "free_sets_declined",
-        "bags_fed",
-        "nils_covered",
-        "shared_table_lift",
-        "co_seating",
-        "decision_times",
-    ]
-    players: list[str] = Field(
-        min_length=2,
-        max_length=2,
-        description="The pair; for ``sets``, the setter then the one set.",
-    )
-    observed: float = Field(description="The pair's figure, in the signal's unit.")
-    expected: float = Field(description="The same figure of the field (or the schedule's draw).")
-    effect: float = Field(description="Observed less expected (a ratio for ``co_seating``).")
-    count: int = Field(description="The chances, shared hands or games shared behind it.")
-    p_value: float = Field(description="One-sided, against the field.")
-    q_value: float = Field(
-        description="The p-value adjusted over every signal (Benjamini-Hochberg)."
-    )
-    flagged: bool = Field(description="Whether ``q_value`` is at or under the report's ``fdr``.")
-    evidence: list[EvidenceHand] = Field(description="For a flagged signal, its first hands.")
-
-
-class IntegrityReport(BaseModel):
-    """Collusion signals per pair of the league's players, flagged ones first."""
-
-    league_id: str
-    hands: int = Field(description="The league's finished hands the signals read.")
-    fdr: float = Field(description="The false discovery rate a signal is flagged at.")
-    signals: list[IntegritySignal]
+League = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "League"})]
+"""A league: :class:`contracts.leagues.League` (its substitutions ``Substitution``)."""
+Withdrawn = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Withdrawn"})]
+"""A player withdrawn: :class:`contracts.leagues.Withdrawn`."""
+Substituted = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Substituted"})]
+"""A substitute seated, with the seat's new token: :class:`contracts.leagues.Substituted`."""
+RoundStarted = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "RoundStarted"})]
+"""A round started: :class:`contracts.leagues.RoundStarted` (its tables ``StartedTable``)."""
+LeagueRound = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "LeagueRound"})]
+"""A scheduled round: :class:`contracts.leagues.LeagueRound` (its tables ``RoundTable``)."""
+Standings = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Standings"})]
+"""The standings: :class:`contracts.leagues.Standings` (``PlayerStanding``, ``Rating``)."""
+LeagueResults = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "LeagueResults"})]
+"""The results export: :class:`contracts.leagues.LeagueResults` (its rows ``ResultRow``)."""
+IntegrityReport = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "IntegrityReport"})]
+"""A league's integrity report: :class:`contracts.leagues.IntegrityReport` (its signals
+``IntegritySignal``, their hands ``EvidenceHand``)."""
 
 
 # --------------------------------------------------------------------------- audit

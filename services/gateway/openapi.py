@@ -22,6 +22,7 @@ import msgspec
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from contracts import leagues
 from contracts.answers import (
     Acted,
     CreatedWebhook,
@@ -34,6 +35,8 @@ from contracts.answers import (
     Readiness,
     Replayed,
     Scoreboard,
+    SeatTaken,
+    WatchLink,
     WebhookList,
 )
 from contracts.audit_log import ConsistencyProof, InclusionProof, Logs
@@ -346,6 +349,20 @@ the webhook endpoints', the service's) and the audit's report, their schemas put
 domain's."""
 LOG_ANSWERS = (Logs, InclusionProof, ConsistencyProof)
 """The audit log's answers (:mod:`contracts.audit_log`; a hand record carries its receipt)."""
+LEAGUE_ANSWERS = (
+    leagues.League,
+    leagues.RoundStarted,
+    leagues.LeagueRound,
+    leagues.Standings,
+    leagues.LeagueResults,
+    leagues.Withdrawn,
+    leagues.Substituted,
+    leagues.IntegrityReport,
+    SeatTaken,
+    WatchLink,
+)
+"""The answers of :mod:`contracts.leagues`, a seat taken (also each seat of a round's table) and
+a watch link, put in as the domain's too."""
 
 DOMAIN_NAMES = {
     "ClockView": "ClockState",
@@ -354,6 +371,10 @@ DOMAIN_NAMES = {
     "HandReport": "HandAudit",
     "Problem": "AuditProblem",
     "ScoredHandRecord": "HandRecord",
+    # Two structs of one name: msgspec names each by its module. The answer to taking a seat
+    # keeps ``SeatTaken``, and the event that records it is ``SeatTakenEvent``.
+    "contracts.answers.SeatTaken": "SeatTaken",
+    "domain.events.SeatTaken": "SeatTakenEvent",
 }
 """Domain structs whose component keeps the name the document gave it first."""
 
@@ -361,14 +382,15 @@ DOMAIN_NAMES = {
 def _add_domain_schemas(schemas: dict[str, Any]) -> None:
     """``Event`` and ``Rules``, the table as anyone sees it and as a seat does (``PublicState``,
     ``SeatView``, its legal actions, a seat, a card of the trick, the clock): the JSON Schemas
-    of the domain's structs, with the components they need
-    (renamed ``<name>Event`` where the document has a schema of that name, e.g. ``SeatTaken``,
-    the answer to taking a seat)."""
+    of the domain's structs, with the components they need, and the answers' (renamed
+    ``<name>Event`` where the document has a schema of that name, and as :data:`DOMAIN_NAMES`
+    says where two structs share one: ``SeatTaken`` is the answer to taking a seat)."""
     taken = set(schemas)
 
     def rename(name: str) -> str:
         return DOMAIN_NAMES.get(name) or (f"{name}Event" if name in taken else name)
 
+    answers = [*ANSWERS, *LEAGUE_ANSWERS]
     (event, *_shown) = _add_components(
         schemas,
         [
@@ -379,7 +401,7 @@ def _add_domain_schemas(schemas: dict[str, Any]) -> None:
             ClockView,
             PublicState,
             SeatView,
-            *ANSWERS,
+            *answers,
             *LOG_ANSWERS,
         ],
         rename,

@@ -48,6 +48,7 @@ from typing import Literal
 
 import msgspec
 
+from contracts.leagues import Signal
 from domain.bids import is_nil, tricks_bid
 from domain.records import HandRecord
 from domain.rules import Rules
@@ -60,15 +61,6 @@ from services.integrity.significance import (
 )
 from services.integrity.timing import decision_times
 
-Signal = Literal[
-    "sets",
-    "free_sets_declined",
-    "bags_fed",
-    "nils_covered",
-    "shared_table_lift",
-    "co_seating",
-    "decision_times",
-]
 Moment = Literal["set", "bag", "nil"]
 """What a trick meant to the opponent winning it: it still needed tricks, it had made its
 contract, or it was on a live nil."""

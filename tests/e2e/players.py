@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from services.client import Acted, LegalLook, PublicState, Seat, SeatView, SpadesClient
+from services.client import Acted, LegalLook, PublicState, SeatTaken, SeatView, SpadesClient
 
 PRESETS: dict[str, dict[str, Any]] = {
     "partnership": {"preset": "partnership", "target": 150, "max_hands": 2},
@@ -67,7 +67,7 @@ class Table:
 
     client: SpadesClient
     game_id: str
-    seats: list[Seat]
+    seats: list[SeatTaken]
     rng: random.Random
     style: Style = field(default_factory=Style)
     moves: list[Move] = field(default_factory=list)
@@ -169,7 +169,7 @@ async def seat_players(
     game = await client.create_game(rules, dealer=dealer, entropy=rng.randbytes(8).hex())
     players = len(game.seats)
     order = rng.sample(range(players), players)
-    seats: list[Seat | None] = [None] * players
+    seats: list[SeatTaken | None] = [None] * players
     for number in order:
         seats[number] = await client.take_seat(
             game.game_id, NAMES[number], seat=number, entropy=rng.randbytes(8).hex()

@@ -111,6 +111,6 @@ async def test_a_round_with_idle_players_still_finishes_on_its_clocks(
     league = await leagues.league(league_id)
     assert (league.rounds_finished, league.finished) == (2, True)
     assert league.clock is not None
-    assert league.clock["on_timeout"] == "auto"
+    assert league.clock.on_timeout == "auto"
     standings = await leagues.standings(league_id, min_version=4)
     assert [row.games for row in standings.players] == [2] * 8

@@ -32,7 +32,7 @@ from services.client import (
     PublicState,
     Scoreboard,
     ScoredHandRecord,
-    Seat,
+    SeatTaken,
     SpadesClient,
 )
 from services.client.leagues import LeagueClient
@@ -128,7 +128,7 @@ async def listed(client: SpadesClient) -> dict[str, GameSummary]:
 async def clocked_table(client: SpadesClient, rng: random.Random) -> Table:
     """A partnership game on :data:`CLOCK`, every seat taken (so its first turn is running)."""
     game = await client.create_game(ONE_HAND, entropy=rng.randbytes(8).hex(), clock=CLOCK)
-    seats: list[Seat] = []
+    seats: list[SeatTaken] = []
     for number in range(len(game.seats)):
         seats.append(await client.take_seat(game.game_id, NAMES[number], seat=number))
     return Table(client, game.game_id, seats, rng)

@@ -471,7 +471,8 @@ async def test_a_leagues_last_round_ending_tells_its_platform_the_round_and_the_
             league = await leagues.create_league("Ends", SHORT_GAME, ["a", "b"], rounds=1)
             started = await leagues.start_round(league.league_id)
             (table,) = started.tables
-            outcome = await play_game(client, table.game_id, table.tokens(), Bot)
+            tokens = {seat.seat: seat.token for seat in table.seats}
+            outcome = await play_game(client, table.game_id, tokens, Bot)
         # nobody schedules anything more: the round's end is the service's own doing
         received = await until(receiver, lambda got: [r.type for r in got] == list(wanted))
     round_finished, league_finished = received

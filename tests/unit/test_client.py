@@ -133,7 +133,15 @@ async def test_a_seat_or_a_game_asked_for_with_a_key_is_retried_with_it() -> Non
     answers = iter(
         [
             problem(503, "unavailable", **{"Retry-After": "0"}),
-            httpx.Response(201, json={"seat": 2, "player": "ann", "token": "t"}),
+            httpx.Response(
+                201,
+                json={
+                    "seat": 2,
+                    "player": "ann",
+                    "token": "t",
+                    "expires_at": "2026-01-02T00:00:00Z",
+                },
+            ),
             problem(503, "unavailable", **{"Retry-After": "0"}),
             problem(422, "idempotency_key_reused"),
         ]

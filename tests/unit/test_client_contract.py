@@ -12,9 +12,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from contracts import answers
+from contracts import answers, leagues
 from services import client
-from services.client import leagues, models
 
 DOCUMENT = json.loads(
     (Path(__file__).resolve().parents[2] / "contracts" / "openapi.json").read_text()
@@ -67,14 +66,14 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (client.TrickCard, "TrickCard"),
     (client.PublicState, "PublicState"),
     (client.SeatView, "SeatView"),
-    (models.Seat, "SeatTaken"),
+    (client.SeatTaken, "SeatTaken"),
     (client.Scoreboard, "Scoreboard"),
     (client.AuditProblem, "AuditProblem"),
     (client.AuditedHand, "HandAudit"),
     (client.Audit, "Audit"),
     (client.GameSummary, "GameSummary"),
     (client.GameList, "GameList"),
-    (leagues.LeagueInfo, "League"),
+    (leagues.League, "League"),
     (leagues.StartedTable, "StartedTable"),
     (leagues.RoundStarted, "RoundStarted"),
     (leagues.RoundTable, "RoundTable"),
@@ -82,6 +81,10 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (leagues.Rating, "Rating"),
     (leagues.PlayerStanding, "PlayerStanding"),
     (leagues.Standings, "Standings"),
+    (leagues.Withdrawn, "Withdrawn"),
+    (leagues.Substituted, "Substituted"),
+    (leagues.IntegrityReport, "IntegrityReport"),
+    (answers.WatchLink, "WatchLink"),
     (answers.Webhook, "Webhook"),
     (answers.CreatedWebhook, "CreatedWebhook"),
     (answers.WebhookList, "WebhookList"),

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 
+import msgspec
+
 from benchmarks.integrity import COLLUDERS, play_league
-from services.gateway.league_views import integrity_json
-from services.gateway.models import IntegrityReport
+from contracts.leagues import IntegrityReport
+from services.gateway.league_views import integrity_answer
 from services.integrity.signals import hand_facts
 
 
 def test_a_flagged_pair_names_its_hands_and_their_replays_and_no_card() -> None:
     hands = play_league(3, 40, seed=7, strength=1.0)
-    answer = integrity_json("l1", [hand_facts(hand) for hand in hands])
-    IntegrityReport.model_validate(answer)
+    report = integrity_answer("l1", [hand_facts(hand) for hand in hands])
+    answer = msgspec.to_builtins(report)
+    assert msgspec.convert(answer, IntegrityReport) == report
     assert answer["hands"] == len(hands)
     signals = answer["signals"]
     flagged = [signal for signal in signals if signal["flagged"]]

@@ -44,8 +44,9 @@ from services.audit.replay import recorded_command
 from services.engine.round_watch import finish_request
 from services.gateway.league_views import (
     RESULTS_CSV,
+    results_cells,
     results_rows,
-    standings_json,
+    standings_answer,
     to_csv,
 )
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
@@ -290,15 +291,11 @@ def test_standings_state_byes_forfeits_and_withdrawals() -> None:
         msgspec.structs.replace(record, player=winner, points=200, wins=1),
         msgspec.structs.replace(record, player=loser, points=200, forfeits=1, ordinal=5.0),
     ]
-    body = standings_json(league, LeagueStandings(1, rows))
-    by_player = {row["player"]: row for row in body["players"]}
-    assert [row["player"] for row in body["players"]] == [winner, bye, loser]
-    assert (by_player[bye]["wins"], by_player[bye]["byes"], by_player[bye]["withdrawn"]) == (
-        1,
-        1,
-        True,
-    )
-    assert (by_player[loser]["forfeits"], by_player[winner]["withdrawn"]) == (1, False)
+    body = standings_answer(league, LeagueStandings(1, rows))
+    by_player = {row.player: row for row in body.players}
+    assert [row.player for row in body.players] == [winner, bye, loser]
+    assert (by_player[bye].wins, by_player[bye].byes, by_player[bye].withdrawn) == (1, 1, True)
+    assert (by_player[loser].forfeits, by_player[winner].withdrawn) == (1, False)
 
 
 def test_results_export_every_seat_of_finished_rounds_and_every_bye() -> None:
@@ -309,12 +306,12 @@ def test_results_export_every_seat_of_finished_rounds_and_every_bye() -> None:
     results = {table.game_id: TableResult(table.game_id, (200, 90), (True, False), (False, True))}
     league = apply(league, decide(league, FinishRound(1), results=results))
     rows = results_rows(league)
-    assert [(r["player"], r["played_by"], r["result"]) for r in rows] == [
+    assert [(r.player, r.played_by, r.result) for r in rows] == [
         (table.players[0], table.players[0], "win"),
         (table.players[1], "=cmd()", "forfeit"),
         (league.rounds[0].byes[0], None, "bye"),
     ]
-    text = to_csv(RESULTS_CSV, rows)
+    text = to_csv(RESULTS_CSV, results_cells(rows))
     parsed = list(csv.reader(io.StringIO(text)))
     assert parsed[0] == list(RESULTS_CSV)
     assert parsed[2][5] == "'=cmd()"  # never a formula in a spreadsheet

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
+from contracts.answers import SeatTaken
 from services.gateway.auth import IssuedToken
 from services.gateway.commands import created_id, keyed_command_id
 from services.gateway.deps import Gateway
@@ -49,20 +50,20 @@ class Seated:
     """A seat and the token that acts for it, as the platform hands it to its player."""
 
     seat: int
-    player: str | None
+    player: str
     issue: int
     issued: IssuedToken
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "seat": self.seat,
-            "player": self.player,
-            "token": self.issued.token,
-            "expires_at": self.issued.expires_at,
-        }
+    def answer(self) -> SeatTaken:
+        return SeatTaken(
+            seat=self.seat,
+            player=self.player,
+            token=self.issued.token,
+            expires_at=self.issued.expires_at,
+        )
 
 
-def seated(services: Gateway, game_id: str, seat: int, player: str | None, issue: int) -> Seated:
+def seated(services: Gateway, game_id: str, seat: int, player: str, issue: int) -> Seated:
     """The seat with a new token of ``issue``."""
     return Seated(seat, player, issue, services.seat_tokens.issue(game_id, seat, issue))
 

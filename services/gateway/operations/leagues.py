@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.leagues import StartedTable
 from contracts.wire import (
     CreateGameRequest,
     CreateLeagueRequest,
@@ -66,9 +67,9 @@ class TableStarted:
     game_id: str
     seats: list[Seated]
 
-    def as_json(self) -> dict[str, Any]:
-        seats = [seat.as_json() for seat in self.seats]
-        return {"table": self.table, "game_id": self.game_id, "seats": seats}
+    def answer(self) -> StartedTable:
+        seats = [seat.answer() for seat in self.seats]
+        return StartedTable(table=self.table, game_id=self.game_id, seats=seats)
 
 
 async def start_round(

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from fastapi import APIRouter, Body, Path, Query, Response
 
+from contracts import leagues as shown
 from contracts.wire import (
     CreateLeagueRequest,
     SubstitutePlayerRequest,
@@ -36,11 +37,12 @@ from services.gateway.deps import (
 from services.gateway.league_views import (
     RESULTS_CSV,
     STANDINGS_CSV,
-    integrity_json,
-    league_json,
+    integrity_answer,
+    league_answer,
+    results_cells,
     results_rows,
-    round_json,
-    standings_json,
+    round_answer,
+    standings_answer,
     standings_rows,
     to_csv,
 )
@@ -63,6 +65,7 @@ from services.gateway.operations import leagues as operations
 from services.gateway.problems import ProblemError
 from services.gateway.quotas import check_games_quota, check_turn, leagues_quota
 from services.gateway.routes.actions import IdempotencyKey
+from services.gateway.views import as_json
 from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/leagues", tags=["leagues"])
@@ -110,7 +113,7 @@ async def create_league(
         league_id, league = await operations.create_league(services, request, idempotency_key)
     log.info("league created", players=len(league.players), pairing=league.pairing)
     response.headers["Location"] = f"{router.prefix}/{league_id}"
-    return league_json(league)
+    return as_json(league_answer(league))
 
 
 @router.get(
@@ -121,7 +124,7 @@ async def create_league(
 )
 async def league(league: CurrentLeague) -> Any:
     """The league: its rules, players, pairing and how many rounds are scheduled."""
-    return league_json(league)
+    return as_json(league_answer(league))
 
 
 @router.post(
@@ -156,13 +159,14 @@ async def start_round(
         services, league_id, platform, round_number, idempotency_key
     )
     response.headers["Location"] = f"{router.prefix}/{league_id}/rounds/{scheduled.round}"
-    return {
-        "league_id": league_id,
-        "round": scheduled.round,
-        "pairing": league.pairing,
-        "tables": [table.as_json() for table in tables],
-        "byes": list(scheduled.byes),
-    }
+    started = shown.RoundStarted(
+        league_id=league_id,
+        round=scheduled.round,
+        pairing=league.pairing,
+        tables=[table.answer() for table in tables],
+        byes=list(scheduled.byes),
+    )
+    return as_json(started)
 
 
 async def _owned(services: Services, league_id: str, platform: str | None) -> League:
@@ -219,7 +223,8 @@ async def league_round(
         detail = f"league {league.league_id} has no round {round_number}"
         raise ProblemError("round_not_found", detail)
     game_ids = [table.game_id for table in league.rounds[round_number - 1].tables]
-    return round_json(league, round_number, await services.read_models.game_summaries(game_ids))
+    games = await services.read_models.game_summaries(game_ids)
+    return as_json(round_answer(league, round_number, games))
 
 
 @router.get(
@@ -231,7 +236,8 @@ async def league_round(
 async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services: Services) -> Any:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""
-    return standings_json(league, await services.read_models.league_standings(league.league_id))
+    standings = await services.read_models.league_standings(league.league_id)
+    return as_json(standings_answer(league, standings))
 
 
 # --------------------------------------------------------------------------- the platform's
@@ -262,12 +268,13 @@ async def withdraw(
         services, league_id, platform, body.player, idempotency_key
     )
     log.info("player withdrawn", after_round=withdrawal.left.after_round)
-    return {
-        "league_id": league_id,
-        "player": withdrawal.left.player,
-        "after_round": withdrawal.left.after_round,
-        "running_game": withdrawal.running_game,
-    }
+    withdrawn = shown.Withdrawn(
+        league_id=league_id,
+        player=withdrawal.left.player,
+        after_round=withdrawal.left.after_round,
+        running_game=withdrawal.running_game,
+    )
+    return as_json(withdrawn)
 
 
 @router.post(
@@ -297,16 +304,17 @@ async def substitute(
     substituted, seated = await operations.substitute(
         services, league_id, platform, request, idempotency_key
     )
-    return {
-        "league_id": league_id,
-        "round": substituted.round,
-        "game_id": substituted.game_id,
-        "seat": substituted.seat,
-        "player": substituted.player,
-        "substitute": substituted.substitute,
-        "token": seated.issued.token,
-        "expires_at": seated.issued.expires_at,
-    }
+    answer = shown.Substituted(
+        league_id=league_id,
+        round=substituted.round,
+        game_id=substituted.game_id,
+        seat=substituted.seat,
+        player=substituted.player,
+        substitute=substituted.substitute,
+        token=seated.issued.token,
+        expires_at=seated.issued.expires_at,
+    )
+    return as_json(answer)
 
 
 @router.get(
@@ -327,7 +335,8 @@ async def integrity(league_id: LeagueId, services: Services, platform: Platform)
 
     async def compute(gate: asyncio.Semaphore) -> tuple[dict[str, Any], bool]:
         async with gate:  # pure arithmetic over every hand of the league: off the event loop
-            return await asyncio.to_thread(integrity_json, league_id, facts), True
+            report = await asyncio.to_thread(integrity_answer, league_id, facts)
+            return as_json(report), True
 
     # The costly reads' own runner: a few at a time, one per league and count of hands (a
     # burst of asks joins the report being made), the report kept until a hand is added.
@@ -362,7 +371,7 @@ async def export_standings(
     object per player, ranked), or CSV, one row per player (columns: rank, player, wins,
     points, games, byes, forfeits, withdrawn, mu, sigma, ordinal)."""
     league = await _owned(services, league_id, platform)
-    standings = standings_json(
+    standings = standings_answer(
         league, await services.read_models.league_standings(league.league_id)
     )
     if export_format == "csv":
@@ -395,8 +404,8 @@ async def export_results(
     league = await _owned(services, league_id, platform)
     rows = results_rows(league)
     if export_format == "csv":
-        return _csv(f"{league_id}-results.csv", to_csv(RESULTS_CSV, rows))
-    body = {"league_id": league_id, "results": rows}
+        return _csv(f"{league_id}-results.csv", to_csv(RESULTS_CSV, results_cells(rows)))
+    body = shown.LeagueResults(league_id=league_id, results=rows)
     return Response(msgspec.json.encode(body), media_type="application/json")
 
 

@@ -28,7 +28,7 @@ from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.operations import games as operations
 from services.gateway.problems import ProblemError
 from services.gateway.routes.actions import IdempotencyKey
-from services.gateway.views import events_answer
+from services.gateway.views import as_json, events_answer
 from services.runtime.logging import get_logger
 
 router = APIRouter(prefix="/v1/games/{game_id}/seats", tags=["seats"])
@@ -73,7 +73,7 @@ async def take_seat(
         services, game.game_id, asking.platform, request, idempotency_key
     )
     log.info("seat taken", seat=taken.seat)
-    return taken.as_json()
+    return as_json(taken.answer())
 
 
 @router.post(
@@ -100,7 +100,7 @@ async def reissue_token(
         services, game.game_id, asking.platform, request, idempotency_key
     )
     log.info("seat token issued again", issue=reissued.issue)
-    return reissued.as_json()
+    return as_json(reissued.answer())
 
 
 @router.post(

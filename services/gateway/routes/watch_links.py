@@ -15,12 +15,15 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from contracts.answers import WatchLink
 from services.gateway.auth import WatchKind
 from services.gateway.deps import GameId, LeagueId, Platform, Services, unknown
+from services.gateway.models import DOMAIN_SCHEMA
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
+from services.gateway.views import as_json
 from services.runtime.logging import get_logger
 from services.store import watch_links
 
@@ -46,13 +49,8 @@ class CreateWatchLink(BaseModel):
     )
 
 
-class WatchLink(BaseModel):
-    url: str = Field(
-        description="The page to hand out: the token is in its fragment (after `#`), which "
-        "browsers never send to a server."
-    )
-    token: str = Field(description="The link's token, for `Authorization: Bearer` reads.")
-    expires_at: str = Field(description="When the link stops working (RFC 3339, UTC).")
+WatchLinkShown = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "WatchLink"})]
+"""A link and its token: :class:`contracts.answers.WatchLink`."""
 
 
 async def _owned(services: Services, kind: WatchKind, key: str, platform: str | None) -> None:
@@ -65,7 +63,7 @@ async def _owned(services: Services, kind: WatchKind, key: str, platform: str | 
 
 async def _issue(
     services: Services, request: Request, kind: WatchKind, key: str, ttl_s: int, page: str
-) -> dict[str, Any]:
+) -> WatchLink:
     if ttl_s > services.watch_link_max_ttl_s:
         raise ProblemError(
             "malformed", f"expires_in_s: at most {services.watch_link_max_ttl_s} on this server"
@@ -75,7 +73,7 @@ async def _issue(
     issued = services.watch_tokens.issue(kind, key, generation, ttl_s)
     log.info("watch link issued", kind=kind, generation=generation)
     url = f"{str(request.base_url).rstrip('/')}/{page}/{key}#token={issued.token}"
-    return {"url": url, "token": issued.token, "expires_at": issued.expires_at}
+    return WatchLink(url=url, token=issued.token, expires_at=issued.expires_at)
 
 
 async def _revoke(services: Services, kind: WatchKind, key: str) -> None:
@@ -90,7 +88,7 @@ Options = Annotated[CreateWatchLink | None, Body()]
 @router.post(
     "/v1/games/{game_id}/watch-links",
     status_code=201,
-    response_model=WatchLink,
+    response_model=WatchLinkShown,
     responses=problems(401, 404, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
 )
@@ -101,7 +99,7 @@ async def create_game_watch_link(
     holds it, until it expires or the platform revokes the game's links; the platform's only."""
     await _owned(services, "game", game_id, platform)
     ttl_s = (body or CreateWatchLink()).expires_in_s
-    return await _issue(services, request, "game", game_id, ttl_s, "watch")
+    return as_json(await _issue(services, request, "game", game_id, ttl_s, "watch"))
 
 
 @router.delete(
@@ -122,7 +120,7 @@ async def revoke_game_watch_links(
 @router.post(
     "/v1/leagues/{league_id}/watch-links",
     status_code=201,
-    response_model=WatchLink,
+    response_model=WatchLinkShown,
     responses=problems(401, 404, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,
 )
@@ -137,7 +135,7 @@ async def create_league_watch_link(
     as a watcher sees them, until it expires or the platform revokes the league's links."""
     await _owned(services, "league", league_id, platform)
     ttl_s = (body or CreateWatchLink()).expires_in_s
-    return await _issue(services, request, "league", league_id, ttl_s, "leagues")
+    return as_json(await _issue(services, request, "league", league_id, ttl_s, "leagues"))
 
 
 @router.delete(

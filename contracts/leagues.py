@@ -1,0 +1,282 @@
+"""What the API answers about leagues, as the structs the gateway encodes and the Python client
+decodes: a league, a round started and a round read, a withdrawal and a substitution, the
+standings, the results export and the integrity report.
+
+The league itself is the domain's (:class:`domain.league.League`); these are the shapes the
+service shows of it. ``contracts/openapi.json`` takes their JSON Schemas from here
+(:mod:`services.gateway.openapi`), so the document, the server and the client cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from contracts.answers import SeatTaken
+from domain.clock import Clock
+from domain.rules import Rules
+from domain.schedule import Pairing
+from domain.state import Status
+
+Signal = Literal[
+    "sets",
+    "free_sets_declined",
+    "bags_fed",
+    "nils_covered",
+    "shared_table_lift",
+    "co_seating",
+    "decision_times",
+]
+"""The integrity signals a pair of players is tested on (README, "Integrity signals")."""
+SeatResult = Literal["win", "loss", "forfeit", "bye"]
+
+
+class Substitution(msgspec.Struct, frozen=True, kw_only=True):
+    """``substitute`` plays ``player``'s seat from then on, for ``player``'s record."""
+
+    round: int
+    game_id: str
+    seat: int
+    player: str
+    substitute: str
+
+
+class League(msgspec.Struct, frozen=True, kw_only=True):
+    """A league: its rules, players, pairing, and how far its rounds have gone."""
+
+    league_id: str
+    name: str
+    version: Annotated[int, msgspec.Meta(description="How many events made the league.")]
+    rules: Rules
+    players: list[str]
+    rounds: Annotated[int | None, msgspec.Meta(description="Rounds the league has; null: no end.")]
+    pairing: Pairing
+    rounds_scheduled: int
+    next_round: Annotated[
+        int | None, msgspec.Meta(description="The round to schedule next; null: none left.")
+    ]
+    rounds_finished: Annotated[int, msgspec.Meta(description="Rounds whose every game is over.")]
+    finished: Annotated[
+        bool,
+        msgspec.Meta(description="Its last planned round is over (a league of no end never)."),
+    ]
+    clock: Annotated[Clock | None, msgspec.Meta(description="The clock of every table it starts.")]
+    withdrawn: Annotated[
+        list[str], msgspec.Meta(description="Players who left; no later round seats them.")
+    ]
+    substitutions: Annotated[
+        list[Substitution], msgspec.Meta(description="Substitutes seated, oldest first.")
+    ]
+
+
+class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):
+    """A player withdrawn: later rounds skip them."""
+
+    league_id: str
+    player: str
+    after_round: Annotated[
+        int,
+        msgspec.Meta(description="Rounds scheduled when they left; later ones skip them."),
+    ]
+    running_game: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Their table's game still being played, which their seat's clock "
+            "plays out; null: none."
+        ),
+    ]
+
+
+class Substituted(msgspec.Struct, frozen=True, kw_only=True):
+    """The substitution, and the seat's new token (every earlier one is revoked)."""
+
+    league_id: str
+    round: int
+    game_id: str
+    seat: int
+    player: Annotated[str, msgspec.Meta(description="Whose record the seat's game counts for.")]
+    substitute: str
+    token: str
+    expires_at: str
+
+
+class StartedTable(msgspec.Struct, frozen=True, kw_only=True):
+    """A table of a round just started: its game, and every seat with its token."""
+
+    table: int
+    game_id: str
+    seats: Annotated[
+        list[SeatTaken], msgspec.Meta(description="Every seat, with the token that acts for it.")
+    ]
+
+
+class RoundStarted(msgspec.Struct, frozen=True, kw_only=True):
+    """A round scheduled and its games created, every player seated."""
+
+    league_id: str
+    round: int
+    pairing: Pairing
+    tables: list[StartedTable]
+    byes: Annotated[list[str], msgspec.Meta(description="The players who sit this round out.")]
+
+
+class RoundTable(msgspec.Struct, frozen=True, kw_only=True):
+    """A table of a scheduled round, with its game's progress as the game list has it."""
+
+    table: int
+    game_id: str
+    players: Annotated[list[str], msgspec.Meta(description="The player at each seat.")]
+    status: Annotated[
+        Status | None, msgspec.Meta(description="As the game list has it; null until it does.")
+    ]
+    scores: list[int] | None
+    winners: list[int] | None
+    sitting: Annotated[
+        list[str], msgspec.Meta(description="Who plays each seat now (a substitute, if any).")
+    ]
+
+
+class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
+    """A scheduled round: its tables and its byes."""
+
+    league_id: str
+    round: int
+    pairing: Pairing
+    tables: list[RoundTable]
+    byes: list[str]
+    finished: Annotated[
+        bool,
+        msgspec.Meta(description="Every game of the round is over, its results recorded."),
+    ]
+
+
+class Rating(msgspec.Struct, frozen=True, kw_only=True):
+    """A player's rating (Plackett-Luce, as openskill makes it)."""
+
+    mu: float
+    sigma: float
+    ordinal: Annotated[float, msgspec.Meta(description="`mu - 3 sigma`: the rating to rank by.")]
+
+
+class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
+    """A player's place in the standings, and the record that gives it."""
+
+    rank: int
+    player: str
+    points: Annotated[
+        int, msgspec.Meta(description="The final scores of the player's unit, summed.")
+    ]
+    wins: Annotated[
+        int,
+        msgspec.Meta(
+            description="Games the player's unit won (a forfeit is won by every other unit), "
+            "plus one per bye."
+        ),
+    ]
+    games: int
+    byes: Annotated[
+        int, msgspec.Meta(description="Rounds without a table: each counts one win, no points.")
+    ]
+    forfeits: Annotated[
+        int,
+        msgspec.Meta(description="Games the player's unit lost on time (`forfeit` clock)."),
+    ]
+    withdrawn: Annotated[
+        bool, msgspec.Meta(description="The player left the league; the record stays.")
+    ]
+    rating: Rating
+
+
+class Standings(msgspec.Struct, frozen=True, kw_only=True):
+    """Most wins first (a bye counts one), then most points, then fewest forfeits, then the
+    higher rating ``ordinal``, then the player's name."""
+
+    league_id: str
+    version: Annotated[int, msgspec.Meta(description="How many of the league's games are counted.")]
+    players: list[PlayerStanding]
+
+
+class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One seat of a finished round's table, or one bye (no table, no game, no seat)."""
+
+    round: int
+    table: Annotated[
+        int | None,
+        msgspec.Meta(description="The table's number in its round, from 1; none: a bye."),
+    ]
+    game_id: str | None
+    seat: int | None
+    player: Annotated[str, msgspec.Meta(description="The league's player who held the seat.")]
+    played_by: Annotated[
+        str | None, msgspec.Meta(description="Who finished the seat (a substitute, if any).")
+    ]
+    points: int
+    result: SeatResult
+
+
+class LeagueResults(msgspec.Struct, frozen=True, kw_only=True):
+    """Every seat's result in the league's finished rounds, and every bye: in round, then
+    table, then seat order."""
+
+    league_id: str
+    results: list[ResultRow]
+
+
+# --------------------------------------------------------------------------- integrity
+
+
+class EvidenceHand(msgspec.Struct, frozen=True, kw_only=True):
+    """A hand that carries a flagged signal's evidence: where to look, never what was held."""
+
+    game_id: str
+    hand: int
+    replay: Annotated[
+        str, msgspec.Meta(description="The hand's replay page (``/replay/GAME?hand=N``).")
+    ]
+
+
+class IntegritySignal(msgspec.Struct, frozen=True, kw_only=True):
+    """One signal of one pair of players, against the field (README, "Integrity signals")."""
+
+    signal: Signal
+    players: Annotated[
+        list[str],
+        msgspec.Meta(
+            min_length=2,
+            max_length=2,
+            description="The pair; for ``sets``, the setter then the one set.",
+        ),
+    ]
+    observed: Annotated[float, msgspec.Meta(description="The pair's figure, in the signal's unit.")]
+    expected: Annotated[
+        float, msgspec.Meta(description="The same figure of the field (or the schedule's draw).")
+    ]
+    effect: Annotated[
+        float, msgspec.Meta(description="Observed less expected (a ratio for ``co_seating``).")
+    ]
+    count: Annotated[
+        int, msgspec.Meta(description="The chances, shared hands or games shared behind it.")
+    ]
+    p_value: Annotated[float, msgspec.Meta(description="One-sided, against the field.")]
+    q_value: Annotated[
+        float,
+        msgspec.Meta(description="The p-value adjusted over every signal (Benjamini-Hochberg)."),
+    ]
+    flagged: Annotated[
+        bool, msgspec.Meta(description="Whether ``q_value`` is at or under the report's ``fdr``.")
+    ]
+    evidence: Annotated[
+        list[EvidenceHand], msgspec.Meta(description="For a flagged signal, its first hands.")
+    ]
+
+
+class IntegrityReport(msgspec.Struct, frozen=True, kw_only=True):
+    """Collusion signals per pair of the league's players, flagged ones first."""
+
+    league_id: str
+    hands: Annotated[int, msgspec.Meta(description="The league's finished hands the signals read.")]
+    fdr: Annotated[
+        float, msgspec.Meta(description="The false discovery rate a signal is flagged at.")
+    ]
+    signals: list[IntegritySignal]
