@@ -114,7 +114,13 @@ class FakeTable:
         seat = body["seat"]
         await self._apply(game_id, TakeSeat(body["player"], seat))
         return httpx.Response(
-            201, json={"seat": seat, "player": body["player"], "token": f"tok-{seat}"}
+            201,
+            json={
+                "seat": seat,
+                "player": body["player"],
+                "token": f"tok-{seat}",
+                "expires_at": "2099-01-01T00:00:00Z",
+            },
         )
 
     async def _act(self, game_id: str, seat: int, request: httpx.Request) -> httpx.Response:
