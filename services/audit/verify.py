@@ -7,9 +7,9 @@ consistency``). Each receipt is checked alone: its checkpoint is a note signed b
 for the receipt's origin and size; its entry is the leaf at its index in that tree (RFC 6962
 inclusion) and says what the receipt says; its deal's commitment is the one signed before the
 first bid and the revealed seed opens it; with witnesses' keys given (``--witness``), it carries
-a valid cosignature of each (C2SP ``tlog-cosignature``: the witness saw that tree, and showed
-nobody another). A hand record is checked against its entry and
-replayed under its rules (:func:`~services.audit.hand_record.audit_hand_records`). Then the
+a valid cosignature of each (C2SP ``tlog-cosignature``: the witness saw that tree, and cosigns
+no other history of the log). A hand record is checked against its entry and replayed under its
+rules (:func:`~services.audit.hand_record.audit_hand_records`). Then the
 receipts of one log are checked together: two trees of one size with different heads are a
 fork; trees of different sizes must be proven consistent by a proof in the folder (else the
 pair is reported unproven, with the request that fetches the proof); one hand shown at two

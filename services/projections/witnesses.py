@@ -73,12 +73,17 @@ class Witnessing:
     retry_s: float = 30.0
     poll_s: float = POLL_S
     clock: Callable[[], float] = time.monotonic
+    transport: httpx.AsyncBaseTransport | None = None
+    """How :meth:`run` reaches the witnesses (None: over the network)."""
     _failing: dict[tuple[int, str], _Backoff] = field(default_factory=dict)
 
     async def run(self) -> None:
-        async with httpx.AsyncClient(timeout=self.timeout_s) as http:
+        async with httpx.AsyncClient(timeout=self.timeout_s, transport=self.transport) as http:
             while True:
-                await self.offer_all(http)
+                try:
+                    await self.offer_all(http)
+                except Exception:  # the database in trouble: the workers say so; go on
+                    log.exception("offering the log's checkpoints to its witnesses failed")
                 # Polled: the workers' commits are in the database, not announced to us.
                 await asyncio.sleep(self.poll_s)
 

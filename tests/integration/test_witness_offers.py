@@ -6,6 +6,9 @@ after a wait that doubles, without holding anything else up."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -215,3 +218,32 @@ def test_the_witnesses_setting_is_read_and_a_wrong_one_refused() -> None:
     ):
         with pytest.raises(ValueError, match="SPADES_LOG_WITNESSES"):
             parse_witnesses(wrong)
+
+
+async def test_the_task_goes_on_after_a_round_that_failed(store: Store, tmp_path: Path) -> None:
+    """``run``, as the projections process runs it: a round that fails (here the partitions
+    held cannot be told) is logged, and the next one offers."""
+    rounds = 0
+
+    def held() -> list[int]:
+        nonlocal rounds
+        rounds += 1
+        if rounds == 1:
+            raise RuntimeError("the partitions held cannot be told")
+        return [0]
+
+    app = witness_app(WITNESS, [log_of(0).signer.verifier], state(tmp_path))
+    await stored(store, log_of(3))
+    offers = Witnessing(store, [ADDRESS], held, poll_s=0.01, transport=httpx.ASGITransport(app=app))
+    running = asyncio.create_task(offers.run())
+    try:
+        deadline = time.monotonic() + 10
+        while not await kept(store):
+            assert time.monotonic() < deadline, "nothing cosigned"
+            await asyncio.sleep(0.01)
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+    assert rounds >= 2
+    assert [row.size for row in await kept(store)] == [3]
