@@ -36,8 +36,8 @@ from services.store.audit_log import (
     partial_tree,
 )
 from services.store.database import Store
+from services.transparency.checkpoint import add_checkpoint_request
 from services.transparency.note import SIGNATURE_MARK, NoteError, open_note
-from services.witness.witnessing import request_text
 
 log = structlog.get_logger("spades.witnessing")
 
@@ -144,7 +144,7 @@ class Witnessing:
             proof = await self._proof(head.partition, old, head.size)
             response = await http.post(
                 f"{witness.url}/add-checkpoint",
-                content=request_text(old, proof, head.note).encode(),
+                content=add_checkpoint_request(old, proof, head.note).encode(),
                 headers={"Content-Type": "text/plain; charset=utf-8"},
             )
             if response.status_code == 409:
