@@ -6,8 +6,10 @@ receipts (``GET .../hands/{n}/receipt``) and consistency proofs (``GET /v1/log/{
 consistency``). Each receipt is checked alone: its checkpoint is a note signed by a given key,
 for the receipt's origin and size; its entry is the leaf at its index in that tree (RFC 6962
 inclusion) and says what the receipt says; its deal's commitment is the one signed before the
-first bid and the revealed seed opens it. A hand record is checked against its entry and
-replayed under its rules (:func:`~services.audit.hand_record.audit_hand_records`). Then the
+first bid and the revealed seed opens it; with witnesses' keys given (``--witness``), it carries
+a valid cosignature of each (C2SP ``tlog-cosignature``: the witness saw that tree, and cosigns
+no other history of the log). A hand record is checked against its entry and replayed under its
+rules (:func:`~services.audit.hand_record.audit_hand_records`). Then the
 receipts of one log are checked together: two trees of one size with different heads are a
 fork; trees of different sizes must be proven consistent by a proof in the folder (else the
 pair is reported unproven, with the request that fetches the proof); one hand shown at two
@@ -36,7 +38,7 @@ from services.audit.hand_record import audit_hand_records
 from services.audit.record_file import UnreadableRecord
 from services.transparency.checkpoint import Checkpoint
 from services.transparency.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
-from services.transparency.note import NoteError, Verifier, open_note
+from services.transparency.note import SIGNATURE_MARK, NoteError, Verifier, open_note
 
 RECORD_FIELDS = ("bids", "points", "scores", "bags")
 """What a hand record and its log entry both say, under the same names (tricks are the
@@ -52,7 +54,8 @@ class Finding:
     hand: int | None
     check: str
     """``unreadable``, ``signature``, ``inclusion``, ``entry``, ``deal``, ``record``,
-    ``replay``, ``rewritten``, ``fork``, ``consistency``, ``unproven`` or ``unlogged``."""
+    ``replay``, ``rewritten``, ``fork``, ``consistency``, ``unproven``, ``unlogged`` or
+    ``witness``."""
     detail: str
     warning: bool = False
     command: str | None = None
@@ -202,14 +205,18 @@ class Verified:
 
 
 def verify_kept(
-    kept: Kept, keys: Sequence[Verifier], rules: Mapping[str, Any] | None = None
+    kept: Kept,
+    keys: Sequence[Verifier],
+    rules: Mapping[str, Any] | None = None,
+    witnesses: Sequence[Verifier] = (),
 ) -> Verified:
-    """Every check of every receipt, record and proof kept, then of the receipts together."""
+    """Every check of every receipt, record and proof kept, then of the receipts together;
+    each receipt's checkpoint must carry a valid cosignature of each of ``witnesses``."""
     findings = list(kept.findings)
     heads: list[Head] = []
     shown = _Shown()
     for kept_receipt in kept.receipts:
-        check = _ReceiptCheck(kept_receipt, keys, rules)
+        check = _ReceiptCheck(kept_receipt, keys, rules, witnesses)
         head = check.run()
         findings += check.findings
         if head is None:
@@ -237,11 +244,16 @@ class _ReceiptCheck:
     """One receipt's own checks, in order: each needs the one before to hold."""
 
     def __init__(
-        self, kept: KeptReceipt, keys: Sequence[Verifier], rules: Mapping[str, Any] | None
+        self,
+        kept: KeptReceipt,
+        keys: Sequence[Verifier],
+        rules: Mapping[str, Any] | None,
+        witnesses: Sequence[Verifier] = (),
     ) -> None:
         self.kept = kept
         self.keys = keys
         self.rules = rules
+        self.witnesses = witnesses
         self.findings: list[Finding] = []
         receipt = kept.receipt
         game_id, hand = receipt.get("game_id"), receipt.get("hand")
@@ -256,6 +268,7 @@ class _ReceiptCheck:
             head = self._signed()
             if head is None:
                 return None
+            self._witnessed()
             entry = self._included(head)
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             self.caught("unreadable", f"the receipt is malformed: {error!r}")
@@ -300,6 +313,15 @@ class _ReceiptCheck:
         return Head(
             origin, partition, size, checkpoint.root, self.kept.file, self.game_id, self.hand
         )
+
+    def _witnessed(self) -> None:
+        """Each witness given cosigned the receipt's checkpoint (its note, signed by the log,
+        carries the witness's valid cosignature line)."""
+        note = self.kept.receipt["checkpoint"]
+        for witness in self.witnesses:
+            problem = cosignature_problem(note, witness)
+            if problem is not None:
+                self.caught("witness", problem)
 
     def _included(self, head: Head) -> HandEnd | None:
         receipt = self.kept.receipt
@@ -389,6 +411,30 @@ class _ReceiptCheck:
                     "record",
                     f"the record's {name} {_short(said)} are not the log's {_short(signed)}",
                 )
+
+
+def cosignature_problem(note: str, witness: Verifier) -> str | None:
+    """What is wrong with ``witness``'s cosignature of the checkpoint ``note`` (C2SP
+    ``cosignature/v1`` over its text and a time): None when it verifies."""
+    mark = f"{SIGNATURE_MARK}{witness.name} "
+    lines = [line for line in note.rpartition("\n\n")[2].splitlines() if line.startswith(mark)]
+    ours = []
+    for line in lines:
+        try:
+            payload = base64.b64decode(line.removeprefix(mark), validate=True)
+        except binascii.Error:
+            return f"the cosignature line of the witness {witness.name} is not base64"
+        if payload[:4] == witness.key_id:
+            ours.append(line)
+    if not ours:
+        return f"its checkpoint carries no cosignature of the witness {witness.name}"
+    try:
+        opened = open_note(note, [witness])
+    except NoteError as error:
+        return f"the witness {witness.name}'s cosignature of its checkpoint is forged: {error}"
+    if witness.name not in opened.cosigned_at:
+        return f"its checkpoint carries no cosignature of the witness {witness.name}"
+    return None
 
 
 def _as_json(value: Any) -> Any:

@@ -16,6 +16,14 @@ same way for every request; anything else is raised at once.
 A client given the platform's ``api_key`` sends it with every request that carries no seat
 token: the platform reads its own (private) games and leagues, seats its users and issues their
 tokens again.
+
+A client given a :class:`~services.client.log.LogWatch` (the log's keys, and what an earlier
+session kept of it) checks the audit log: every checkpoint it is shown, by
+:meth:`SpadesClient.log_checkpoint` or in a receipt (:meth:`SpadesClient.hand_receipt`,
+:meth:`SpadesClient.check_receipt` for one that came in a hand record, an SSE ``receipt`` frame
+or a webhook) is signed by the log's key and, when it is newer than the last one it verified,
+proven to extend it (``GET /v1/log/{p}/proofs/consistency``) before it is trusted; a
+:class:`~services.client.log.ForkError` when it does not.
 """
 
 from __future__ import annotations
@@ -44,11 +52,15 @@ from contracts.answers import (
     ScoredHandRecord,
     SeatTaken,
 )
+from contracts.audit_log import ConsistencyProof, Receipt
 from contracts.wire import EventRecord
 from domain.views import PublicState, SeatView
 from services.audit.report import AuditReport as Audit
+from services.client.log import ForkError, LogError, LogWatch, Verified, included
 from services.client.models import Action
 from services.client.sse import ServerSentEvent, parse_server_sent_events
+
+__all__ = ["ApiError", "ClientError", "ForkError", "LogError", "LogWatch", "SpadesClient"]
 
 T = TypeVar("T")
 
@@ -153,7 +165,9 @@ class SpadesClient:
     :meth:`aclose` when done.
 
     ``api_key`` is the platform key for creating games (needed when the server sets
-    ``SPADES_API_KEYS``). ``retries`` bounds the extra tries of a 503.
+    ``SPADES_API_KEYS``). ``retries`` bounds the extra tries of a 503. ``log`` holds the audit
+    log's keys and the checkpoints verified so far (share it between sessions, or keep its
+    :meth:`~services.client.log.LogWatch.kept` notes): the log methods need it.
     """
 
     def __init__(
@@ -164,10 +178,13 @@ class SpadesClient:
         timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = DEFAULT_RETRIES,
         transport: httpx.AsyncBaseTransport | None = None,
+        log: LogWatch | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.retries = retries
+        self.log = log
+        self._log_lock = asyncio.Lock()
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=timeout,
@@ -403,6 +420,77 @@ class SpadesClient:
             if value is not None
         }
         return self.decode(await self.request("GET", "/v1/games", params=params), GameList)
+
+    # ----------------------------------------------------------------------- the audit log
+
+    async def log_checkpoint(self, partition: int) -> Verified:
+        """The partition's latest checkpoint (``GET /v1/log/{p}/checkpoint``), signed by the
+        log's key and proven to extend the last one verified; then kept as the latest. Raises
+        :class:`LogError` (:class:`ForkError` for two histories)."""
+        response = await self.request(
+            "GET", f"/v1/log/{partition}/checkpoint", headers={"Accept": "text/plain"}
+        )
+        return await self._trusted(self._watch().opened(partition, response.text))
+
+    async def hand_receipt(self, game_id: str, hand: int) -> Receipt:
+        """A finished hand's receipt (``GET .../hands/{n}/receipt``), checked as
+        :meth:`check_receipt` checks it. An :class:`ApiError` 404 ``hand_not_found`` until the
+        log holds the hand."""
+        response = await self.request("GET", _game_path(game_id, "hands", str(hand), "receipt"))
+        receipt = self.decode(response, Receipt)
+        await self.check_receipt(receipt)
+        return receipt
+
+    async def check_receipt(self, receipt: Receipt | Mapping[str, Any]) -> Verified:
+        """Check a receipt however it came (a hand record's ``receipt``, an SSE ``receipt``
+        frame's data, a ``hand.scored`` webhook's): its checkpoint is signed by the log's key,
+        its entry is its hand's leaf in that tree, and the tree extends the last one verified
+        of the log (asked for the proof when it is newer, or older). Raises :class:`LogError`
+        (:class:`ForkError` for two histories)."""
+        watch = self._watch()
+        shown_receipt: Mapping[str, Any] = (
+            msgspec.to_builtins(receipt) if isinstance(receipt, Receipt) else receipt
+        )
+        try:
+            partition = int(shown_receipt["partition"])
+            note = str(shown_receipt["checkpoint"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise LogError(f"the receipt is malformed: {error!r}") from None
+        shown = watch.opened(partition, note)
+        included(shown_receipt, shown)
+        return await self._trusted(shown)
+
+    async def _trusted(self, shown: Verified) -> Verified:
+        """``shown``, once proven consistent with what the watch holds of its log."""
+        watch = self._watch()
+        async with self._log_lock:  # one proof at a time: each sees the last one kept
+            pair = watch.to_prove(shown)
+            if pair is None:
+                watch.trust(shown)
+                return shown
+            old, new = pair
+            try:
+                response = await self.request(
+                    "GET",
+                    f"/v1/log/{shown.partition}/proofs/consistency",
+                    params={"old": old.checkpoint.size, "new": new.checkpoint.size},
+                )
+            except ApiError as error:
+                if (error.status, error.code) != (404, "not_found"):
+                    raise
+                raise ForkError(
+                    f"{new.checkpoint.origin} cannot prove its tree of {new.checkpoint.size} "
+                    f"extends its tree of {old.checkpoint.size}: {error.detail}",
+                    old.note,
+                    new.note,
+                ) from None
+            watch.proven(old, new, self.decode(response, ConsistencyProof).proof)
+        return shown
+
+    def _watch(self) -> LogWatch:
+        if self.log is None:
+            raise ClientError("checking the log needs its keys: SpadesClient(log=LogWatch(keys))")
+        return self.log
 
     # ----------------------------------------------------------------------- service
 

@@ -34,6 +34,7 @@ from services.projections.registry import (
     seal_hands,
     sign_log,
 )
+from services.projections.witnesses import Witnessing
 from services.projections.worker import (
     BATCH_SIZE,
     DEFAULT_RETRY,
@@ -229,6 +230,7 @@ async def run_projections(
         credentials=settings.nats_credentials("projections"),
     )
     store = open_store(settings.read_model_database_url)
+    witnessing: asyncio.Task[None] | None = None
     layout = settings.layout
     chosen = models if models is not None else list(READ_MODELS)
     projections = Projections(
@@ -254,6 +256,7 @@ async def run_projections(
                 "(set SPADES_LOG_KEY; `spades up` makes one in its data directory)"
             )
         await projections.start()
+        witnessing = _witnessing(settings, store, projections, chosen)
         claims = Claims(
             js,
             KIND,
@@ -266,6 +269,30 @@ async def run_projections(
         log.info("projections ready", partitions=layout.count, member=claims.member)
         await claims.run()  # until cancelled; it gives every partition up as it stops
     finally:
+        if witnessing is not None:
+            witnessing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await witnessing
         await projections.stop()
         await store.close()
         await client.close()
+
+
+def _witnessing(
+    settings: Settings, store: Store, projections: Projections, models: Iterable[str]
+) -> asyncio.Task[None] | None:
+    """The task that offers the log's checkpoints to its witnesses (``SPADES_LOG_WITNESSES``),
+    beside the workers and never in their way (:mod:`.witnesses`); None without witnesses, or
+    when this process keeps no log."""
+    witnesses = settings.witnesses
+    if not witnesses or "log" not in models:
+        return None
+    witnessing = Witnessing(
+        store,
+        witnesses,
+        lambda: projections.held,
+        timeout_s=settings.log_witness_timeout_s,
+        retry_s=settings.log_witness_retry_s,
+    )
+    log.info("the audit log offers its checkpoints to witnesses", witnesses=len(witnesses))
+    return asyncio.create_task(witnessing.run(), name="offer the log's checkpoints to witnesses")

@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contracts.partitions import MAX_PARTITIONS, Partitions
 from services.runtime.private import private_dir
-from services.transparency.note import Signer
+from services.transparency.note import COSIGNATURE, NoteError, Signer, Verifier
 
 SIGNING_KEY_BYTES = 32
 SIGNING_KEY_FILENAME = "secret.key"
@@ -104,6 +105,16 @@ class Settings(BaseSettings):
     log_origin: str = Field(default="spades.localhost/log", pattern=r"^[^\s+]+$")
     """The audit log's origin: partition ``p``'s log is ``<log_origin>/<p>``, its checkpoints'
     first line and its key's name."""
+    log_witnesses: str = ""
+    """The witnesses the audit log offers each new checkpoint to (C2SP ``tlog-witness``), so
+    that receipts carry their cosignatures: ``<url> <verifier key>`` entries separated by
+    ``,``, each a witness's address and the key it names at ``GET /``
+    (``witness.example.org+<id>+<base64>``). Unset: the log has no witness."""
+    log_witness_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    """The longest one offer to a witness may take: a slow witness holds up nothing else."""
+    log_witness_retry_s: float = Field(default=30.0, gt=0, le=3600)
+    """The longest wait before a witness that failed is offered the log's checkpoint again (the
+    waits double from a second up to it)."""
     log_format: LogFormat = "auto"
     log_level: str = "INFO"
     command_timeout_s: float = 5.0
@@ -187,6 +198,12 @@ class Settings(BaseSettings):
             return self.secret_key.encode()
         return _read_or_create_key_file(self.data_dir / SIGNING_KEY_FILENAME)
 
+    @property
+    def witnesses(self) -> list[WitnessAddress]:
+        """``log_witnesses``, read; raises ValueError for an entry that is not a URL and a
+        witness's key."""
+        return parse_witnesses(self.log_witnesses)
+
     def log_signer(self, *, create: bool = False) -> Signer | None:
         """The audit log's key: ``log_key``, else the key file (made now with ``create``),
         else None."""
@@ -231,6 +248,39 @@ def parse_api_keys(text: str) -> dict[str, str]:
             raise ValueError(f"SPADES_API_KEYS: platform {platform} is given no key")
         keys[key] = platform
     return keys
+
+
+@dataclass(frozen=True)
+class WitnessAddress:
+    """A witness of the audit log: where to offer it checkpoints, and its cosigning key."""
+
+    url: str
+    key: Verifier
+
+
+def parse_witnesses(text: str) -> list[WitnessAddress]:
+    """``SPADES_LOG_WITNESSES`` read: comma-separated ``<url> <verifier key>`` entries."""
+    witnesses: list[WitnessAddress] = []
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        url, _, key = entry.partition(" ")
+        if not url.startswith(("http://", "https://")) or not key.strip():
+            raise ValueError(
+                "SPADES_LOG_WITNESSES: an entry is a witness's URL (http:// or https://), a "
+                f"space and its verifier key, not {entry[:60]!r}"
+            )
+        try:
+            verifier = Verifier.parse(key.strip())
+        except NoteError as error:
+            raise ValueError(f"SPADES_LOG_WITNESSES: the key of {url}: {error}") from None
+        if verifier.kind != COSIGNATURE:
+            raise ValueError(
+                f"SPADES_LOG_WITNESSES: the key of {url} signs notes; a witness's key cosigns "
+                "(`spades witness keys` makes one)"
+            )
+        witnesses.append(WitnessAddress(url.rstrip("/"), verifier))
+    return witnesses
 
 
 def get_settings() -> Settings:

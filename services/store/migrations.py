@@ -465,6 +465,22 @@ def _integrity_v13(connection: sa.Connection) -> None:
     tables.create_all(connection)
 
 
+def _log_cosigned_v14(connection: sa.Connection) -> None:
+    # Empty at first: a process with witnesses configured offers each its latest checkpoint.
+    tables = sa.MetaData()
+    sa.Table(
+        "log_cosigned",
+        tables,
+        sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("witness", sa.Text, primary_key=True),
+        sa.Column("size", sa.BigInteger, nullable=False),
+        sa.Column("root", sa.LargeBinary, nullable=False),
+        sa.Column("note", sa.Text, nullable=False),
+        sa.Column("cosigned_at", sa.BigInteger, nullable=False),
+    )
+    tables.create_all(connection)
+
+
 def _nothing(_connection: sa.Connection) -> None:
     """A step whose work is its ``sealing``."""
 
@@ -577,6 +593,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         13,
         "read model: integrity, the facts of each league hand",
         _integrity_v13,
+        apart=True,
+    ),
+    Migration(
+        14,
+        "the audit log: each witness's latest cosigned checkpoint per partition",
+        _log_cosigned_v14,
         apart=True,
     ),
 )

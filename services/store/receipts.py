@@ -2,6 +2,12 @@
 partition's log (signed note), the leaf's inclusion proof in it, and the deal's commitment as
 the game's history held it before the first bid.
 
+When the log has witnesses (``SPADES_LOG_WITNESSES``), the checkpoint is the newest that a
+witness cosigned and that holds the hand, its note carrying the witnesses' cosignature lines
+after the log's signature: a reader who trusts a witness knows the log showed that tree to it
+too, so it cannot show the reader another. Until a witness has cosigned a tree that holds the
+hand (it is down, or the hand was just logged), the latest checkpoint, without cosignature.
+
 One builder for every place a receipt is handed out (``GET .../hands/{n}/receipt``, the hand's
 record, the ``hand.scored`` webhook), so they all say the same. A receipt exists only for a
 finished hand (the log holds nothing else): its record is public to the game's readers by then,
@@ -20,6 +26,8 @@ from contracts.log_entries import HandEnd, read_entry
 from services.store.audit_log import (
     StoredCheckpoint,
     StoredLeaf,
+    cosigned,
+    cosigned_head,
     latest_checkpoint,
     leaf_of,
     partial_tree,
@@ -40,8 +48,10 @@ async def hand_receipt(store: Store, game_id: str, hand: int) -> Receipt | None:
         leaf = await leaf_of(conn, game_id, hand)
         if leaf is None:
             return None
-        head = await latest_checkpoint(conn, leaf.partition)
-        assert head is not None  # a leaf is written with its checkpoint
+        latest = await latest_checkpoint(conn, leaf.partition)
+        assert latest is not None  # a leaf is written with its checkpoint
+        witnessed = cosigned_head(latest, await cosigned(conn, leaf.partition), leaf.index)
+        head = latest if witnessed is None else witnessed
         tree = await partial_tree(
             conn, leaf.partition, head.size, lambda t: t.inclusion_proof(leaf.index, head.size)
         )

@@ -374,6 +374,22 @@ the latest is kept, so that the table, like the tree, is a function of the strea
 replay's batches differ); a client keeps the checkpoints it was shown, and the consistency
 proof from any of them is read from the tree."""
 
+log_cosigned = sa.Table(
+    "log_cosigned",
+    metadata,
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("witness", sa.Text, primary_key=True),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("root", sa.LargeBinary, nullable=False),
+    sa.Column("note", sa.Text, nullable=False),
+    sa.Column("cosigned_at", sa.BigInteger, nullable=False),
+)
+"""Per partition and witness (``witness``: its verifier key as text), the latest checkpoint the
+witness cosigned (C2SP ``tlog-witness``): the log's signed note with the witness's cosignature
+line appended, and the time the cosignature gives (seconds). It is where the log asks the
+witness for the next one from (``old``), and what a receipt's checkpoint is when there is one:
+kept apart from the log's own tables, since no replay of the stream could make it again."""
+
 log_games = sa.Table(
     "log_games",
     metadata,

@@ -54,3 +54,11 @@ class Checkpoint:
         if len(root) != HASH_SIZE:
             raise NoteError(f"a checkpoint's head is {HASH_SIZE} bytes")
         return cls(origin, int(size), root, tuple(extensions))
+
+
+def add_checkpoint_request(old_size: int, proof: list[bytes], note: str) -> str:
+    """The body of a C2SP ``tlog-witness`` ``POST /add-checkpoint``: ``old <size>`` (the
+    tree the witness last cosigned of the log), the consistency proof from it, one base64 hash
+    a line, a blank line, then the signed checkpoint. What a log sends its witnesses."""
+    lines = [f"old {old_size}", *(base64.b64encode(hashed).decode() for hashed in proof)]
+    return "\n".join(lines) + "\n\n" + note

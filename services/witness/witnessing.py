@@ -18,7 +18,7 @@ import binascii
 import hmac
 from dataclasses import dataclass
 
-from services.transparency.checkpoint import Checkpoint
+from services.transparency.checkpoint import Checkpoint, add_checkpoint_request
 from services.transparency.merkle import EMPTY_ROOT, ProofError, verify_consistency
 from services.transparency.note import NoteError, Signer, Verifier, open_note
 
@@ -106,5 +106,4 @@ def add_checkpoint(
 
 def request_text(old_size: int, proof: list[bytes], note: str) -> str:
     """An add-checkpoint request body (what a log sends its witnesses)."""
-    lines = [f"old {old_size}", *(base64.b64encode(hashed).decode() for hashed in proof)]
-    return "\n".join(lines) + "\n\n" + note
+    return add_checkpoint_request(old_size, proof, note)
