@@ -154,6 +154,7 @@ def _lifespan(
             min_version_wait_s=min_version_wait_s,
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
             log_origin=settings.log_origin,
+            log_witnessed=bool(settings.log_witnesses.strip()),
             streams=Slots(_stream_caps(settings), "event streams"),
             waits=Slots(_wait_caps(settings), "min_version waits"),
         )

@@ -89,6 +89,9 @@ class Gateway:
     log_origin: str = "spades.localhost/log"
     """The audit log's origin (``SPADES_LOG_ORIGIN``): partition ``p``'s log is
     ``<log_origin>/<p>``."""
+    log_witnessed: bool = False
+    """The audit log has witnesses (``SPADES_LOG_WITNESSES``): a stream's receipt waits for a
+    cosignature."""
     league_census: LeagueCensus = field(default_factory=LeagueCensus)
     """Each league's platform and end, as far as this gateway has read them (the quota of
     leagues going on counts from it)."""

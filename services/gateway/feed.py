@@ -63,6 +63,7 @@ from services.gateway.views import Reader, event_json, state_for, versioned
 from services.runtime.game_stream import GameStream
 from services.runtime.logging import get_logger
 from services.runtime.ordered import OrderedReader
+from services.store.receipts import ready
 
 KEEP_ALIVE = format_sse_event(comment="keep-alive")
 _POSITION = re.compile(r"^[0-9]{1,18}$")
@@ -202,9 +203,11 @@ ReceiptOf = Callable[[str, int], Awaitable[Receipt | None]]
 class PendingReceipts:
     """The hands that ended while the stream was open, whose receipts are still to come."""
 
-    def __init__(self, game_id: str, receipt_of: ReceiptOf | None) -> None:
+    def __init__(self, game_id: str, receipt_of: ReceiptOf | None, witnessed: bool = False):
         self.game_id = game_id
         self.receipt_of = receipt_of
+        self.witnessed = witnessed
+        """The log has witnesses: a receipt is waited for until one has cosigned it too."""
         self.due: dict[int, float] = {}
 
     def expect(self, event: AnyEvent) -> None:
@@ -216,17 +219,19 @@ class PendingReceipts:
         return min(wait_s, RECEIPT_POLL_S) if self.due else wait_s
 
     async def frames(self, version: int) -> AsyncIterator[bytes]:
-        """A ``receipt`` frame for each due hand the log holds now; a hand past its wait is
-        given up (its record carries the receipt)."""
+        """A ``receipt`` frame for each due hand the log holds now (where it has witnesses,
+        once one has cosigned it, or past the wait without); a hand past its wait that the log
+        does not hold is given up (its record carries the receipt)."""
         if self.receipt_of is None:
             return
         for hand, until in sorted(self.due.items()):
             found = await self.receipt_of(self.game_id, hand)
-            if found is not None:
+            late = time.monotonic() > until
+            if ready(found, self.witnessed) or (found is not None and late):
                 del self.due[hand]
                 data = msgspec.json.encode(found).decode()
                 yield format_sse_event(data_str=data, event="receipt", id=str(version))
-            elif time.monotonic() > until:
+            elif late:
                 del self.due[hand]
 
     async def last(self, version: int) -> AsyncIterator[bytes]:
@@ -257,13 +262,14 @@ async def frames(
     keep_alive_s: float,
     revoked: Callable[[], bool] | None = None,
     receipt_of: ReceiptOf | None = None,
+    witnessed: bool = False,
 ) -> AsyncIterator[bytes]:
     """The stream's bytes, until the client goes or NATS does, or the stream's token expires
     (at its expiry) or is revoked (at the event that revokes it, or within
     :data:`REVOCATION_CHECK_S` of ``revoked`` saying so). With ``receipt_of``, the receipt of
     each hand that ends while it is open."""
     game = start.game
-    pending = PendingReceipts(game.game_id, receipt_of)
+    pending = PendingReceipts(game.game_id, receipt_of, witnessed)
     seen = start.resume_after
     if seen is None:
         yield _state_frame(game, reader)

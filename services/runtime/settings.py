@@ -147,7 +147,8 @@ class Settings(BaseSettings):
     """How long finished deliveries stay in the log (and may be replayed)."""
     webhook_receipt_wait_s: float = Field(default=10.0, ge=0, le=120)
     """How long after a hand's end its ``hand.scored`` webhook waits for the audit log to hold
-    the hand, to carry its receipt; past it, the webhook goes without one."""
+    the hand (and, where it has witnesses, for one to cosign it), to carry its receipt; past
+    it, the webhook goes with what the log holds, or without one."""
 
     @property
     def layout(self) -> Partitions:

@@ -34,6 +34,7 @@ from services.store.audit_log import (
 )
 from services.store.database import Store
 from services.store.schema import positions
+from services.transparency.note import SIGNATURE_MARK
 
 
 def b64(data: bytes) -> str:
@@ -87,6 +88,18 @@ def receipt_of(leaf: StoredLeaf, head: StoredCheckpoint, proof: Sequence[bytes])
         inclusion_proof=[b64(h) for h in proof],
         deal=deal,
     )
+
+
+def witness_cosigned(receipt: Receipt) -> bool:
+    """Whether the receipt's checkpoint carries a signature besides the log's own: a
+    witness's cosignature (:mod:`services.projections.witnesses`)."""
+    return receipt.checkpoint.count("\n" + SIGNATURE_MARK) > 1
+
+
+def ready(receipt: Receipt | None, witnessed: bool) -> bool:
+    """Whether ``receipt`` is the one to hand out now, rather than wait for: it exists, and
+    where the log has witnesses (``witnessed``), one has cosigned it."""
+    return receipt is not None and (witness_cosigned(receipt) or not witnessed)
 
 
 _LOG_KEPT = sa.select(sa.func.count()).where(

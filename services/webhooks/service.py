@@ -102,7 +102,11 @@ async def run_webhooks(settings: Settings, *, nats_url: str | None = None) -> No
                 http,
                 settings.webhook_timeout_s,
                 secrets=Sealer(secret, WEBHOOK_SECRETS),
-                receipts=Receipts(store, settings.webhook_receipt_wait_s),
+                receipts=Receipts(
+                    store,
+                    settings.webhook_receipt_wait_s,
+                    witnessed=bool(settings.log_witnesses.strip()),
+                ),
             ),
             schedule,
             watch,

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from contracts.log_entries import HandEnd, entry_bytes, read_entry
 from services.cli.main import app
 from services.client.api import ForkError, LogWatch, SpadesClient
+from services.client.sse import parse_server_sent_events
 from services.projections.audit_log import log_origin
 from services.runtime.nats_server import EmbeddedNats
 from services.store.database import open_store
@@ -85,8 +86,9 @@ def projections(
 
 
 @pytest.fixture(scope="module")
-def settings(shared_nats: EmbeddedNats, data_dir: Path) -> Any:
-    return gateway_settings(shared_nats.url, data_dir, log_origin=ORIGIN)
+def settings(shared_nats: EmbeddedNats, data_dir: Path, witness: Witness) -> Any:
+    witnesses = f"http://127.0.0.1:{witness.port} {witness.verifier.text()}"
+    return gateway_settings(shared_nats.url, data_dir, log_origin=ORIGIN, log_witnesses=witnesses)
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +169,37 @@ async def test_receipts_carry_the_witness_cosignature(
     documents = {f"hand-{hand}.json": receipt for hand, receipt in receipts.items()}
     code, report = verify(tmp_path / "kept", documents, "--witness", witness.verifier.text())
     assert (code, report["findings"]) == (0, []), report
+
+
+async def test_a_stream_s_receipt_waits_for_the_witness_cosignature(
+    client: httpx.AsyncClient, witness: Witness
+) -> None:
+    """Where the log has witnesses, the SSE ``receipt`` frame comes once a witness has cosigned
+    the checkpoint (the log signs first, the witness a moment later): the first receipt a
+    watcher gets is the one it can hold against the witness."""
+    table = await open_table(client, {"preset": "partnership", "max_hands": 1})
+    frames: list[Any] = []
+
+    async def watch() -> None:
+        async with client.stream("GET", f"{table.url}/events/stream") as response:
+            assert response.status_code == 200
+            async for frame in parse_server_sent_events(response.aiter_lines()):
+                frames.append(frame)
+                if frame.event in ("receipt", "end"):
+                    return
+
+    watching = asyncio.create_task(watch())
+    rng = random.Random(5)
+    async with asyncio.timeout(WITHIN_S):
+        while not watching.done():
+            if (await table.public())["status"] != "finished":
+                await table.play_hand(rng)
+            else:
+                await asyncio.sleep(0.1)
+        await watching
+    receipts = [frame.json() for frame in frames if frame.event == "receipt"]
+    assert receipts, [frame.event for frame in frames]
+    assert cosigned_at(receipts[0], witness) is not None
 
 
 async def test_the_witness_down_stops_nothing_and_its_cosignature_comes_when_it_is_back(

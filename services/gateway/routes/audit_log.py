@@ -223,11 +223,11 @@ async def receipt(
 ) -> Any:
     """A finished hand's receipt: its leaf in the log, a signed checkpoint that holds it (the
     newest a witness cosigned, with the cosignatures, where the log has witnesses; else the
-    latest), the leaf's inclusion proof in it, and the deal's commitment as it was published before the
-    first bid. With the log's key alone (``GET /v1/log``), a seat or the platform checks it
-    offline, and later asks for a consistency proof from its size. 404 ``hand_not_found``
-    until the log has the hand (it follows the stream a moment behind). Readable by whoever
-    reads the game's hands."""
+    latest), the leaf's inclusion proof in it, and the deal's commitment as it was published
+    before the first bid. With the log's key alone (``GET /v1/log``), a seat or the platform
+    checks it offline, and later asks for a consistency proof from its size. 404
+    ``hand_not_found`` until the log has the hand (it follows the stream a moment behind).
+    Readable by whoever reads the game's hands."""
     game_id = read.game.game_id
     found = await hand_receipt(services.store, game_id, hand)
     if found is None:

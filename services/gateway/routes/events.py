@@ -113,6 +113,7 @@ async def event_stream(
                 services.keep_alive_s,
                 revoked,
                 receipt_of if kept else None,
+                services.log_witnessed,
             ):
                 yield frame
         finally:
