@@ -269,6 +269,18 @@ class Replayed(msgspec.Struct, frozen=True):
 # --------------------------------------------------------------------------- service
 
 
+class Problem(msgspec.Struct, frozen=True, kw_only=True):
+    """RFC 9457 problem details, with the refusal's code (docs/rules.md, docs/api.md)."""
+
+    type: Annotated[str, msgspec.Meta(examples=["urn:spades:problem:not_your_turn"])]
+    title: Annotated[str, msgspec.Meta(description="The HTTP status's phrase.")]
+    status: int
+    detail: Annotated[str, msgspec.Meta(description="What was refused, in words.")]
+    code: Annotated[
+        str, msgspec.Meta(description="The refusal's code: `not_your_turn`, `malformed`, ...")
+    ]
+
+
 class Health(msgspec.Struct, frozen=True):
     status: Literal["ok"]
 

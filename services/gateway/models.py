@@ -385,16 +385,6 @@ problems ``AuditProblem``), the very struct the audit makes."""
 # --------------------------------------------------------------------------- service
 
 
-class Problem(BaseModel):
-    """RFC 9457 problem details, with the refusal's docs/rules.md ``code``."""
-
-    type: str
-    title: str
-    status: int
-    detail: str
-    code: str
-
-
 Health = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Health"})]
 Readiness = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Readiness"})]
 """The service's health and readiness: :class:`contracts.answers.Health`, ``Readiness``."""

@@ -32,6 +32,7 @@ from contracts.answers import (
     HandRecords,
     HandRecordWithReceipt,
     Health,
+    Problem,
     Readiness,
     Replayed,
     Scoreboard,
@@ -46,7 +47,7 @@ from domain.rules import Rules
 from domain.views import ClockView, PublicState, SeatInfo, SeatView, TrickCard
 from services.audit.report import AuditReport
 from services.gateway.feed import StreamEnd
-from services.gateway.models import DOMAIN_SCHEMA, Problem
+from services.gateway.models import DOMAIN_SCHEMA
 from services.gateway.problems import PROBLEM_JSON
 
 _CODES: dict[int, str] = {
@@ -169,7 +170,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses=`` of a route that can answer these problem statuses."""
     documented: dict[int | str, dict[str, Any]] = {}
     for status in (400, *statuses):
-        entry: dict[str, Any] = {"model": Problem, "description": _CODES[status]}
+        entry: dict[str, Any] = {"description": _CODES[status], "content": _problem_content()}
         if status == 503:
             entry["headers"] = _RETRY_AFTER
         if status == 429:
@@ -273,7 +274,7 @@ def _tidy(document: dict[str, Any]) -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
-    schemas["Problem"] = Problem.model_json_schema()
+    schemas["Problem"] = msgspec.json.schema(Problem)["$defs"]["Problem"]
     _add_domain_schemas(schemas)
     document["webhooks"] = _webhooks(schemas)
     document["servers"] = SERVERS

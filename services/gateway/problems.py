@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import re
 from http import HTTPStatus
-from typing import Any
 
+import msgspec
 import nats.errors
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from contracts.answers import Problem
 from services.runtime.logging import get_logger
 
 log = get_logger("spades.gateway")
@@ -80,16 +81,18 @@ def problem_response(code: str, detail: str, headers: dict[str, str] | None = No
     """The problem document for ``code``, with ``Retry-After`` when it asks for a retry (and
     any other ``headers`` given)."""
     status = status_of(code)
-    body: dict[str, Any] = {
-        "type": f"urn:spades:problem:{code}",
-        "title": HTTPStatus(status).phrase,
-        "status": status,
-        "detail": detail,
-        "code": code,
-    }
+    body = Problem(
+        type=f"urn:spades:problem:{code}",
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=detail,
+        code=code,
+    )
     if status in (429, 503):  # a quota or an engine's budget gives none of its own
         headers = {"Retry-After": str(RETRY_AFTER_S), **(headers or {})}
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+    return JSONResponse(
+        msgspec.to_builtins(body), status_code=status, headers=headers, media_type=PROBLEM_JSON
+    )
 
 
 def _validation_detail(error: RequestValidationError) -> str:
