@@ -1,7 +1,8 @@
-"""The Python client's structs are written by hand (with helpers and defaults of their own):
-each one is checked here against the published contract, ``contracts/openapi.json``, field by
-field. Every field the client reads is in the document with the same JSON shape, and every
-field the client requires is one the server always sends."""
+"""The Python client decodes into the very structs the server encodes from (the domain's and
+``contracts``'): each one it uses is checked here against the published contract,
+``contracts/openapi.json``, as committed, field by field. Every field the client reads is in the
+document with the same JSON shape, and every field the client requires is one the server always
+sends: a document regenerated without being committed, or edited by hand, is caught."""
 
 from __future__ import annotations
 
@@ -91,6 +92,14 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (answers.Delivery, "Delivery"),
     (answers.DeliveryPage, "DeliveryPage"),
     (answers.Replayed, "Replayed"),
+    (client.Acted, "Acted"),
+    (client.EventPage, "EventPage"),
+    (client.ScoredHandRecord, "HandRecord"),
+    (client.HandRecordWithReceipt, "HandRecordWithReceipt"),
+    (client.ScoreLine, "ScoreLine"),
+    (client.Receipt, "Receipt"),
+    (client.DealCommitment, "DealCommitment"),
+    (client.Readiness, "Readiness"),
 ]
 
 
