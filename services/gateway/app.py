@@ -155,6 +155,7 @@ def _lifespan(
             webhook_policy=AddressPolicy(allow_private=settings.webhook_allow_private),
             log_origin=settings.log_origin,
             log_witnessed=bool(settings.log_witnesses.strip()),
+            receipt_wait_s=settings.stream_receipt_wait_s,
             streams=Slots(_stream_caps(settings), "event streams"),
             waits=Slots(_wait_caps(settings), "min_version waits"),
         )

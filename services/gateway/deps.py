@@ -92,6 +92,8 @@ class Gateway:
     log_witnessed: bool = False
     """The audit log has witnesses (``SPADES_LOG_WITNESSES``): a stream's receipt waits for a
     cosignature."""
+    receipt_wait_s: float = 10.0
+    """How long a stream waits for a hand's receipt (``SPADES_STREAM_RECEIPT_WAIT_S``)."""
     league_census: LeagueCensus = field(default_factory=LeagueCensus)
     """Each league's platform and end, as far as this gateway has read them (the quota of
     leagues going on counts from it)."""
@@ -521,3 +523,15 @@ async def league_min_version(
 
 
 LeagueMinVersion = Annotated[None, Depends(league_min_version)]
+
+
+async def no_null_body(request: Request) -> None:
+    """An optional body is left out or sent as its object; a JSON ``null`` is refused (400
+    ``malformed``), as the document says: it describes the object, which may be left out
+    (FastAPI would take ``null`` for a body left out)."""
+    if (await request.body()).strip() == b"null":
+        raise ProblemError("malformed", "the body is null: leave it out, or send an object")
+
+
+NO_NULL_BODY = Depends(no_null_body)
+"""``dependencies=[NO_NULL_BODY]`` of a route whose body is optional."""

@@ -12,7 +12,7 @@ names the last version the client has:
 - ``receipt`` (where a projection worker keeps the audit log), after a hand ends while the
   stream is open: the hand's receipt (:func:`services.store.receipts.hand_receipt`: the signed
   checkpoint, the hand's inclusion proof, the deal's commitment), once the log holds the hand,
-  a moment behind the game (waited for up to :data:`RECEIPT_WAIT_S`; past that, the hand's
+  a moment behind the game (waited for up to ``SPADES_STREAM_RECEIPT_WAIT_S``; past that, the hand's
   record carries it). Its id is the last version sent before it, like ``clock``'s, so resuming
   after it misses no event; a client that went away before it reads the hand's record.
 - ``end``, last: ``{"reason", "version"}``, why the stream ends (``game_over``,
@@ -203,16 +203,23 @@ ReceiptOf = Callable[[str, int], Awaitable[Receipt | None]]
 class PendingReceipts:
     """The hands that ended while the stream was open, whose receipts are still to come."""
 
-    def __init__(self, game_id: str, receipt_of: ReceiptOf | None, witnessed: bool = False):
+    def __init__(
+        self,
+        game_id: str,
+        receipt_of: ReceiptOf | None,
+        witnessed: bool = False,
+        wait_s: float = RECEIPT_WAIT_S,
+    ):
         self.game_id = game_id
         self.receipt_of = receipt_of
+        self.give_up_s = wait_s
         self.witnessed = witnessed
         """The log has witnesses: a receipt is waited for until one has cosigned it too."""
         self.due: dict[int, float] = {}
 
     def expect(self, event: AnyEvent) -> None:
         if self.receipt_of is not None and isinstance(event, HandScored):
-            self.due[event.hand] = time.monotonic() + RECEIPT_WAIT_S
+            self.due[event.hand] = time.monotonic() + self.give_up_s
 
     def wait_s(self, wait_s: float) -> float:
         """``wait_s``, or less while a receipt is due (to look again soon)."""
@@ -263,13 +270,14 @@ async def frames(
     revoked: Callable[[], bool] | None = None,
     receipt_of: ReceiptOf | None = None,
     witnessed: bool = False,
+    receipt_wait_s: float = RECEIPT_WAIT_S,
 ) -> AsyncIterator[bytes]:
     """The stream's bytes, until the client goes or NATS does, or the stream's token expires
     (at its expiry) or is revoked (at the event that revokes it, or within
     :data:`REVOCATION_CHECK_S` of ``revoked`` saying so). With ``receipt_of``, the receipt of
     each hand that ends while it is open."""
     game = start.game
-    pending = PendingReceipts(game.game_id, receipt_of, witnessed)
+    pending = PendingReceipts(game.game_id, receipt_of, witnessed, receipt_wait_s)
     seen = start.resume_after
     if seen is None:
         yield _state_frame(game, reader)

@@ -145,6 +145,10 @@ class Settings(BaseSettings):
     """The longest one delivery may take, from connecting to the end of the answer read."""
     webhook_retention_s: int = Field(default=7 * 86_400, ge=60)
     """How long finished deliveries stay in the log (and may be replayed)."""
+    stream_receipt_wait_s: float = Field(default=10.0, ge=0, le=120)
+    """How long after a hand's end an open event stream waits for the audit log to hold the
+    hand (and, where it has witnesses, for one to cosign it), to send its ``receipt`` frame;
+    past it, the frame carries what the log holds, or none comes (the hand record has it)."""
     webhook_receipt_wait_s: float = Field(default=10.0, ge=0, le=120)
     """How long after a hand's end its ``hand.scored`` webhook waits for the audit log to hold
     the hand (and, where it has witnesses, for one to cosign it), to carry its receipt; past

@@ -44,7 +44,8 @@ async def test_the_relay_appends_each_request_after_its_tables_last_and_replies_
 async def test_the_relays_figures_count_every_request_and_the_cpu_of_each_process(
     nats_server: EmbeddedNats,
 ) -> None:
-    rate, cpu = await _relay(Broker(nats_server.url, nats_server.credentials_for), 4, 200, 300)
+    # enough requests that the relay spends more than a clock tick (10 ms) of CPU on them
+    rate, cpu = await _relay(Broker(nats_server.url, nats_server.credentials_for), 4, 1000, 300)
     assert rate > 0
     assert {"relay", "nats-server", "client"} <= set(cpu)
     assert cpu["relay"] > 0

@@ -1042,3 +1042,17 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     )
     assert "spades_http_request_duration_seconds_bucket" in text
     assert table.game_id not in text  # one series per route, not per game
+
+
+async def test_an_optional_body_is_left_out_or_an_object_never_null(
+    client: httpx.AsyncClient,
+) -> None:
+    """The document describes an optional body as its object (``required: false``): one left
+    out is taken, ``null`` is 400 ``malformed`` (FastAPI alone would take it for left out)."""
+    table = await open_table(client, {"preset": "partnership"})
+    json_body = {"Content-Type": "application/json"}
+    for path in (f"{table.url}/seats/0/token", f"{table.url}/watch-links"):
+        refused = await client.post(path, content=b" null ", headers=json_body)
+        assert (refused.status_code, refused.json()["code"]) == (400, "malformed"), path
+        taken = await client.post(path, headers=json_body)
+        assert taken.status_code in (200, 201), (path, taken.text)

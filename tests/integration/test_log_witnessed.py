@@ -88,7 +88,13 @@ def projections(
 @pytest.fixture(scope="module")
 def settings(shared_nats: EmbeddedNats, data_dir: Path, witness: Witness) -> Any:
     witnesses = f"http://127.0.0.1:{witness.port} {witness.verifier.text()}"
-    return gateway_settings(shared_nats.url, data_dir, log_origin=ORIGIN, log_witnesses=witnesses)
+    return gateway_settings(
+        shared_nats.url,
+        data_dir,
+        log_origin=ORIGIN,
+        log_witnesses=witnesses,
+        stream_receipt_wait_s=WITHIN_S,  # a loaded machine's log may lag the default 10 s
+    )
 
 
 @pytest.fixture(scope="module")

@@ -114,6 +114,7 @@ async def event_stream(
                 revoked,
                 receipt_of if kept else None,
                 services.log_witnessed,
+                services.receipt_wait_s,
             ):
                 yield frame
         finally:

@@ -27,6 +27,7 @@ from services.gateway.commands import (
     default_visibility,
 )
 from services.gateway.deps import (
+    NO_NULL_BODY,
     CurrentLeague,
     LeagueId,
     LeagueMinVersion,
@@ -130,6 +131,7 @@ async def league(league: CurrentLeague) -> Any:
 @router.post(
     "/{league_id}/rounds",
     status_code=201,
+    dependencies=[NO_NULL_BODY],
     response_model=RoundStarted,
     responses={
         **problems(401, 404, 409, 422, 429, 503),

@@ -22,7 +22,7 @@ from domain.league import table_of
 from domain.rules import PLAYERS
 from domain.state import Game
 from services.gateway.commands import anonymous_seat_key
-from services.gateway.deps import Caller, GameCaller, GameReadOf, Services
+from services.gateway.deps import NO_NULL_BODY, Caller, GameCaller, GameReadOf, Services
 from services.gateway.models import Events, ReissueToken, SeatTaken, TakeSeat
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.operations import games as operations
@@ -81,6 +81,7 @@ async def take_seat(
     response_model=SeatTaken,
     responses=problems(401, 403, 404, 409, 422, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,
+    dependencies=[NO_NULL_BODY],
 )
 async def reissue_token(
     read: GameReadOf,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from contracts.answers import WatchLink
 from services.gateway.auth import WatchKind
-from services.gateway.deps import GameId, LeagueId, Platform, Services, unknown
+from services.gateway.deps import NO_NULL_BODY, GameId, LeagueId, Platform, Services, unknown
 from services.gateway.models import DOMAIN_SCHEMA
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.problems import ProblemError
@@ -91,6 +91,7 @@ Options = Annotated[CreateWatchLink | None, Body()]
     response_model=WatchLinkShown,
     responses=problems(401, 404, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,  # needed only when SPADES_API_KEYS is set
+    dependencies=[NO_NULL_BODY],
 )
 async def create_game_watch_link(
     game_id: GameId, services: Services, platform: Platform, request: Request, body: Options = None
@@ -123,6 +124,7 @@ async def revoke_game_watch_links(
     response_model=WatchLinkShown,
     responses=problems(401, 404, 429, 503),
     openapi_extra=OPTIONAL_CREDENTIAL,
+    dependencies=[NO_NULL_BODY],
 )
 async def create_league_watch_link(
     league_id: LeagueId,
