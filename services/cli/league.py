@@ -36,7 +36,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from services.cli import duplicate
+from services.cli import duplicate, knockout
 from services.cli.discover import Url
 
 if TYPE_CHECKING:
@@ -437,3 +437,4 @@ def export(
 
 app.command("movement")(duplicate.movement_command)
 app.command("matchpoints")(duplicate.matchpoints_command)
+app.command("bracket")(knockout.bracket_command)
