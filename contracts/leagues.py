@@ -185,16 +185,47 @@ class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
     withdrawn: Annotated[
         bool, msgspec.Meta(description="The player left the league; the record stays.")
     ]
+    adjusted: Annotated[
+        int,
+        msgspec.Meta(
+            description="The director's adjusted scores for the player, summed: part of `points`."
+        ),
+    ]
     rating: Rating
+
+
+class Adjustment(msgspec.Struct, frozen=True, kw_only=True):
+    """An adjusted score the director recorded, in the league's history."""
+
+    number: Annotated[int, msgspec.Meta(description="The league's adjustments, from 1.")]
+    player: str
+    points: Annotated[int, msgspec.Meta(description="Added to the player's points (or taken).")]
+    reason: str
+    round: Annotated[
+        int | None, msgspec.Meta(description="The round it concerns; none: the whole league.")
+    ]
+
+
+class VoidedTable(msgspec.Struct, frozen=True, kw_only=True):
+    """A table the director voided: its game's result counts in no player's wins, points,
+    games or forfeits (the ratings, openskill's over every game played, keep it)."""
+
+    round: int
+    table: Annotated[int, msgspec.Meta(description="The table's number in its round, from 1.")]
+    game_id: str
+    reason: str
 
 
 class Standings(msgspec.Struct, frozen=True, kw_only=True):
     """Most wins first (a bye counts one), then most points, then fewest forfeits, then the
-    higher rating ``ordinal``, then the player's name."""
+    higher rating ``ordinal``, then the player's name. The director's adjusted scores are in
+    the points, and a voided table counts for no one; both are listed, with their reasons."""
 
     league_id: str
     version: Annotated[int, msgspec.Meta(description="How many of the league's games are counted.")]
     players: list[PlayerStanding]
+    adjustments: list[Adjustment]
+    voided: list[VoidedTable]
 
 
 class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -213,6 +244,9 @@ class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
     ]
     points: int
     result: SeatResult
+    voided: Annotated[
+        bool, msgspec.Meta(description="The director voided the table: it counts for no one.")
+    ]
 
 
 class LeagueResults(msgspec.Struct, frozen=True, kw_only=True):

@@ -336,12 +336,30 @@ class SubstitutePlayerRequest(msgspec.Struct, frozen=True, tag="substitute_playe
     substitute: str
 
 
+class AdjustScoreRequest(msgspec.Struct, frozen=True, tag="adjust_score", kw_only=True):
+    """The director adds ``points`` (or takes them) to ``player``'s total, for ``reason``."""
+
+    player: str
+    points: int
+    reason: str
+    round: int | None = None
+
+
+class VoidTableRequest(msgspec.Struct, frozen=True, tag="void_table", kw_only=True):
+    """The director voids the finished table ``game_id``, for ``reason``."""
+
+    game_id: str
+    reason: str
+
+
 LeagueRequestBody = (
     CreateLeagueRequest
     | ScheduleRoundRequest
     | FinishRoundRequest
     | WithdrawPlayerRequest
     | SubstitutePlayerRequest
+    | AdjustScoreRequest
+    | VoidTableRequest
 )
 
 

@@ -20,7 +20,13 @@ What a league cannot know by itself comes in as inputs, as a deal's seed does fo
 
 The league's operations: :class:`WithdrawPlayer` (no round scheduled later seats the player)
 and :class:`SubstitutePlayer` (someone else plays the player's running seat, for the player's
-record: the tables, and so the results and standings, keep the player's name).
+record: the tables, and so the results and standings, keep the player's name). A late
+player is replaced the same way: their table's game is created, and their seat taken, when the
+round starts, so a substitute can take the seat before its first move. The director's:
+:class:`AdjustScore` (points added to or taken from a player's total, with the reason, as
+:class:`ScoreAdjusted`) and :class:`VoidTable` (a finished table's result counts for no one,
+as :class:`TableVoided`); both are events of the league's history, so every reader, the
+standings and the exports see each one and why.
 
 A league's games are ordinary games: the round's tables name them (:func:`table_game_id`), and
 whoever starts the round creates each one with ``league`` set and seats its players. Standings,
@@ -66,6 +72,10 @@ MAX_ROUNDS = 1000
 MAX_TURN_S = 86_400.0
 """A league's clock gives a turn at most a day."""
 MAX_AWAY_AFTER = 100
+MAX_ADJUSTMENT = 100_000
+"""An adjusted score moves a total by at most this many points, either way."""
+MAX_REASON = 500
+"""A director's reason is 1 to this many printable characters."""
 
 PairingChoice = Literal["auto", "round_robin", "swiss"]
 """How a league pairs its players; ``auto`` chooses by :func:`domain.schedule.choose_pairing`."""
@@ -166,6 +176,26 @@ class League(msgspec.Struct, frozen=True):
     finished: bool = False
     """Its last planned round is over (:class:`LeagueFinished`); a league of no planned end
     never finishes."""
+    adjustments: tuple[ScoreAdjusted, ...] = ()
+    """The director's adjusted scores, in the order made."""
+    voided: tuple[TableVoided, ...] = ()
+    """The tables the director voided, in the order voided."""
+
+    def voided_game(self, game_id: str) -> bool:
+        return any(void.game_id == game_id for void in self.voided)
+
+    def table_named(self, game_id: str) -> tuple[Round, LeagueTable] | None:
+        """The round and table whose game is ``game_id``, if the league scheduled it."""
+        place = table_of(game_id)
+        if place is None or place.league_id != self.league_id:
+            return None
+        if not 1 <= place.round <= len(self.rounds):
+            return None
+        played = self.rounds[place.round - 1]
+        for table in played.tables:
+            if table.game_id == game_id:
+                return played, table
+        return None
 
     @property
     def next_round(self) -> int:
@@ -257,6 +287,24 @@ class SubstitutePlayer(LeagueCommand, tag="substitute_player", frozen=True):
     substitute: str
 
 
+class AdjustScore(LeagueCommand, tag="adjust_score", frozen=True):
+    """The director's adjusted score: ``points`` (positive or negative, not 0) added to
+    ``player``'s total, for ``reason``; ``round``, when given, names the round it concerns."""
+
+    player: str
+    points: int
+    reason: str
+    round: int | None = None
+
+
+class VoidTable(LeagueCommand, tag="void_table", frozen=True):
+    """The director voids the table ``game_id`` (its game must be over: the ``results`` input
+    says so): its result counts for no one, in the standings and in Swiss pairing."""
+
+    game_id: str
+    reason: str
+
+
 class LeagueEvent(msgspec.Struct, frozen=True, tag_field="type"):
     """Base of every league event."""
 
@@ -321,7 +369,35 @@ class RoundScheduled(LeagueEvent, tag="round_scheduled", frozen=True):
     byes: tuple[str, ...]
 
 
-AnyLeagueCommand = CreateLeague | ScheduleRound | FinishRound | WithdrawPlayer | SubstitutePlayer
+class ScoreAdjusted(LeagueEvent, tag="score_adjusted", frozen=True):
+    """An adjusted score (:class:`AdjustScore`), the league's ``number``-th, from 1."""
+
+    number: int
+    player: str
+    points: int
+    reason: str
+    round: int | None = None
+
+
+class TableVoided(LeagueEvent, tag="table_voided", frozen=True):
+    """The table ``game_id`` of round ``round`` is void, for ``reason``; ``result`` is how its
+    game had ended, which no standing counts any more."""
+
+    round: int
+    game_id: str
+    reason: str
+    result: TableResult
+
+
+AnyLeagueCommand = (
+    CreateLeague
+    | ScheduleRound
+    | FinishRound
+    | WithdrawPlayer
+    | SubstitutePlayer
+    | AdjustScore
+    | VoidTable
+)
 AnyLeagueEvent = (
     LeagueCreated
     | RoundCompleted
@@ -329,6 +405,8 @@ AnyLeagueEvent = (
     | LeagueFinished
     | PlayerWithdrawn
     | PlayerSubstituted
+    | ScoreAdjusted
+    | TableVoided
 )
 
 
@@ -357,6 +435,10 @@ def decide(
         return _withdraw(state, command.player)
     if isinstance(command, SubstitutePlayer):
         return _substitute(state, command, results or {})
+    if isinstance(command, AdjustScore):
+        return [_adjust(state, command)]
+    if isinstance(command, VoidTable):
+        return [_void(state, command, results or {})]
     raise RuleViolation("malformed", f"unknown command {type(command).__name__}")
 
 
@@ -533,6 +615,45 @@ def _substitute(
     ]
 
 
+def _adjust(state: League, command: AdjustScore) -> ScoreAdjusted:
+    if command.player not in state.players:
+        raise RuleViolation("malformed", f"{command.player!r} is not a player of the league")
+    if command.points == 0 or abs(command.points) > MAX_ADJUSTMENT:
+        raise RuleViolation(
+            "malformed", f"an adjustment is 1 to {MAX_ADJUSTMENT} points, either way"
+        )
+    _check_reason(command.reason)
+    if command.round is not None and not 1 <= command.round <= len(state.rounds):
+        raise RuleViolation("malformed", f"the league has no round {command.round} yet")
+    return ScoreAdjusted(
+        len(state.adjustments) + 1, command.player, command.points, command.reason, command.round
+    )
+
+
+def _void(state: League, command: VoidTable, results: Mapping[str, TableResult]) -> TableVoided:
+    _check_reason(command.reason)
+    found = state.table_named(command.game_id)
+    if found is None:
+        raise RuleViolation("malformed", f"{command.game_id!r} is not a table of the league")
+    played, table = found
+    if state.voided_game(table.game_id):
+        raise RuleViolation("wrong_phase", f"{table.game_id} is void already")
+    if played.finished:
+        result = played.results[played.tables.index(table)]
+    elif table.game_id in results:
+        result = results[table.game_id]
+    else:
+        raise RuleViolation(
+            "wrong_phase", f"{table.game_id} is still being played: void it once it is over"
+        )
+    return TableVoided(played.number, table.game_id, command.reason, result)
+
+
+def _check_reason(reason: str) -> None:
+    if not (0 < len(reason) <= MAX_REASON and reason.isprintable() and reason.strip()):
+        raise RuleViolation("malformed", f"a reason is 1 to {MAX_REASON} printable characters")
+
+
 def _completed(last: Round, results: Mapping[str, TableResult]) -> RoundCompleted:
     """The round's results, once every one of its games is over."""
     recorded = []
@@ -570,6 +691,10 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
         return replace(state, finished=True, version=version)
     if isinstance(event, PlayerWithdrawn):
         return replace(state, withdrawn=(*state.withdrawn, event.player), version=version)
+    if isinstance(event, ScoreAdjusted):
+        return replace(state, adjustments=(*state.adjustments, event), version=version)
+    if isinstance(event, TableVoided):
+        return replace(state, voided=(*state.voided, event), version=version)
     substitution = Substitution(
         event.round, event.game_id, event.seat, event.player, event.substitute
     )
@@ -617,12 +742,15 @@ def ranking(state: League) -> list[Standing]:
     """Every player's record in the recorded rounds, best first: most wins (a bye of a
     finished round counts :data:`BYE_WINS`), then most points, then fewest forfeits, then the
     league's order. A forfeited game is a loss for the unit that ran out of time and a win
-    for the others, at the scores as they stood."""
+    for the others, at the scores as they stood. A void table counts for no one, and the
+    director's adjusted scores are in the points."""
     tally = {player: Standing(player) for player in state.order}
     for played in state.rounds:
         if not played.finished:
             continue
         for table, result in zip(played.tables, played.results, strict=True):
+            if state.voided_game(table.game_id):
+                continue
             for seat, player in enumerate(table.players):
                 now = tally[player]
                 tally[player] = replace(
@@ -635,6 +763,9 @@ def ranking(state: League) -> list[Standing]:
         for player in played.byes:
             now = tally[player]
             tally[player] = replace(now, wins=now.wins + BYE_WINS, byes=now.byes + 1)
+    for adjusted in state.adjustments:
+        now = tally[adjusted.player]
+        tally[adjusted.player] = replace(now, points=now.points + adjusted.points)
     place = {player: index for index, player in enumerate(state.order)}
     return sorted(tally.values(), key=lambda s: (-s.wins, -s.points, s.forfeits, place[s.player]))
 

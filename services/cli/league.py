@@ -4,8 +4,8 @@
 round starts the round's games and plays every seat with a bot until each game ends, waits for
 the league to record the round over, and prints the final standings. ``--idle P`` leaves a
 share of the players idle: they never act, and only their seats' clocks play their tables out.
-``create``, ``schedule``, ``standings``, ``withdraw``, ``substitute`` and ``export`` are the
-single steps, for scripts.
+``create``, ``schedule``, ``standings``, ``withdraw``, ``substitute``, ``adjust``, ``void`` and
+``export`` are the single steps, for scripts.
 
 Register in ``services/cli/main.py``::
 
@@ -400,6 +400,46 @@ def substitute(
 
     async def work(leagues: LeagueClient) -> Any:
         return await leagues.substitute(league_id, player, by, idempotency_key=key)
+
+    typer.echo(msgspec.json.encode(_run(url, api_key, work)).decode())
+
+
+@app.command("adjust")
+def adjust(
+    league_id: Annotated[str, typer.Argument(help="The league.")],
+    player: Annotated[str, typer.Argument(help="The player whose total is adjusted.")],
+    points: Annotated[int, typer.Option(help="Points added (negative: taken off).")],
+    reason: Annotated[str, typer.Option(help="Why: recorded, and shown with the standings.")],
+    round_number: Annotated[
+        int | None, typer.Option("--round", help="The round it concerns, if one.")
+    ] = None,
+    key: Annotated[str | None, typer.Option(help="Idempotency-Key: recorded once.")] = None,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """The director's adjusted score, recorded in the league's history; prints it as JSON."""
+
+    async def work(leagues: LeagueClient) -> Any:
+        return await leagues.adjust_score(
+            league_id, player, points, reason, round_number, idempotency_key=key
+        )
+
+    typer.echo(msgspec.json.encode(_run(url, api_key, work)).decode())
+
+
+@app.command("void")
+def void(
+    league_id: Annotated[str, typer.Argument(help="The league.")],
+    game_id: Annotated[str, typer.Argument(help="The table's game, which must be over.")],
+    reason: Annotated[str, typer.Option(help="Why: recorded, and shown with the standings.")],
+    key: Annotated[str | None, typer.Option(help="Idempotency-Key: recorded once.")] = None,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Void a finished table: its result counts for no one; prints the void as JSON."""
+
+    async def work(leagues: LeagueClient) -> Any:
+        return await leagues.void_table(league_id, game_id, reason, idempotency_key=key)
 
     typer.echo(msgspec.json.encode(_run(url, api_key, work)).decode())
 

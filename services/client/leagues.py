@@ -19,12 +19,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from contracts.leagues import (
+    Adjustment,
     IntegrityReport,
     League,
     LeagueRound,
     RoundStarted,
     Standings,
     Substituted,
+    VoidedTable,
     Withdrawn,
 )
 from services.client.api import SpadesClient, keyed
@@ -132,6 +134,42 @@ class LeagueClient:
             retry=idempotency_key is not None,
         )
         return self.client.decode(response, Substituted)
+
+    async def adjust_score(
+        self,
+        league_id: str,
+        player: str,
+        points: int,
+        reason: str,
+        round_number: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> Adjustment:
+        """The director's adjusted score: ``points`` added to ``player``'s total, for
+        ``reason`` (``round_number``: the round it concerns, if one)."""
+        body: dict[str, object] = {"player": player, "points": points, "reason": reason}
+        if round_number is not None:
+            body["round"] = round_number
+        response = await self.client.request(
+            "POST",
+            _path(league_id, "adjustments"),
+            body=body,
+            headers=keyed(self._platform(), idempotency_key),
+            retry=idempotency_key is not None,
+        )
+        return self.client.decode(response, Adjustment)
+
+    async def void_table(
+        self, league_id: str, game_id: str, reason: str, idempotency_key: str | None = None
+    ) -> VoidedTable:
+        """The director voids the finished table ``game_id``: it counts for no one."""
+        response = await self.client.request(
+            "POST",
+            _path(league_id, "voids"),
+            body={"game_id": game_id, "reason": reason},
+            headers=keyed(self._platform(), idempotency_key),
+            retry=idempotency_key is not None,
+        )
+        return self.client.decode(response, VoidedTable)
 
     async def export(self, league_id: str, what: Export, export_format: str = "json") -> bytes:
         """The league's ``standings`` or ``results`` export, as the server wrote it (JSON or

@@ -24,6 +24,7 @@ import msgspec
 
 from contracts.wire import (
     MAX_LEAGUE_COMMAND_BYTES,
+    AdjustScoreRequest,
     CreateLeagueRequest,
     FinishRoundRequest,
     LeagueCommandReply,
@@ -33,11 +34,13 @@ from contracts.wire import (
     Refusal,
     ScheduleRoundRequest,
     SubstitutePlayerRequest,
+    VoidTableRequest,
     encode_league_commit,
     league_request_decoder,
 )
 from domain.league import (
     LEAGUE_ID,
+    AdjustScore,
     AnyLeagueCommand,
     CreateLeague,
     FinishRound,
@@ -45,6 +48,7 @@ from domain.league import (
     ScheduleRound,
     SubstitutePlayer,
     TableResult,
+    VoidTable,
     WithdrawPlayer,
     decide,
     table_result,
@@ -137,6 +141,12 @@ class LeagueEngine(
         elif isinstance(body, SubstitutePlayerRequest):
             command = SubstitutePlayer(body.player, body.substitute)
             played = state.current
+        elif isinstance(body, VoidTableRequest):
+            command = VoidTable(body.game_id, body.reason)
+            found = state.table_named(body.game_id)
+            played = found[0] if found is not None else None
+        elif isinstance(body, AdjustScoreRequest):
+            return decide(state, AdjustScore(body.player, body.points, body.reason, body.round))
         else:
             return decide(state, WithdrawPlayer(body.player))
         return decide(state, command, results=await self.results(played))

@@ -17,6 +17,11 @@ forfeits, then the higher rating ``ordinal``, then the player's name.
   player gets no byes: they are not in the rounds after they left.
 - A substitute plays for the seat's original player: the game counts in the original player's
   record, never the substitute's.
+- The director's adjusted scores are added to the points (``adjusted`` says how much of them),
+  and a voided table counts in no one's wins, points, games or forfeits: the read model counted
+  its game when it ended, and the answer takes the result the league recorded with the void
+  back out. Ratings keep it (openskill's, over every game played). Both are listed, with their
+  reasons, in the standings and (``voided``) in the results.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ STANDINGS_CSV = (
     "byes",
     "forfeits",
     "withdrawn",
+    "adjusted",
     "mu",
     "sigma",
     "ordinal",
@@ -57,6 +63,7 @@ RESULTS_CSV = (
     "played_by",
     "points",
     "result",
+    "voided",
 )
 """One row per seat of every finished round's tables (``result``: ``win``, ``loss`` or
 ``forfeit``), and one per bye (``result``: ``bye``, no table)."""
@@ -120,6 +127,10 @@ def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> 
 
 def standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:
     played = {record.player: record for record in standings.players}
+    adjusted = dict.fromkeys(league.players, 0)
+    for adjustment in league.adjustments:
+        adjusted[adjustment.player] += adjustment.points
+    played = _without_voided(league, played, standings.counted)
     byes = dict.fromkeys(league.players, 0)
     for past in league.rounds:
         for player in past.byes:
@@ -130,7 +141,10 @@ def standings_answer(league: League, standings: LeagueStandings) -> shown.Standi
     def wins(record: PlayerRecord) -> int:
         return record.wins + BYE_WINS * byes[record.player]
 
-    records.sort(key=lambda r: (-wins(r), -r.points, r.forfeits, -r.ordinal, r.player))
+    def points(record: PlayerRecord) -> int:
+        return record.points + adjusted[record.player]
+
+    records.sort(key=lambda r: (-wins(r), -points(r), r.forfeits, -r.ordinal, r.player))
     return shown.Standings(
         league_id=league.league_id,
         version=standings.version,
@@ -138,17 +152,69 @@ def standings_answer(league: League, standings: LeagueStandings) -> shown.Standi
             shown.PlayerStanding(
                 rank=rank,
                 player=record.player,
-                points=record.points,
+                points=points(record),
                 wins=wins(record),
                 games=record.games,
                 byes=byes[record.player],
                 forfeits=record.forfeits,
                 withdrawn=record.player in withdrawn,
+                adjusted=adjusted[record.player],
                 rating=shown.Rating(mu=record.mu, sigma=record.sigma, ordinal=record.ordinal),
             )
             for rank, record in enumerate(records, start=1)
         ],
+        adjustments=[
+            shown.Adjustment(
+                number=a.number, player=a.player, points=a.points, reason=a.reason, round=a.round
+            )
+            for a in league.adjustments
+        ],
+        voided=voided_tables(league),
     )
+
+
+def voided_tables(league: League) -> list[shown.VoidedTable]:
+    """The tables the director voided, in the order voided."""
+    shown_tables = []
+    for void in league.voided:
+        found = league.table_named(void.game_id)
+        assert found is not None  # the league voided only a table of its own
+        played, table = found
+        shown_tables.append(
+            shown.VoidedTable(
+                round=void.round,
+                table=played.tables.index(table) + 1,
+                game_id=void.game_id,
+                reason=void.reason,
+            )
+        )
+    return shown_tables
+
+
+def _without_voided(
+    league: League, played: dict[str, PlayerRecord], counted: frozenset[str]
+) -> dict[str, PlayerRecord]:
+    """The read model's records with each voided table's result taken back out (of those the
+    model has counted: ``counted``)."""
+    records = dict(played)
+    for void in league.voided:
+        if void.game_id not in counted:
+            continue
+        found = league.table_named(void.game_id)
+        assert found is not None
+        _, table = found
+        result = void.result
+        for seat, player in enumerate(table.players):
+            record = records.get(player)
+            assert record is not None  # the model counted the game, so the player
+            records[player] = msgspec.structs.replace(
+                record,
+                points=record.points - result.points[seat],
+                wins=record.wins - result.won[seat],
+                games=record.games - 1,
+                forfeits=record.forfeits - result.forfeit_at(seat),
+            )
+    return records
 
 
 def standings_rows(standings: shown.Standings) -> list[dict[str, Any]]:
@@ -185,6 +251,7 @@ def results_rows(league: League) -> list[shown.ResultRow]:
                         played_by=league.sitting(table, seat),
                         points=result.points[seat],
                         result=outcome,
+                        voided=league.voided_game(table.game_id),
                     )
                 )
         rows += [
@@ -197,6 +264,7 @@ def results_rows(league: League) -> list[shown.ResultRow]:
                 played_by=None,
                 points=0,
                 result="bye",
+                voided=False,
             )
             for player in played.byes
         ]

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from domain.bids import BID_PATTERN
-from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
+from domain.league import MAX_ADJUSTMENT, MAX_PLAYERS, MAX_REASON, MAX_ROUNDS, PairingChoice
 from domain.platforms import Seating, Visibility
 from domain.rules import (
     CARD_INPUT_PATTERN,
@@ -355,6 +355,37 @@ class Substitute(_Strict):
     substitute: PlayerName = Field(description="Who plays the seat from now on.")
 
 
+Reason = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_REASON,
+        description="Why, as the players and the audit will read it: printable characters.",
+        examples=["slow play, warned twice"],
+    ),
+]
+
+
+class AdjustScore(_Strict):
+    player: PlayerName = Field(description="A player of the league.")
+    points: Annotated[
+        int, Field(ge=-MAX_ADJUSTMENT, le=MAX_ADJUSTMENT), BeforeValidator(_whole)
+    ] = Field(description="Added to the player's points (negative: taken); not 0.")
+    reason: Reason
+    round: Annotated[int, Field(ge=1, le=MAX_ROUNDS), BeforeValidator(_whole)] | None = Field(
+        default=None, description="The round it concerns, if one; it must be scheduled."
+    )
+
+
+class VoidTable(_Strict):
+    game_id: str = Field(
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="The table's game, of a round of the league; it must be over.",
+        examples=["north-2-3"],
+    )
+    reason: Reason
+
+
 League = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "League"})]
 """A league: :class:`contracts.leagues.League` (its substitutions ``Substitution``)."""
 Withdrawn = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Withdrawn"})]
@@ -372,6 +403,10 @@ LeagueResults = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "League
 IntegrityReport = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "IntegrityReport"})]
 """A league's integrity report: :class:`contracts.leagues.IntegrityReport` (its signals
 ``IntegritySignal``, their hands ``EvidenceHand``)."""
+Adjustment = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Adjustment"})]
+"""An adjusted score recorded: :class:`contracts.leagues.Adjustment`."""
+VoidedTable = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "VoidedTable"})]
+"""A table voided: :class:`contracts.leagues.VoidedTable`."""
 
 
 # --------------------------------------------------------------------------- audit

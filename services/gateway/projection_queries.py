@@ -7,7 +7,7 @@ They are eventually consistent: a client that needs its own write reads with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import msgspec
@@ -53,6 +53,8 @@ class LeagueStandings(msgspec.Struct, frozen=True):
     version: int
     """How many of the league's games the rows count."""
     players: list[PlayerRecord]
+    counted: frozenset[str] = frozenset()
+    """Which of the games asked about the rows count (a voided table's, say)."""
 
 
 class InvalidCursor(ValueError):
@@ -80,8 +82,9 @@ class ReadModels(Protocol):
         """The summaries of those of ``game_ids`` the game list has, by id."""
         ...
 
-    async def league_standings(self, league_id: str) -> LeagueStandings:
-        """What the standings hold of a league (nothing for a league no game of which ended)."""
+    async def league_standings(self, league_id: str, among: Sequence[str] = ()) -> LeagueStandings:
+        """What the standings hold of a league (nothing for a league no game of which ended),
+        and which of the games ``among`` they count."""
         ...
 
     async def wait_for_league_version(self, league_id: str, version: int, timeout_s: float) -> bool:
@@ -148,9 +151,10 @@ class ProjectionReadModels:
         found = await queries.game_summaries(self._engine, game_ids)
         return {game_id: msgspec.convert(row, GameSummary) for game_id, row in found.items()}
 
-    async def league_standings(self, league_id: str) -> LeagueStandings:
-        version, rows = await queries.league_standings(self._engine, league_id)
-        return LeagueStandings(version, [msgspec.convert(_plain(r), PlayerRecord) for r in rows])
+    async def league_standings(self, league_id: str, among: Sequence[str] = ()) -> LeagueStandings:
+        version, rows, counted = await queries.league_standings(self._engine, league_id, among)
+        records = [msgspec.convert(_plain(r), PlayerRecord) for r in rows]
+        return LeagueStandings(version, records, frozenset(counted))
 
     async def wait_for_league_version(self, league_id: str, version: int, timeout_s: float) -> bool:
         return await queries.wait_for_league_version(self._engine, league_id, version, timeout_s)

@@ -224,12 +224,15 @@ async def _wait_until(
     return True
 
 
-async def league_standings(engine: AsyncEngine, league: str) -> tuple[int, list[dict[str, Any]]]:
-    """How many of the league's games the standings count, and the rows of its players that
-    have played (``points``, ``wins``, ``games``, ``mu``, ``sigma``, ``ordinal``; unordered).
+async def league_standings(
+    engine: AsyncEngine, league: str, among: Sequence[str] = ()
+) -> tuple[int, list[dict[str, Any]], set[str]]:
+    """How many of the league's games the standings count, the rows of its players that
+    have played (``points``, ``wins``, ``games``, ``mu``, ``sigma``, ``ordinal``; unordered),
+    and which of the games ``among`` they count (a voided table's, say).
 
-    One statement, so the count and the rows are of the same moment on either database; a
-    league none of whose games has ended has no rows, and counts 0.
+    The count and the rows are one statement, so they are of the same moment on either
+    database; a league none of whose games has ended has no rows, and counts 0.
     """
     standings, games = tables.league_standings, tables.standing_games
     counted = (
@@ -240,8 +243,14 @@ async def league_standings(engine: AsyncEngine, league: str) -> tuple[int, list[
     query = sa.select(standings, counted.label("counted")).where(standings.c.league == league)
     async with engine.connect() as conn:
         rows = [row._asdict() for row in await conn.execute(query)]
+        ended: set[str] = set()
+        if among:
+            found = await conn.execute(
+                sa.select(games.c.game_id).where(games.c.game_id.in_(list(among)) & games.c.ended)
+            )
+            ended = set(found.scalars())
     counts = [int(row.pop("counted")) for row in rows]
-    return (counts[0] if counts else 0), rows
+    return (counts[0] if counts else 0), rows, ended
 
 
 async def league_hand_facts(engine: AsyncEngine, league: str) -> list[Any]:

@@ -437,3 +437,100 @@ async def test_the_cli_exports_withdraws_and_substitutes(
     assert "wrong_phase" in refused.output
     bad = await asyncio.to_thread(spades, "export", league_id, "cards")
     assert bad.exit_code != 0
+
+    # the director's tools from the terminal
+    adjusted = await asyncio.to_thread(
+        spades,
+        "adjust",
+        league_id,
+        third,
+        "--points",
+        "-15",
+        "--reason",
+        "late arrival",
+        "--round",
+        "1",
+    )
+    assert last_line(adjusted) == {
+        "number": 1,
+        "player": third,
+        "points": -15,
+        "reason": "late arrival",
+        "round": 1,
+    }
+    voided = await asyncio.to_thread(
+        spades, "void", league_id, table["game_id"], "--reason", "misdeal"
+    )
+    assert last_line(voided)["game_id"] == table["game_id"]
+    again = await asyncio.to_thread(spades, "void", league_id, table["game_id"], "--reason", "x")
+    assert again.exit_code == 1
+    assert "wrong_phase" in again.output
+
+
+# --------------------------------------------------------------------------- the director
+
+
+async def test_the_director_voids_a_table_and_adjusts_a_score_in_the_history_and_standings(
+    gateway: str, http: httpx.AsyncClient, house: Client
+) -> None:
+    players = [f"d{n}" for n in range(8)]  # two tables of four
+    league_id = await create_league(http, players, rounds=2)
+    url = f"/v1/leagues/{league_id}"
+    first = ok(await http.post(f"{url}/rounds"), 201)
+    one, other = first["tables"]
+    # a table still being played cannot be voided
+    body = {"game_id": one["game_id"], "reason": "marked cards"}
+    assert_problem(await http.post(f"{url}/voids", json=body), 409, "wrong_phase")
+    await play_tables(gateway, [one, other])
+    before = ok(await http.get(f"{url}/standings", params={"min_version": 2}))
+    records = {row["player"]: row for row in before["players"]}
+    voided = ok(await http.post(f"{url}/voids", json=body, headers={"Idempotency-Key": "v1"}), 201)
+    assert voided == {"round": 1, "table": 1, "game_id": one["game_id"], "reason": "marked cards"}
+    # a retry with the key records it once; a second void of the table is refused
+    again = await http.post(f"{url}/voids", json=body, headers={"Idempotency-Key": "v1"})
+    assert ok(again, 201) == voided
+    assert_problem(await http.post(f"{url}/voids", json=body), 409, "wrong_phase")
+    someone = other["seats"][0]["player"]
+    adjustment = {"player": someone, "points": -25, "reason": "slow play, warned twice", "round": 1}
+    made = ok(await http.post(f"{url}/adjustments", json=adjustment), 201)
+    assert made == {"number": 1, **adjustment}
+
+    for wrong, status, code in [
+        ({**adjustment, "points": 0}, 400, "malformed"),
+        ({**adjustment, "reason": "tab\there"}, 400, "malformed"),
+        ({**adjustment, "round": 9}, 400, "malformed"),
+        ({**adjustment, "player": "nobody"}, 404, "not_found"),
+        ({**adjustment, "points": "5"}, 400, "malformed"),
+    ]:
+        response = await http.post(f"{url}/adjustments", json=wrong)
+        assert response.status_code == status, (wrong, response.text)
+        if code is not None:
+            assert response.json()["code"] == code
+    missing = {"game_id": f"{league_id}-1-9", "reason": "x"}
+    assert_problem(await http.post(f"{url}/voids", json=missing), 404, "not_found")
+
+    standings = ok(await http.get(f"{url}/standings"))
+    rows = {row["player"]: row for row in standings["players"]}
+    for seat in one["seats"]:  # the voided table counts for no one
+        assert (rows[seat["player"]]["games"], rows[seat["player"]]["points"]) == (0, 0)
+        assert rows[seat["player"]]["wins"] == 0
+    mine = rows[someone]
+    assert (mine["points"], mine["adjusted"]) == (records[someone]["points"] - 25, -25)
+    assert standings["adjustments"] == [made]
+    assert standings["voided"] == [voided]
+
+    # the exports say so too: the results mark the voided table, the CSV has the column
+    results = ok(await http.get(f"{url}/exports/results"))["results"]
+    assert {r["game_id"] for r in results if r["voided"]} == {one["game_id"]}
+    exported = await http.get(f"{url}/exports/standings", params={"format": "csv"})
+    table = list(csv.DictReader(io.StringIO(exported.text)))
+    assert {row["player"]: row["adjusted"] for row in table}[someone] == "-25"
+
+    # both are events of the league's history, with their reasons
+    stored = await LeagueStream(house.jetstream()).read(league_id)
+    kinds = [
+        (type(e).__name__, getattr(e, "reason", None)) for s in stored for e in s.commit.events
+    ]
+    assert ("TableVoided", "marked cards") in kinds
+    assert ("ScoreAdjusted", "slow play, warned twice") in kinds
+    assert sum(kind == "TableVoided" for kind, _ in kinds) == 1

@@ -132,7 +132,7 @@ def expected_standings(logs: list[GameLog], league_id: str) -> dict[str, dict[st
 
 
 async def stored_standings(store: Store, league_id: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    version, rows = await queries.league_standings(store.engine, league_id)
+    version, rows, _ = await queries.league_standings(store.engine, league_id)
     return version, {
         row.pop("player"): {k: v for k, v in row.items() if k != "league"} for row in rows
     }

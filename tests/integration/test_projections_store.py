@@ -162,7 +162,7 @@ async def test_a_database_an_earlier_version_made_keeps_its_positions(
         assert {(m.model, m.partition, m.sequence) for m in await parked_messages(store)} == {
             (name, 0, junk) for name in kept
         }
-        assert await queries.league_standings(store.engine, "old") == (0, [])
+        assert await queries.league_standings(store.engine, "old") == (0, [], set())
 
         last = await append_games(js, logs[3:])
         async with workers(store, nats_client):

@@ -1,4 +1,5 @@
-"""A league's operations: create it, start a round, withdraw a player, seat a substitute.
+"""A league's operations: create it, start a round, withdraw a player, seat a substitute,
+and the director's: adjust a score, void a table.
 
 Starting a round is two steps, both safe to repeat: the engine schedules the round (a league
 command), then each table's game is created and its players seated with the ordinary game
@@ -16,6 +17,7 @@ from typing import Any
 
 from contracts.leagues import StartedTable
 from contracts.wire import (
+    AdjustScoreRequest,
     CreateGameRequest,
     CreateLeagueRequest,
     MarkAwayRequest,
@@ -23,6 +25,7 @@ from contracts.wire import (
     ScheduleRoundRequest,
     SubstitutePlayerRequest,
     TakeSeatRequest,
+    VoidTableRequest,
     WithdrawPlayerRequest,
 )
 from domain.events import SeatTokenReissued
@@ -32,6 +35,8 @@ from domain.league import (
     PlayerSubstituted,
     PlayerWithdrawn,
     RoundScheduled,
+    ScoreAdjusted,
+    TableVoided,
     fold,
 )
 from domain.platforms import FIRST_ISSUE
@@ -205,3 +210,31 @@ async def substitute(
     )
     token = seated(services, substituted.game_id, reissued.seat, reissued.player, reissued.issue)
     return substituted, token
+
+
+async def adjust_score(
+    services: Gateway,
+    league_id: str,
+    platform: str | None,
+    request: AdjustScoreRequest,
+    key: str | None,
+) -> ScoreAdjusted:
+    """Record the director's adjusted score (once for a retry with the same key)."""
+    command_id = keyed_command_id(services.secret, key, "adjust", league_id, platform)
+    with command(services, command_id):
+        reply = await services.commands.send_league(league_id, request, command_id)
+    return expected(reply.events, ScoreAdjusted, "recorded nothing")
+
+
+async def void_table(
+    services: Gateway,
+    league_id: str,
+    platform: str | None,
+    request: VoidTableRequest,
+    key: str | None,
+) -> TableVoided:
+    """Record the director's void of a finished table (once for a retry with the same key)."""
+    command_id = keyed_command_id(services.secret, key, "void", league_id, platform)
+    with command(services, command_id):
+        reply = await services.commands.send_league(league_id, request, command_id)
+    return expected(reply.events, TableVoided, "recorded nothing")

@@ -1,5 +1,6 @@
 """Leagues: create one, schedule and start its rounds, read a round and the standings; for the
-league's platform, withdraw a player, seat a substitute, and export standings and results.
+league's platform, withdraw a player, seat a substitute, adjust a score, void a table, and
+export standings and results.
 What each command does is :mod:`services.gateway.operations.leagues` (starting a round's
 workflow among it); here, the HTTP.
 """
@@ -14,8 +15,10 @@ from fastapi import APIRouter, Body, Path, Query, Response
 
 from contracts import leagues as shown
 from contracts.wire import (
+    AdjustScoreRequest,
     CreateLeagueRequest,
     SubstitutePlayerRequest,
+    VoidTableRequest,
 )
 from domain.clock import Clock
 from domain.errors import RuleViolation
@@ -46,8 +49,11 @@ from services.gateway.league_views import (
     standings_answer,
     standings_rows,
     to_csv,
+    voided_tables,
 )
 from services.gateway.models import (
+    Adjustment,
+    AdjustScore,
     CreateLeague,
     IntegrityReport,
     LeagueResults,
@@ -56,6 +62,8 @@ from services.gateway.models import (
     ScheduleRound,
     Substitute,
     Substituted,
+    VoidedTable,
+    VoidTable,
     Withdraw,
     Withdrawn,
 )
@@ -180,6 +188,14 @@ async def _owned(services: Services, league_id: str, platform: str | None) -> Le
     return owned
 
 
+async def _standings(services: Services, league: League) -> shown.Standings:
+    """The league's standings: the read model's records, with the director's adjustments and
+    voided tables (from the league's history) applied."""
+    voided = [void.game_id for void in league.voided]
+    counted = await services.read_models.league_standings(league.league_id, voided)
+    return standings_answer(league, counted)
+
+
 def _of_the_league(league: League, player: str) -> None:
     """404 for a name the league does not have: the player named, like a seat a table does
     not have, is not there to act on."""
@@ -238,8 +254,7 @@ async def league_round(
 async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services: Services) -> Any:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""
-    standings = await services.read_models.league_standings(league.league_id)
-    return as_json(standings_answer(league, standings))
+    return as_json(await _standings(services, league))
 
 
 # --------------------------------------------------------------------------- the platform's
@@ -319,6 +334,73 @@ async def substitute(
     return as_json(answer)
 
 
+@router.post(
+    "/{league_id}/adjustments",
+    status_code=201,
+    response_model=Adjustment,
+    responses=problems(400, 401, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def adjust_score(
+    league_id: LeagueId,
+    body: AdjustScore,
+    services: Services,
+    platform: Platform,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
+    """The director's adjusted score, for the league's platform: ``points`` added to the
+    player's total (negative: taken off), for ``reason``, recorded in the league's history.
+    The standings count it in the player's points (``adjusted`` says how much) and list every
+    adjustment with its reason; Swiss pairing ranks by it. A retry with the same
+    ``Idempotency-Key`` records it once. 404 `not_found` for a name that is not the league's;
+    400 `malformed` for 0 points, a reason of a control character, or a round not scheduled."""
+    _of_the_league(await _owned(services, league_id, platform), body.player)
+    request = AdjustScoreRequest(
+        player=body.player, points=body.points, reason=body.reason, round=body.round
+    )
+    made = await operations.adjust_score(services, league_id, platform, request, idempotency_key)
+    log.info("score adjusted", number=made.number, points=made.points)
+    answer = shown.Adjustment(
+        number=made.number,
+        player=made.player,
+        points=made.points,
+        reason=made.reason,
+        round=made.round,
+    )
+    return as_json(answer)
+
+
+@router.post(
+    "/{league_id}/voids",
+    status_code=201,
+    response_model=VoidedTable,
+    responses=problems(400, 401, 404, 409, 422, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def void_table(
+    league_id: LeagueId,
+    body: VoidTable,
+    services: Services,
+    platform: Platform,
+    idempotency_key: IdempotencyKey = None,
+) -> Any:
+    """The director voids a table, for the league's platform: its game's result counts in no
+    player's wins, points, games or forfeits, in the standings, the results export (marked
+    ``voided``) and Swiss pairing; the reason is recorded in the league's history. 404
+    `not_found` for a game that is not a table of the league; 409 `wrong_phase` while the
+    table is still being played, or when it is void already."""
+    league = await _owned(services, league_id, platform)
+    if league.table_named(body.game_id) is None:
+        raise ProblemError("not_found", f"the league has no table {body.game_id!r}")
+    request = VoidTableRequest(game_id=body.game_id, reason=body.reason)
+    void = await operations.void_table(services, league_id, platform, request, idempotency_key)
+    log.info("table voided", game_id=void.game_id)
+    after = (await services.leagues.latest(league_id)).state
+    assert after is not None  # it has just recorded the void
+    (answer,) = [shown for shown in voided_tables(after) if shown.game_id == void.game_id]
+    return as_json(answer)
+
+
 @router.get(
     "/{league_id}/integrity",
     response_model=IntegrityReport,
@@ -371,11 +453,9 @@ async def export_standings(
 ) -> Response:
     """The standings to keep, for the league's platform: JSON as ``GET .../standings`` (one
     object per player, ranked), or CSV, one row per player (columns: rank, player, wins,
-    points, games, byes, forfeits, withdrawn, mu, sigma, ordinal)."""
+    points, games, byes, forfeits, withdrawn, adjusted, mu, sigma, ordinal)."""
     league = await _owned(services, league_id, platform)
-    standings = standings_answer(
-        league, await services.read_models.league_standings(league.league_id)
-    )
+    standings = await _standings(services, league)
     if export_format == "csv":
         return _csv(f"{league_id}-standings.csv", to_csv(STANDINGS_CSV, standings_rows(standings)))
     return Response(msgspec.json.encode(standings), media_type="application/json")

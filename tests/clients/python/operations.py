@@ -18,10 +18,11 @@ from functools import partial
 from typing import Any
 
 from play import main as play_game
-from play import parsed, retrying
+from play import parsed, play_out, retrying
 from spades_client import AuthenticatedClient
 from spades_client.api.games import create_game
 from spades_client.api.leagues import (
+    adjust_score,
     create_league,
     export_results,
     export_standings,
@@ -31,6 +32,7 @@ from spades_client.api.leagues import (
     standings,
     start_round,
     substitute,
+    void_table,
     withdraw,
 )
 from spades_client.api.log import (
@@ -56,6 +58,8 @@ from spades_client.api.webhooks import (
     replay_deliveries,
 )
 from spades_client.models import (
+    Adjustment,
+    AdjustScore,
     ClockSettings,
     ConsistencyProof,
     CreatedWebhook,
@@ -83,6 +87,8 @@ from spades_client.models import (
     Standings,
     Substituted,
     TakeSeat,
+    VoidedTable,
+    VoidTable,
     WatchLink,
     WebhookList,
     Withdraw,
@@ -104,8 +110,9 @@ def emptied(response: Response[Any], what: str) -> int:
     return int(response.status_code)
 
 
-def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
-    """A league of two tables: its first round, a substitute, a withdrawal, what it reports."""
+def league_operations(platform: AuthenticatedClient, base_url: str) -> dict[str, Any]:
+    """A league of two tables: its first round, a substitute, a withdrawal, a table played out
+    (by the substitute too) and voided, an adjusted score, what it reports."""
     body = CreateLeague(
         name="Thursday", rules=CreateLeagueRuleSetInput.from_dict(RULES), players=PLAYERS, rounds=2
     )
@@ -132,6 +139,28 @@ def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
         retrying(partial(substitute.sync_detailed, league_id, client=platform, body=swap)),
         Substituted,
         "substitute",
+    )
+    seated = started.tables[0]
+    tokens = [seat.token for seat in sorted(seated.seats, key=lambda seat: seat.seat)]
+    tokens[substituted.seat] = substituted.token
+    play_out(base_url, seated.game_id, tokens)
+    voided = parsed(
+        retrying(
+            partial(
+                void_table.sync_detailed,
+                league_id,
+                client=platform,
+                body=VoidTable(game_id=seated.game_id, reason="a misdeal, found after"),
+            )
+        ),
+        VoidedTable,
+        "voidTable",
+    )
+    penalty = AdjustScore(player=player, points=-10, reason="slow play", round_=1)
+    adjusted = parsed(
+        retrying(partial(adjust_score.sync_detailed, league_id, client=platform, body=penalty)),
+        Adjustment,
+        "adjustScore",
     )
     leaving = Withdraw(player=first.tables[1].players[0])
     withdrawn = parsed(
@@ -194,6 +223,10 @@ def league_operations(platform: AuthenticatedClient) -> dict[str, Any]:
         "league_withdrawn": list(again.withdrawn),
         "league_substitutions": len(again.substitutions),
         "integrity": [integrity.league_id, integrity.hands],
+        "voided": [voided.game_id, voided.round_, voided.table],
+        "adjusted": [adjusted.number, adjusted.player, adjusted.points],
+        "standing_adjustments": len(ranked.adjustments),
+        "standing_voided": [table.game_id for table in ranked.voided],
     }
 
 
@@ -336,7 +369,7 @@ def main(base_url: str, api_key: str, hook_url: str) -> dict[str, Any]:
         raise SystemExit(f"metrics: {scraped.status_code} {scraped.content!r}")
     return {
         "metrics_lines": scraped.content.decode().count("\n"),
-        **league_operations(platform),
+        **league_operations(platform, base_url),
         **game_operations(platform),
         **webhook_operations(platform, hook_url),
         **log_operations(platform, base_url, api_key),

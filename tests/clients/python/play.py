@@ -171,37 +171,11 @@ def choose(view: SeatView, blind_nil: bool) -> Action | None:
     return None
 
 
-def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dict[str, Any]:
-    rules, blind_nil = GAMES[game_name]
-    platform = AuthenticatedClient(base_url=base_url, token=api_key)
-    parsed(retrying(lambda: health.sync_detailed(client=platform)), Health, "health")
-    parsed(retrying(lambda: readiness.sync_detailed(client=platform)), Readiness, "readiness")
-    body = CreateGame(rules=CreateGameRuleSetInput.from_dict(rules))
-    created = parsed(
-        retrying(lambda: create_game.sync_detailed(client=platform, body=body)),
-        PublicState,
-        "createGame",
-    )
-    game_id = created.game_id
-    tokens: list[str] = []
-    for seat in created.seats:
-        taking = TakeSeat(player=NAMES[seat.seat], seat=seat.seat)
-        taken = parsed(
-            retrying(partial(take_seat.sync_detailed, game_id, client=platform, body=taking)),
-            SeatTaken,
-            "takeSeat",
-        )
-        tokens.append(taken.token)
-    again = parsed(
-        retrying(
-            lambda: reissue_token.sync_detailed(
-                game_id, 0, client=platform, body=ReissueToken(player="north")
-            )
-        ),
-        SeatTaken,
-        "reissueToken",
-    )
-    tokens[0] = again.token  # the first token is revoked now
+def play_out(
+    base_url: str, game_id: str, tokens: list[str], blind_nil: bool = False
+) -> tuple[set[str], dict[str, int], int]:
+    """Play the game to its end with each seat's token (in seat order): the phases seen, the
+    actions sent by kind, and how many."""
     seats = [AuthenticatedClient(base_url=base_url, token=token) for token in tokens]
 
     def seat_view(client: AuthenticatedClient) -> SeatView:
@@ -209,7 +183,6 @@ def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dic
             retrying(lambda: view.sync_detailed(game_id, client=client)), SeatView, "view"
         )
 
-    asyncio.run(burst(base_url, tokens[0], game_id, views_at_once))
     with ThreadPoolExecutor(max_workers=len(seats)) as pool:
         phases: set[str] = set()
         sent: dict[str, int] = {}
@@ -241,6 +214,44 @@ def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dic
             assert answer.next_ is None or 0 <= answer.next_.seat < len(seats), answer.next_
             sent[action.type_] = sent.get(action.type_, 0) + 1
             moves += 1
+
+    return phases, sent, moves
+
+
+def main(base_url: str, api_key: str, game_name: str, views_at_once: int) -> dict[str, Any]:
+    rules, blind_nil = GAMES[game_name]
+    platform = AuthenticatedClient(base_url=base_url, token=api_key)
+    parsed(retrying(lambda: health.sync_detailed(client=platform)), Health, "health")
+    parsed(retrying(lambda: readiness.sync_detailed(client=platform)), Readiness, "readiness")
+    body = CreateGame(rules=CreateGameRuleSetInput.from_dict(rules))
+    created = parsed(
+        retrying(lambda: create_game.sync_detailed(client=platform, body=body)),
+        PublicState,
+        "createGame",
+    )
+    game_id = created.game_id
+    tokens: list[str] = []
+    for seat in created.seats:
+        taking = TakeSeat(player=NAMES[seat.seat], seat=seat.seat)
+        taken = parsed(
+            retrying(partial(take_seat.sync_detailed, game_id, client=platform, body=taking)),
+            SeatTaken,
+            "takeSeat",
+        )
+        tokens.append(taken.token)
+    again = parsed(
+        retrying(
+            lambda: reissue_token.sync_detailed(
+                game_id, 0, client=platform, body=ReissueToken(player="north")
+            )
+        ),
+        SeatTaken,
+        "reissueToken",
+    )
+    tokens[0] = again.token  # the first token is revoked now
+    asyncio.run(burst(base_url, tokens[0], game_id, views_at_once))
+    phases, sent, moves = play_out(base_url, game_id, tokens, blind_nil)
+    seats = [AuthenticatedClient(base_url=base_url, token=token) for token in tokens]
 
     state = parsed(
         retrying(lambda: get_game.sync_detailed(game_id, client=platform)), PublicState, "getGame"
