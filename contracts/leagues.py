@@ -68,6 +68,45 @@ class League(msgspec.Struct, frozen=True, kw_only=True):
     substitutions: Annotated[
         list[Substitution], msgspec.Meta(description="Substitutes seated, oldest first.")
     ]
+    knockout: Annotated[
+        Bracket | None,
+        msgspec.Meta(description="The knockout the league ends with; null: none."),
+    ]
+
+
+class BracketMatch(msgspec.Struct, frozen=True, kw_only=True):
+    """A match of the knockout: its entrants (best seed first), its game, its winner."""
+
+    match: Annotated[int, msgspec.Meta(description="Its place in the round, from 1.")]
+    seeds: list[int]
+    players: list[str]
+    game_id: Annotated[
+        str | None, msgspec.Meta(description="Its game; null: a bye, or not started yet.")
+    ]
+    winner: Annotated[str | None, msgspec.Meta(description="Who goes on; null: not decided.")]
+
+
+class BracketRound(msgspec.Struct, frozen=True, kw_only=True):
+    round: Annotated[int, msgspec.Meta(description="The league's round it is played as.")]
+    matches: list[BracketMatch]
+
+
+class Bracket(msgspec.Struct, frozen=True, kw_only=True):
+    """A knockout: after ``after_round`` rounds, the first ``top`` (by the standings, or the
+    organiser's ratings) meet head to head, two at a table, byes to the best seeds, each round's
+    winners paired in the next; a match is ``deals`` hands or to ``target``, a tie on top
+    playing on a hand at a time."""
+
+    after_round: int
+    top: int | None
+    deals: int | None
+    target: int | None
+    seeding: Literal["standings", "ratings"]
+    entrants: Annotated[
+        list[str], msgspec.Meta(description="Best seed first, once seeded; empty before.")
+    ]
+    rounds: list[BracketRound]
+    champion: str | None
 
 
 class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):

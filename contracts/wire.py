@@ -16,7 +16,7 @@ import msgspec
 from domain.clock import Clock
 from domain.errors import Code
 from domain.events import AnyEvent
-from domain.league import AnyLeagueEvent, PairingChoice
+from domain.league import AnyLeagueEvent, KnockoutStage, PairingChoice
 from domain.platforms import Seating, Visibility
 from domain.rules import rule_set_schema
 
@@ -307,6 +307,8 @@ class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_o
     visibility: Visibility = "public"
     clock: Clock | None = None
     """The clock of every table the league starts."""
+    knockout: KnockoutStage | None = None
+    """The knockout after ``rounds`` rounds (0: the league is only a knockout)."""
 
 
 class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw_only=True):

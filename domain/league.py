@@ -45,8 +45,9 @@ points and ratings are a read model of those games, not part of this aggregate.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 import msgspec
@@ -54,6 +55,8 @@ from msgspec.structs import replace
 
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
+from domain.knockout import KnockoutError, Match, first_round, places, seeded_by_rating
+from domain.knockout import next_round as next_knockout_round
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
@@ -151,6 +154,33 @@ class Standing(msgspec.Struct, frozen=True):
     forfeits: int = 0
 
 
+class KnockoutStage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A knockout after the league's rounds (or instead of them: ``rounds`` 0): the first
+    ``top`` of the standings then (every player still in, when absent), or of ``ratings`` when
+    the organiser gives them, meet head to head in a bracket (:mod:`domain.knockout`), one
+    round of the league a bracket round. A match is a game of ``deals`` hands or to a
+    ``target``; a tie on top plays on, a hand at a time, as the game's rules do, until one
+    leads alone (or a clock forfeits someone)."""
+
+    top: int | None = None
+    deals: int | None = None
+    target: int | None = None
+    ratings: dict[str, float] | None = None
+    """Seeds by these ratings (highest first, then by name), not by the standings."""
+
+
+class Knockout(msgspec.Struct, frozen=True):
+    """A knockout under way: its entrants, best seed first, and its first round's number."""
+
+    entrants: tuple[str, ...]
+    first: int
+
+    @property
+    def rounds(self) -> int:
+        """The bracket's rounds: a final, a semifinal before it, ..."""
+        return places(len(self.entrants)).bit_length() - 1
+
+
 class League(msgspec.Struct, frozen=True):
     league_id: str
     name: str
@@ -176,10 +206,29 @@ class League(msgspec.Struct, frozen=True):
     finished: bool = False
     """Its last planned round is over (:class:`LeagueFinished`); a league of no planned end
     never finishes."""
+    stage: KnockoutStage | None = None
+    """The knockout the league ends with, if any; its rounds come after ``before_knockout``."""
+    before_knockout: int = 0
+    """The rounds the league plays before its knockout (Swiss or round robin)."""
+    knockout: Knockout | None = None
+    """Once the knockout is seeded (:class:`KnockoutSeeded`)."""
     adjustments: tuple[ScoreAdjusted, ...] = ()
     """The director's adjusted scores, in the order made."""
     voided: tuple[TableVoided, ...] = ()
     """The tables the director voided, in the order voided."""
+
+    def in_knockout(self, number: int) -> bool:
+        """Whether round ``number`` is a round of the knockout."""
+        return self.knockout is not None and number >= self.knockout.first
+
+    def rules_of_round(self, number: int) -> Rules:
+        """The rules of round ``number``'s games: the league's, and a knockout's match length."""
+        if self.stage is None or not self.in_knockout(number):
+            return self.rules
+        if self.stage.deals is not None:
+            return replace(self.rules, max_hands=self.stage.deals)
+        assert self.stage.target is not None
+        return replace(self.rules, target=self.stage.target, max_hands=None)
 
     def voided_game(self, game_id: str) -> bool:
         return any(void.game_id == game_id for void in self.voided)
@@ -255,6 +304,7 @@ class CreateLeague(LeagueCommand, tag="create_league", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     clock: Clock | None = None
+    knockout: KnockoutStage | None = None
 
 
 class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
@@ -323,6 +373,8 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     clock: Clock | None = None
+    knockout: KnockoutStage | None = None
+    """The knockout after ``rounds`` rounds (``rounds`` 0: the league is only a knockout)."""
 
 
 class RoundCompleted(LeagueEvent, tag="round_completed", frozen=True):
@@ -389,6 +441,14 @@ class TableVoided(LeagueEvent, tag="table_voided", frozen=True):
     result: TableResult
 
 
+class KnockoutSeeded(LeagueEvent, tag="knockout_seeded", frozen=True):
+    """The knockout's entrants, best seed first, as its first round (``round``) is scheduled:
+    the standings' first (or the organiser's ratings'), of the players still in."""
+
+    round: int
+    entrants: tuple[str, ...]
+
+
 AnyLeagueCommand = (
     CreateLeague
     | ScheduleRound
@@ -407,6 +467,7 @@ AnyLeagueEvent = (
     | PlayerSubstituted
     | ScoreAdjusted
     | TableVoided
+    | KnockoutSeeded
 )
 
 
@@ -449,13 +510,19 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         raise RuleViolation("malformed", f"a league's name is 1 to {MAX_NAME} printable characters")
     rules = resolve_rules(command.rules)
     _check_players(command.players, rules.players)
-    if command.rounds is not None and not 1 <= command.rounds <= MAX_ROUNDS:
+    rounds = command.rounds
+    if command.knockout is not None:
+        rounds = rounds or 0
+        _check_stage(command.knockout, rules, command.players)
+        if not 0 <= rounds <= MAX_ROUNDS:
+            raise RuleViolation("malformed", f"rounds before a knockout is 0 to {MAX_ROUNDS}")
+    elif rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
         raise RuleViolation("malformed", f"rounds is 1 to {MAX_ROUNDS}, or absent for no end")
     if command.pairing not in get_args(PairingChoice):
         choices = ", ".join(get_args(PairingChoice))
         raise RuleViolation("malformed", f"pairing {command.pairing!r} is not one of {choices}")
     pairing: Pairing = (
-        choose_pairing(len(command.players), rules.players, command.rounds)
+        choose_pairing(len(command.players), rules.players, rounds)
         if command.pairing == "auto"
         else command.pairing
     )
@@ -468,12 +535,13 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         name=command.name,
         rules=rules,
         players=tuple(command.players),
-        rounds=command.rounds,
+        rounds=rounds,
         pairing=pairing,
         seed=seed,
         platform=command.platform,
         visibility=command.visibility,
         clock=_clock(command.clock),
+        knockout=command.knockout,
     )
 
 
@@ -526,6 +594,8 @@ def _schedule(
         completed = _completed(state.rounds[-1], results)
         events.append(completed)
         state = evolve(state, completed)
+    if state.stage is not None and number > state.before_knockout:
+        return [*events, *_knockout_round(state, number)]
     playing = state.active
     if len(playing) < state.rules.players:
         raise RuleViolation(
@@ -574,6 +644,12 @@ def _withdraw(state: League, player: str) -> list[AnyLeagueEvent]:
         raise RuleViolation("malformed", f"{player!r} is not a player of the league")
     if player in state.withdrawn:
         raise RuleViolation("wrong_phase", f"{player!r} has withdrawn already")
+    if state.knockout is not None:
+        raise RuleViolation(
+            "wrong_phase",
+            "the knockout is seeded: an entrant's matches are played out (or forfeited on the "
+            "clock), not left",
+        )
     if state.finished:
         raise RuleViolation("wrong_phase", "the league is finished")
     if len(state.active) - 1 < state.rules.players and not state.over:
@@ -636,6 +712,10 @@ def _void(state: League, command: VoidTable, results: Mapping[str, TableResult])
     if found is None:
         raise RuleViolation("malformed", f"{command.game_id!r} is not a table of the league")
     played, table = found
+    if state.in_knockout(played.number):
+        raise RuleViolation(
+            "wrong_phase", "a knockout match decides who goes on: it is not voided, but replayed"
+        )
     if state.voided_game(table.game_id):
         raise RuleViolation("wrong_phase", f"{table.game_id} is void already")
     if played.finished:
@@ -652,6 +732,136 @@ def _void(state: League, command: VoidTable, results: Mapping[str, TableResult])
 def _check_reason(reason: str) -> None:
     if not (0 < len(reason) <= MAX_REASON and reason.isprintable() and reason.strip()):
         raise RuleViolation("malformed", f"a reason is 1 to {MAX_REASON} printable characters")
+
+
+def _check_stage(stage: KnockoutStage, rules: Rules, players: Sequence[str]) -> None:
+    """A knockout the league can hold: head to head, a match length, a field of two or more."""
+    if rules.players != 2:
+        raise RuleViolation(
+            "invalid_rules",
+            "a knockout is head to head: the two-player game (a match of partnerships needs "
+            "fixed pairs, which a league of players does not have)",
+        )
+    try:
+        if (stage.deals is None) == (stage.target is None):
+            raise KnockoutError("a match is of a number of deals or to a target score, not both")
+        if stage.deals is not None:
+            resolve_rules(replace(rules, max_hands=stage.deals))
+        else:
+            resolve_rules(replace(rules, target=stage.target, max_hands=None))
+    except msgspec.ValidationError as error:
+        raise RuleViolation("invalid_rules", f"the knockout's match: {error}") from None
+    if stage.top is not None and not 2 <= stage.top <= len(players):
+        raise RuleViolation("malformed", f"a knockout of the top {stage.top} of {len(players)}")
+    if stage.ratings is not None:
+        if set(stage.ratings) != set(players):
+            raise RuleViolation("malformed", "the knockout's ratings rate every player, once")
+        if not all(math.isfinite(rating) for rating in stage.ratings.values()):
+            raise RuleViolation("malformed", "a rating is a finite number")
+
+
+def _knockout_round(state: League, number: int) -> list[AnyLeagueEvent]:
+    """Round ``number`` of a league in its knockout: the first seeds it (:class:`KnockoutSeeded`)
+    from the players still in; each later one pairs the winners of the one before."""
+    assert state.stage is not None
+    events: list[AnyLeagueEvent] = []
+    if state.knockout is None:
+        seeded = KnockoutSeeded(number, _entrants(state, state.stage))
+        events.append(seeded)
+        state = evolve(state, seeded)
+    knockout = state.knockout
+    assert knockout is not None
+    bracket = knockout_rounds(state)
+    index = number - knockout.first
+    if not 0 <= index < len(bracket):
+        raise RuleViolation("wrong_phase", f"the knockout has no round {index + 1} to play")
+    matches = bracket[index]
+    tables: list[LeagueTable] = []
+    byes: list[str] = []
+    for played in matches:
+        players = tuple(knockout.entrants[seed - 1] for seed in played.match.seeds)
+        if played.match.bye:
+            byes.extend(players)
+        else:
+            game_id = table_game_id(state.league_id, number, len(tables) + 1)
+            tables.append(LeagueTable(game_id, players))
+    events.append(RoundScheduled(number, tuple(tables), tuple(byes)))
+    return events
+
+
+def _entrants(state: League, stage: KnockoutStage) -> tuple[str, ...]:
+    """The knockout's field, best seed first: of the players still in, by the organiser's
+    ratings or by the standings of the rounds before, the first ``top``."""
+    still_in = set(state.active)
+    if stage.ratings is not None:
+        order = seeded_by_rating({p: r for p, r in stage.ratings.items() if p in still_in})
+    else:
+        order = [standing.player for standing in ranking(state) if standing.player in still_in]
+    field = order[: stage.top or len(order)]
+    if len(field) < 2:
+        raise RuleViolation("wrong_phase", "fewer than two players are left for the knockout")
+    return tuple(field)
+
+
+class KnockoutMatch(msgspec.Struct, frozen=True):
+    """A match of the knockout as played so far: its game (None: a bye, or not scheduled yet)
+    and its winner's seed (None: not decided yet)."""
+
+    match: Match
+    game_id: str | None
+    winner: int | None
+
+
+def knockout_rounds(state: League) -> list[list[KnockoutMatch]]:
+    """The knockout's rounds as far as they are known: each scheduled one with its games and
+    winners (once it is recorded), and the next one to schedule, once the one before it is
+    recorded (its byes decided). Empty before the seeding."""
+    knockout = state.knockout
+    if knockout is None:
+        return []
+    matches = first_round(len(knockout.entrants))
+    rounds: list[list[KnockoutMatch]] = []
+    number = knockout.first
+    while True:
+        scheduled = state.rounds[number - 1] if number <= len(state.rounds) else None
+        played = _played(matches, scheduled)
+        rounds.append(played)
+        if scheduled is None or not scheduled.finished or len(matches) == 1:
+            return rounds
+        matches = next_knockout_round(
+            matches, {m.match.number: m.winner for m in played if m.winner is not None}
+        )
+        number += 1
+
+
+def _played(matches: Sequence[Match], scheduled: Round | None) -> list[KnockoutMatch]:
+    """The matches with their games and, once their round is recorded, their winners."""
+    if scheduled is None:
+        return [KnockoutMatch(m, None, m.seeds[0] if m.bye else None) for m in matches]
+    tables = iter(range(len(scheduled.tables)))
+    played = []
+    for match in matches:
+        if match.bye:
+            played.append(KnockoutMatch(match, None, match.seeds[0]))
+            continue
+        index = next(tables)
+        game_id = scheduled.tables[index].game_id
+        winner = None
+        if scheduled.finished:
+            won = scheduled.results[index].won
+            winner = next(seed for seed, w in zip(match.seeds, won, strict=True) if w)
+        played.append(KnockoutMatch(match, game_id, winner))
+    return played
+
+
+def champion(state: League) -> str | None:
+    """The knockout's winner, once its final is recorded."""
+    knockout = state.knockout
+    bracket = knockout_rounds(state)
+    if knockout is None or len(bracket) != knockout.rounds:
+        return None
+    (final,) = bracket[-1]
+    return None if final.winner is None else knockout.entrants[final.winner - 1]
 
 
 def _completed(last: Round, results: Mapping[str, TableResult]) -> RoundCompleted:
@@ -695,6 +905,10 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
         return replace(state, adjustments=(*state.adjustments, event), version=version)
     if isinstance(event, TableVoided):
         return replace(state, voided=(*state.voided, event), version=version)
+    if isinstance(event, KnockoutSeeded):
+        knockout = Knockout(event.entrants, event.round)
+        planned = event.round - 1 + knockout.rounds
+        return replace(state, knockout=knockout, planned=planned, version=version)
     substitution = Substitution(
         event.round, event.game_id, event.seat, event.player, event.substitute
     )
@@ -702,19 +916,26 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
 
 
 def _created(event: LeagueCreated) -> League:
+    planned = event.rounds
+    if event.knockout is not None:
+        field = len(event.knockout.ratings or event.players)
+        field = min(event.knockout.top or field, field)
+        planned = (event.rounds or 0) + places(field).bit_length() - 1
     return League(
         league_id=event.league_id,
         name=event.name,
         rules=event.rules,
         players=event.players,
         order=seeded_order(event.players, event.seed),
-        planned=event.rounds,
+        planned=planned,
         pairing=event.pairing,
         seed=event.seed,
         version=1,
         platform=event.platform,
         visibility=event.visibility,
         clock=event.clock,
+        stage=event.knockout,
+        before_knockout=event.rounds or 0,
     )
 
 

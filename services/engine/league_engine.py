@@ -126,6 +126,7 @@ class LeagueEngine(
                 platform=body.platform,
                 visibility=body.visibility,
                 clock=body.clock,
+                knockout=body.knockout,
             )
             return decide(None, created, seed=self._seed().hex())
         if state is None:

@@ -35,7 +35,7 @@ import msgspec
 
 from contracts import leagues as shown
 from contracts.answers import GameSummary
-from domain.league import BYE_WINS, League
+from domain.league import BYE_WINS, League, champion, knockout_rounds
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.integrity.signals import FDR, HandFacts, report
 from services.store.ratings import Standing
@@ -94,6 +94,44 @@ def league_answer(league: League) -> shown.League:
             )
             for s in league.substitutions
         ],
+        knockout=bracket_answer(league),
+    )
+
+
+def bracket_answer(league: League) -> shown.Bracket | None:
+    """The league's knockout: its entrants once seeded, and each round as far as it is known."""
+    stage = league.stage
+    if stage is None:
+        return None
+    knockout = league.knockout
+    entrants = knockout.entrants if knockout is not None else ()
+    rounds = []
+    for index, matches in enumerate(knockout_rounds(league)):
+        assert knockout is not None
+        rounds.append(
+            shown.BracketRound(
+                round=knockout.first + index,
+                matches=[
+                    shown.BracketMatch(
+                        match=played.match.number,
+                        seeds=list(played.match.seeds),
+                        players=[entrants[seed - 1] for seed in played.match.seeds],
+                        game_id=played.game_id,
+                        winner=None if played.winner is None else entrants[played.winner - 1],
+                    )
+                    for played in matches
+                ],
+            )
+        )
+    return shown.Bracket(
+        after_round=league.before_knockout,
+        top=stage.top,
+        deals=stage.deals,
+        target=stage.target,
+        seeding="ratings" if stage.ratings is not None else "standings",
+        entrants=list(entrants),
+        rounds=rounds,
+        champion=champion(league),
     )
 
 

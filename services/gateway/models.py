@@ -17,6 +17,8 @@ from domain.league import MAX_ADJUSTMENT, MAX_PLAYERS, MAX_REASON, MAX_ROUNDS, P
 from domain.platforms import Seating, Visibility
 from domain.rules import (
     CARD_INPUT_PATTERN,
+    MAX_HANDS,
+    MAX_POINTS,
     PLAYERS,
     rule_set_schema,
 )
@@ -310,6 +312,25 @@ GameList = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "GameList"})
 # --------------------------------------------------------------------------- leagues
 
 
+class KnockoutSettings(_Strict):
+    top: Annotated[int, Field(ge=2, le=MAX_PLAYERS), BeforeValidator(_whole)] | None = Field(
+        default=None,
+        description="The knockout's field: the first `top` of the standings (or of `ratings`) "
+        "of the players still in; absent: all of them.",
+    )
+    deals: Annotated[int, Field(ge=1, le=MAX_HANDS), BeforeValidator(_whole)] | None = Field(
+        default=None, description="A match is this many hands (give `deals` or `target`)."
+    )
+    target: Annotated[int, Field(ge=1, le=MAX_POINTS), BeforeValidator(_whole)] | None = Field(
+        default=None, description="A match is played to this score (give `deals` or `target`)."
+    )
+    ratings: dict[str, float] | None = Field(
+        default=None,
+        description="Seed by these ratings (every player's, highest first, ties by name) "
+        "rather than by the standings of the rounds before.",
+    )
+
+
 class CreateLeague(_Strict):
     name: PlayerName = Field(
         description="As a player's name, 1 to 64 printable characters.",
@@ -322,8 +343,10 @@ class CreateLeague(_Strict):
         description="Each name once.",
         json_schema_extra={"uniqueItems": True},
     )
-    rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS), BeforeValidator(_whole)] | None = Field(
-        default=None, description="The league's rounds; absent: no end."
+    rounds: Annotated[int, Field(ge=0, le=MAX_ROUNDS), BeforeValidator(_whole)] | None = Field(
+        default=None,
+        description="The league's rounds; absent: no end. With a `knockout`, the rounds "
+        "before it (0 or absent: the league is only the knockout).",
     )
     pairing: PairingChoice = Field(
         default="auto",
@@ -336,6 +359,11 @@ class CreateLeague(_Strict):
     )
     clock: ClockSettings | None = Field(
         default=None, description="The clock of every table the league starts; absent: none."
+    )
+    knockout: KnockoutSettings | None = Field(
+        default=None,
+        description="A knockout the league ends with, head to head (the two-player game): "
+        "docs/leagues.md, Knockouts.",
     )
 
 

@@ -534,3 +534,76 @@ async def test_the_director_voids_a_table_and_adjusts_a_score_in_the_history_and
     assert ("TableVoided", "marked cards") in kinds
     assert ("ScoreAdjusted", "slow play, warned twice") in kinds
     assert sum(kind == "TableVoided" for kind, _ in kinds) == 1
+
+
+# --------------------------------------------------------------------------- knockouts
+
+
+async def test_a_knockout_is_played_through_the_service_to_its_champion(
+    gateway: str, http: httpx.AsyncClient, house: Client
+) -> None:
+    ratings = {"k1": 40.0, "k2": 30.0, "k3": 20.0, "k4": 10.0, "k5": 5.0}
+    body = {
+        "name": "Cup",
+        "rules": {"preset": "two-player"},
+        "players": list(ratings),
+        "knockout": {"deals": 1, "ratings": ratings},
+    }
+    created = ok(await http.post("/v1/leagues", json=body), 201)
+    league_id, url = created["league_id"], f"/v1/leagues/{created['league_id']}"
+    assert created["rounds"] == 3  # five entrants: a bracket of eight
+    assert created["knockout"]["entrants"] == []  # seeded when its first round starts
+    watch, subscription = await watch_league(house, league_id)
+    try:
+        first = ok(await http.post(f"{url}/rounds"), 201)
+        (match,) = first["tables"]  # seeds 4 and 5 play; 1, 2 and 3 have byes
+        assert [seat["player"] for seat in match["seats"]] == ["k4", "k5"]
+        assert sorted(first["byes"]) == ["k1", "k2", "k3"]
+        (made,) = (await history(house, match["game_id"]))[0].commit.events
+        assert isinstance(made, GameCreated)
+        assert made.rules.max_hands == 1  # a match of one deal
+        await play_tables(gateway, first["tables"])
+        await watch.until("round_completed")
+        semis = ok(await http.post(f"{url}/rounds"), 201)
+        assert len(semis["tables"]) == 2
+        assert semis["byes"] == []
+        await play_tables(gateway, semis["tables"])
+        final = ok(await http.post(f"{url}/rounds"), 201)
+        (table,) = final["tables"]
+        await play_tables(gateway, [table])
+        await watch.until("league_finished")
+    finally:
+        await subscription.unsubscribe()
+    league = ok(await http.get(url))
+    bracket = league["knockout"]
+    assert league["finished"] is True
+    assert bracket["entrants"] == ["k1", "k2", "k3", "k4", "k5"]
+    assert bracket["seeding"] == "ratings"
+    assert [len(played["matches"]) for played in bracket["rounds"]] == [4, 2, 1]
+    (decider,) = bracket["rounds"][-1]["matches"]
+    assert decider["game_id"] == table["game_id"]
+    assert bracket["champion"] == decider["winner"]
+    assert bracket["champion"] in decider["players"]
+    # each winner is the one the game names
+    finished = ok(await http.get(f"/v1/games/{table['game_id']}"))
+    (winning_unit,) = finished["winners"]
+    assert decider["players"][winning_unit] == bracket["champion"]
+    assert_problem(await http.post(f"{url}/rounds"), 409, "wrong_phase")
+
+
+async def test_a_knockout_needs_head_to_head_games_and_a_match_length(
+    http: httpx.AsyncClient,
+) -> None:
+    players = ["a1", "a2", "a3", "a4"]
+    for rules, knockout, status, code in [
+        ({"preset": "partnership"}, {"deals": 2}, 422, "invalid_rules"),
+        ({"preset": "two-player"}, {}, 400, "malformed"),
+        ({"preset": "two-player"}, {"deals": 2, "target": 100}, 400, "malformed"),
+        ({"preset": "two-player"}, {"deals": 2, "top": 5}, 400, "malformed"),
+        ({"preset": "two-player"}, {"deals": 2, "ratings": {"a1": 1.0}}, 400, "malformed"),
+        ({"preset": "two-player"}, {"deals": 0}, 400, "malformed"),
+    ]:
+        body = {"name": "Cup", "rules": rules, "players": players, "knockout": knockout}
+        response = await http.post("/v1/leagues", json=body)
+        assert response.status_code == status, (knockout, response.text)
+        assert response.json()["code"] == code, (knockout, response.text)

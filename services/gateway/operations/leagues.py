@@ -40,6 +40,7 @@ from domain.league import (
     fold,
 )
 from domain.platforms import FIRST_ISSUE
+from domain.rules import Rules
 from services.gateway.commands import keyed_command_id, league_command_id
 from services.gateway.deps import Gateway
 from services.gateway.operations import Seated, command, create, expected, seated
@@ -93,30 +94,31 @@ async def start_round(
         league = (await services.leagues.latest(league_id)).state
         if league is None:
             raise ProblemError("unavailable", "the engine scheduled nothing; retry")
-        tables = await _start_tables(services, league, scheduled.tables)
+        tables = await _start_tables(services, league, scheduled.round, scheduled.tables)
     log.info("round started", round=scheduled.round, tables=len(tables))
     return league, scheduled, tables
 
 
 async def _start_tables(
-    services: Gateway, league: League, tables: tuple[LeagueTable, ...]
+    services: Gateway, league: League, round_number: int, tables: tuple[LeagueTable, ...]
 ) -> list[TableStarted]:
     gate = asyncio.Semaphore(TABLES_AT_ONCE)
+    rules = league.rules_of_round(round_number)
 
     async def start(number: int, table: LeagueTable) -> TableStarted:
         async with gate:
-            return await _start_table(services, league, number, table)
+            return await _start_table(services, league, rules, number, table)
 
     return list(await asyncio.gather(*(start(n, table) for n, table in enumerate(tables, start=1))))
 
 
 async def _start_table(
-    services: Gateway, league: League, number: int, table: LeagueTable
+    services: Gateway, league: League, rules: Rules, number: int, table: LeagueTable
 ) -> TableStarted:
-    """Create the table's game in the league and seat its players, each seat's command id fixed
-    so that starting the table again changes nothing."""
+    """Create the table's game in the league, by the round's ``rules``, and seat its players,
+    each seat's command id fixed so that starting the table again changes nothing."""
     create_game = CreateGameRequest(
-        rules=league.rules.to_json(),
+        rules=rules.to_json(),
         league=league.league_id,
         platform=league.platform,
         visibility=league.visibility,

@@ -23,6 +23,7 @@ from contracts.wire import (
 from domain.clock import Clock
 from domain.errors import RuleViolation
 from domain.league import (
+    KnockoutStage,
     League,
 )
 from domain.rules import resolve_rules
@@ -104,7 +105,11 @@ async def create_league(
     ``visibility`` (`private` by default when the server has platform keys) is its games' too.
     A league may have at most so many players, and a round seat so many tables (422 naming
     the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`); a platform may have so
-    many leagues not finished at once (429 `rate_limited` naming `SPADES_MAX_LEAGUES_GOING_ON`)."""
+    many leagues not finished at once (429 `rate_limited` naming `SPADES_MAX_LEAGUES_GOING_ON`).
+    A ``knockout`` ends the league with a bracket, after ``rounds`` rounds (or alone): 422
+    `invalid_rules` unless its games are head to head (the two-player game) and its match
+    length is a valid rule; 400 `malformed` for a ``top`` past the players, or ratings that do
+    not rate every player once."""
     _check_caps(services, body.rules, len(body.players))
     clock = msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None
     check_turn(services, clock)
@@ -117,6 +122,7 @@ async def create_league(
         platform=platform,
         visibility=body.visibility or default_visibility(services),
         clock=clock,
+        knockout=None if body.knockout is None else KnockoutStage(**body.knockout.model_dump()),
     )
     async with leagues_quota(services, platform):
         league_id, league = await operations.create_league(services, request, idempotency_key)
