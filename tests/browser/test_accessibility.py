@@ -59,6 +59,19 @@ def pages(stack: Stack) -> Pages:
         league_id = league.json()["league_id"]
         started = http.post(f"/v1/leagues/{league_id}/rounds", json={})
         assert started.status_code == 201, started.text
+        cup = http.post(
+            "/v1/leagues",
+            json={
+                "name": "Cup",
+                "rules": {"preset": "two-player"},
+                "players": LEAGUE_PLAYERS[:6],
+                "knockout": {"deals": 2},
+            },
+        )
+        assert cup.status_code == 201, cup.text
+        cup_id = cup.json()["league_id"]
+        bracket = http.post(f"/v1/leagues/{cup_id}/rounds", json={})
+        assert bracket.status_code == 201, bracket.text
     return Pages(
         {
             "home": ("/", f'#playing [data-game="{playing.game_id}"]'),
@@ -69,6 +82,7 @@ def pages(stack: Stack) -> Pages:
             "replay": (f"/replay/{done.game_id}?hand=1", "[data-audit]"),
             "replay-dark": (f"/replay/{done.game_id}?hand=1&theme=dark", "[data-audit]"),
             "league": (f"/leagues/{league_id}", "#standings tbody tr"),
+            "knockout": (f"/leagues/{cup_id}", "#knockout [data-match]"),
             "docs": ("/docs", ".op"),
         }
     )
@@ -95,7 +109,18 @@ def violations(page: Page) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize(
     "name",
-    ["home", "table", "watch", "watch-dark", "finished", "replay", "replay-dark", "league", "docs"],
+    [
+        "home",
+        "table",
+        "watch",
+        "watch-dark",
+        "finished",
+        "replay",
+        "replay-dark",
+        "league",
+        "knockout",
+        "docs",
+    ],
 )
 def test_no_page_has_a_serious_accessibility_violation_nor_scrolls_sideways_on_a_phone(
     browse: Browse, pages: Pages, name: str, width: str

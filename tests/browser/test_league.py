@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PHONE, Browse, screenshot
+from tests.browser.games import Game, play_out
 from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.browser
@@ -78,3 +80,98 @@ def test_the_league_page_shows_a_simulated_round_and_the_standings(
     expect(league_link).to_have_attribute("href", f"/leagues/{league_id}")
     expect(home.locator(f'#finished [data-game="{first}"]')).to_be_visible()
     screenshot(home, "home")
+
+
+def started_tables(http: httpx.Client, league_id: str) -> list[Game]:
+    """Start the league's next round; its tables as games with their seats' tokens."""
+    started = http.post(f"/v1/leagues/{league_id}/rounds", json={})
+    assert started.status_code == 201, started.text
+    return [
+        Game(
+            table["game_id"],
+            [seat["token"] for seat in table["seats"]],
+            [seat["player"] for seat in table["seats"]],
+        )
+        for table in started.json()["tables"]
+    ]
+
+
+def test_the_league_page_shows_the_knockout_bracket_to_its_champion(
+    browse: Browse, stack: Stack
+) -> None:
+    ratings = {"Kim": 4.0, "Lee": 3.0, "Max": 2.0, "Ned": 1.0}
+    body = {
+        "name": "Cup",
+        "rules": {"preset": "two-player"},
+        "players": list(ratings),
+        "knockout": {"deals": 1, "ratings": ratings},
+    }
+    with httpx.Client(base_url=stack.base_url, timeout=15.0) as http:
+        created = http.post("/v1/leagues", json=body)
+        assert created.status_code == 201, created.text
+        league_id = created.json()["league_id"]
+        semis = started_tables(http, league_id)
+        assert [game.players for game in semis] == [["Kim", "Ned"], ["Lee", "Max"]]
+        for game in semis:
+            play_out(http, game)
+        page = browse.page(f"/leagues/{league_id}")
+        semifinal = page.locator('.bracket-round[data-round="1"] [data-match]')
+        expect(semifinal).to_have_count(2)
+        (final,) = started_tables(http, league_id)
+        play_out(http, final)
+        league = http.get(f"/v1/leagues/{league_id}").json()
+    bracket = league["knockout"]
+    assert bracket["champion"] in final.players
+
+    page = browse.page(f"/leagues/{league_id}")
+    expect(page.locator("#knockout-panel")).to_be_visible()
+    expect(page.locator("#champion")).to_have_text(f"Champion: {bracket['champion']}")
+    expect(page.locator('.bracket-round[data-round="2"] [data-match]')).to_have_count(1)
+    decided = page.locator(f'.bracket-round[data-round="2"] [data-winner="{bracket["champion"]}"]')
+    expect(decided).to_contain_text("(goes on)")
+    expect(decided.locator("a")).to_have_attribute("href", f"/watch/{final.game_id}")
+    expect(page.locator("#knockout")).to_contain_text("seeded by the organiser's ratings")
+    screenshot(page, "league-knockout")
+    phone = browse.page(f"/leagues/{league_id}", PHONE)
+    expect(phone.locator("#champion")).to_be_visible()
+    wide = phone.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1], wide
+    screenshot(phone, "league-knockout-phone")
+
+
+def test_the_league_page_shows_the_directors_adjustments_and_voided_tables(
+    browse: Browse, stack: Stack
+) -> None:
+    body: dict[str, Any] = {
+        "name": "Ops",
+        "rules": {"preset": "two-player", "max_hands": 1},
+        "players": ["Uma", "Vic", "Wes", "Xia"],
+    }
+    with httpx.Client(base_url=stack.base_url, timeout=15.0) as http:
+        created = http.post("/v1/leagues", json={**body, "rounds": 2})
+        assert created.status_code == 201, created.text
+        league_id = created.json()["league_id"]
+        url = f"/v1/leagues/{league_id}"
+        first, second = started_tables(http, league_id)
+        play_out(http, first)
+        play_out(http, second)
+        void = {"game_id": first.game_id, "reason": "a misdeal found after"}
+        assert http.post(f"{url}/voids", json=void).status_code == 201
+        penalty = {"player": second.players[0], "points": -30, "reason": "slow play"}
+        assert http.post(f"{url}/adjustments", json=penalty).status_code == 201
+
+    page = browse.page(f"/leagues/{league_id}")
+    expect(page.locator(f'#voided [data-voided="{first.game_id}"]')).to_contain_text(
+        "a misdeal found after"
+    )
+    expect(page.locator('#adjustments [data-adjustment="1"]')).to_contain_text(
+        f"-30 to {second.players[0]}"
+    )
+    expect(page.locator('#adjustments [data-adjustment="1"]')).to_contain_text("slow play")
+    row = page.locator(f'#standings tr[data-player="{second.players[0]}"]')
+    expect(row).to_contain_text("(adjusted -30)")
+    expect(page.locator(f'[data-round="1"] [data-game="{first.game_id}"]')).to_contain_text(
+        "voided"
+    )
+    expect(page.locator("#knockout-panel")).to_be_hidden()
+    screenshot(page, "league-director")

@@ -1,5 +1,6 @@
-// A league: /leagues/{league_id}. Its rules and players, every round's tables with links to
-// their games, and the standings with ratings, from the league endpoints of the API. A private
+// A league: /leagues/{league_id}. Its rules and players, its knockout's bracket, every round's
+// tables with links to their games, and the standings with ratings and the director's
+// adjustments and voided tables, from the league endpoints of the API. A private
 // league's watch link carries its token after # (never sent to a server); the tables' links
 // carry it on.
 import { fragmentValue, get, pathId, Refusal } from "./api.js";
@@ -10,12 +11,13 @@ const leagueId = pathId();
 const base = `/v1/leagues/${encodeURIComponent(leagueId)}`;
 const token = fragmentValue("token");
 const fragment = token ? `#token=${encodeURIComponent(token)}` : "";
+let voided = new Set();
 
 function about(league) {
   const rules = league.rules;
   return [
     h("p", {}, `${league.players.length} players, ${rules.preset} rules to ${rules.target}${rules.max_hands ? ` or ${rules.max_hands} hand(s)` : ""}, `,
-      `${league.pairing === "swiss" ? "Swiss pairing" : "round robin"}, `,
+      league.knockout && league.knockout.after_round === 0 ? "a knockout, " : `${league.pairing === "swiss" ? "Swiss pairing" : "round robin"}${league.knockout ? " then a knockout" : ""}, `,
       `${league.rounds_scheduled} of ${league.rounds === null ? "no fixed number of" : league.rounds} round(s) scheduled, `,
       `${league.rounds_finished} finished${league.finished ? ": the league is over" : ""}.`),
     h("p", { class: "quiet" }, `Players: ${league.players.join(", ")}.`),
@@ -39,12 +41,53 @@ function standings(table) {
         h("td", {}, String(row.rank)),
         h("th", { scope: "row" }, row.withdrawn ? `${row.player} (withdrawn)` : row.player),
         h("td", {}, String(row.wins)),
-        h("td", {}, String(row.points)),
+        h("td", {}, row.adjusted ? `${row.points} (adjusted ${row.adjusted > 0 ? "+" : ""}${row.adjusted})` : String(row.points)),
         h("td", {}, String(row.games)),
         h("td", {}, String(row.byes)),
         h("td", {}, String(row.forfeits)),
         h("td", { title: `mu ${row.rating.mu.toFixed(2)}, sigma ${row.rating.sigma.toFixed(2)}` },
           `${row.rating.ordinal.toFixed(1)} (μ ${row.rating.mu.toFixed(1)} ± ${row.rating.sigma.toFixed(1)})`))))))];
+}
+
+function director(table) {
+  const parts = [];
+  if (table.adjustments.length) {
+    parts.push(h("h3", {}, "Adjusted scores"), h("ul", { class: "list", id: "adjustments" }, table.adjustments.map((made) =>
+      h("li", { dataset: { adjustment: made.number } },
+        h("strong", {}, `${made.points > 0 ? "+" : ""}${made.points} to ${made.player}`),
+        h("span", {}, made.round ? `round ${made.round}` : "the league"),
+        h("span", {}, `why: ${made.reason}`)))));
+  }
+  if (table.voided.length) {
+    parts.push(h("h3", {}, "Voided tables"), h("ul", { class: "list", id: "voided" }, table.voided.map((void_) =>
+      h("li", { dataset: { voided: void_.game_id } },
+        h("strong", {}, `Round ${void_.round}, table ${void_.table}`),
+        h("span", {}, "counts for no one"),
+        h("span", {}, `why: ${void_.reason}`)))));
+  }
+  return parts;
+}
+
+function bracket(knockout) {
+  const length = knockout.deals ? `${knockout.deals} deal(s)` : `to ${knockout.target} points`;
+  const field = knockout.top ? `the top ${knockout.top}` : "every player";
+  const by = knockout.seeding === "ratings" ? "the organiser's ratings" : "the standings";
+  const intro = h("p", {}, `A knockout after ${knockout.after_round} round(s): ${field}, seeded by ${by}; a match is ${length}, a tie on top plays on a hand at a time.`);
+  if (!knockout.entrants.length) return [intro, h("p", { class: "quiet" }, "Seeded when its first round starts.")];
+  const seedOf = (player) => knockout.entrants.indexOf(player) + 1;
+  return [
+    intro,
+    knockout.champion ? h("p", { id: "champion" }, h("strong", {}, `Champion: ${knockout.champion}`)) : null,
+    h("ol", { class: "bracket" }, knockout.rounds.map((played) =>
+      h("li", { class: "bracket-round", dataset: { round: played.round } },
+        h("h3", {}, `Round ${played.round}`),
+        h("ul", { class: "list" }, played.matches.map((match) =>
+          h("li", { dataset: { match: match.match, winner: match.winner || "" } },
+            match.players.map((player) => h(player === match.winner ? "strong" : "span", {},
+              `${seedOf(player)}. ${player}${player === match.winner ? " (goes on)" : ""}`)),
+            match.players.length === 1 ? h("span", { class: "quiet" }, "a bye") : null,
+            match.game_id ? h("a", { href: `/watch/${encodeURIComponent(match.game_id)}${fragment}` }, "the match") : null)))))),
+  ];
 }
 
 function round(played) {
@@ -56,6 +99,7 @@ function round(played) {
       const scores = table.scores ? `scores ${table.scores.join(" : ")}` : "";
       return h("li", { dataset: { game: table.game_id, status } },
         h("strong", {}, `Table ${table.table}`),
+        voided.has(table.game_id) ? h("span", { class: "voided-mark" }, "voided") : null,
         h("span", {}, table.players.map((player, seat) =>
           table.sitting[seat] === player ? player : `${player} (played by ${table.sitting[seat]})`).join(", ")),
         h("span", {}, status, scores ? `, ${scores}` : ""),
@@ -77,7 +121,11 @@ async function load() {
       get(`${base}/standings`, token),
       ...Array.from({ length: league.rounds_scheduled }, (_, k) => get(`${base}/rounds/${k + 1}`, token)),
     ]);
+    voided = new Set(table.voided.map((void_) => void_.game_id));
     replaceChildren(byId("standings"), standings(table));
+    replaceChildren(byId("director"), director(table));
+    byId("knockout-panel").hidden = !league.knockout;
+    if (league.knockout) replaceChildren(byId("knockout"), bracket(league.knockout));
     replaceChildren(byId("rounds"), rounds.length ? rounds.reverse().map(round) : h("p", { class: "quiet" }, "No round yet."));
   } catch (error) {
     replaceChildren(problem, h("p", {}, error instanceof Refusal ? refusalWords(error) : String(error)));
