@@ -91,7 +91,14 @@ def _run(url: str, api_key: str | None, work: Callable[[LeagueClient], Awaitable
 @app.command("simulate")
 def simulate(
     players: Annotated[int, typer.Option(min=2, help="Players in the league.")] = 8,
-    rounds: Annotated[int, typer.Option(min=1, help="Rounds to play.")] = 3,
+    rounds: Annotated[
+        int, typer.Option(min=0, help="Rounds to play (before the knockout, if any).")
+    ] = 3,
+    knockout_top: Annotated[
+        int | None,
+        typer.Option(min=2, help="End with a knockout of the standings' top N (two-player games)."),
+    ] = None,
+    knockout_deals: Annotated[int, typer.Option(min=1, help="Deals of a knockout match.")] = 2,
     bots: Annotated[
         bool,
         typer.Option(
@@ -119,8 +126,11 @@ def simulate(
     api_key: ApiKey = None,
 ) -> None:
     """Run a whole league with bots in every seat (but the idle players'), and print the final
-    standings."""
+    standings (and the knockout's champion, with ``--knockout-top``)."""
     names = [f"player {number}" for number in range(1, players + 1)]
+    knockout = None if knockout_top is None else {"top": knockout_top, "deals": knockout_deals}
+    if knockout is None and rounds == 0:
+        raise typer.BadParameter("a league without a knockout plays 1 round or more")
     raw = _rules(preset, rules)
     factory = _bot_factory(bots, seed)
     idlers = frozenset(random.Random(seed).sample(names, round(idle * len(names))))
@@ -137,6 +147,7 @@ def simulate(
                 idle=idlers,
                 clock=clock,
                 round_timeout_s=round_timeout,
+                knockout=knockout,
             )
             return await league.run(names, raw, rounds, pairing)
 
@@ -183,8 +194,10 @@ class LeagueSimulation:
         idle: frozenset[str] = frozenset(),
         clock: dict[str, Any] | None = None,
         round_timeout_s: float = 1800.0,
+        knockout: dict[str, Any] | None = None,
     ) -> None:
         self.leagues = leagues
+        self.knockout = knockout
         self.progress = progress
         self.bot_factory = bot_factory
         self.gate = asyncio.Semaphore(concurrency)
@@ -197,11 +210,19 @@ class LeagueSimulation:
         self, names: list[str], rules: dict[str, Any], rounds: int, pairing: str
     ) -> Standings:
         league = await self.leagues.create_league(
-            "simulated league", rules, names, rounds=rounds, pairing=pairing, clock=self.clock
+            "simulated league",
+            rules,
+            names,
+            rounds=rounds,
+            pairing=pairing,
+            clock=self.clock,
+            knockout=self.knockout,
         )
         idle = f", {len(self.idle)} idle" if self.idle else ""
         console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}{idle}")
         tables = len(names) // league.rules.players
+        if league.rounds is not None:
+            rounds = league.rounds  # a knockout's rounds come after the ones asked for
         rounds_task = self.progress.add_task("rounds", total=rounds)
         games_task = self.progress.add_task("games finished", total=rounds * tables)
         for number in range(1, rounds + 1):
@@ -220,6 +241,10 @@ class LeagueSimulation:
                 ) from None
             console.print(f"round {number} finished")
             self.progress.advance(rounds_task)
+        if self.knockout is not None:
+            bracket = (await self.leagues.league(league.league_id)).knockout
+            assert bracket is not None
+            console.print(f"the knockout's champion: {bracket.champion}")
         return await self.leagues.standings(league.league_id, min_version=self.games_ended)
 
     async def _play(self, table: StartedTable, games_task: TaskID) -> None:

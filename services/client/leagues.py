@@ -54,10 +54,13 @@ class LeagueClient:
         idempotency_key: str | None = None,
         visibility: str | None = None,
         clock: Mapping[str, Any] | None = None,
+        knockout: Mapping[str, Any] | None = None,
     ) -> League:
         """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
         same league. ``visibility`` (of the league and its games) left out takes the server's
-        default (`private` when it has platform keys); ``clock`` is every table's clock."""
+        default (`private` when it has platform keys); ``clock`` is every table's clock;
+        ``knockout`` (``{"top"?, "deals" | "target", "ratings"?}``) the knockout it ends with,
+        after ``rounds`` rounds."""
         body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
         body["pairing"] = pairing
         if rounds is not None:
@@ -66,6 +69,8 @@ class LeagueClient:
             body["visibility"] = visibility
         if clock is not None:
             body["clock"] = dict(clock)
+        if knockout is not None:
+            body["knockout"] = dict(knockout)
         response = await self.client.request(
             "POST",
             "/v1/leagues",

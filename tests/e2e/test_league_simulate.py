@@ -114,3 +114,39 @@ async def test_a_round_with_idle_players_still_finishes_on_its_clocks(
     assert league.clock.on_timeout == "auto"
     standings = await leagues.standings(league_id, min_version=4)
     assert [row.games for row in standings.players] == [2] * 8
+
+
+async def test_a_simulated_league_ends_with_a_knockout_of_its_top_four(
+    stack: Stack, client: SpadesClient
+) -> None:
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "6", "--rounds", "1", "--bots", "--url", stack.base_url]
+    argv += ["--preset", "two-player", "--rules", '{"max_hands": 1}']
+    argv += ["--knockout-top", "4", "--knockout-deals", "1"]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}): 6 players", err.decode())
+    assert found, err.decode()[-2000:]
+    champion = re.search(r"the knockout's champion: (player \d)", err.decode())
+    assert champion, err.decode()[-2000:]
+
+    league = await LeagueClient(client).league(found[1])
+    assert (league.rounds, league.finished) == (3, True)  # a Swiss round, semifinals, final
+    bracket = league.knockout
+    assert bracket is not None
+    assert bracket.champion == champion[1]
+    semifinals, final = bracket.rounds
+    assert [len(m.players) for m in semifinals.matches] == [2, 2]
+    (decider,) = final.matches
+    assert decider.winner == bracket.champion
+    assert {m.winner for m in semifinals.matches} == set(decider.players)
+    for played in (semifinals, final):
+        for match in played.matches:
+            assert match.game_id is not None
+            assert (await client.audit(match.game_id)).ok
+    assert out.decode()  # the standings were printed too
