@@ -26,6 +26,7 @@ WebhookType = Literal[
     "league.round_started",
     "league.round_finished",
     "league.finished",
+    "league.adjusted",
 ]
 EVENT_TYPES: tuple[WebhookType, ...] = get_args(WebhookType)
 
@@ -157,6 +158,21 @@ class RoundFinishedData(_Data, frozen=True, kw_only=True):
 class LeagueFinishedData(_Data, frozen=True, kw_only=True):
     league_id: str
     rounds: int
+    champion: str | None
+    """The knockout's winner, for a league that ends with one; null otherwise."""
+
+
+class AdjustedData(_Data, frozen=True, kw_only=True):
+    """The director changed what the standings count: an adjusted score (``player``,
+    ``points``, ``round``) or a voided table (``game_id``, ``round``), for ``reason``."""
+
+    league_id: str
+    kind: Literal["score_adjusted", "table_voided"]
+    reason: str
+    round: int | None
+    player: str | None
+    points: int | None
+    game_id: str | None
 
 
 class Webhook(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -197,6 +213,10 @@ class LeagueFinished(Webhook, frozen=True, kw_only=True, tag="league.finished"):
     data: LeagueFinishedData
 
 
+class Adjusted(Webhook, frozen=True, kw_only=True, tag="league.adjusted"):
+    data: AdjustedData
+
+
 AnyWebhook = (
     GameCreated
     | GameTurn
@@ -206,6 +226,7 @@ AnyWebhook = (
     | RoundStarted
     | RoundFinished
     | LeagueFinished
+    | Adjusted
 )
 
 _encoder = msgspec.json.Encoder()

@@ -23,7 +23,7 @@ import hmac
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -35,6 +35,7 @@ from contracts.answers import (
     Webhook,
     WebhookList,
 )
+from contracts.webhooks import WebhookType
 from services.client.api import ClientError, SpadesClient
 
 SECRET_PREFIX = "whsec_"
@@ -98,16 +99,8 @@ def verify_webhook(
 
 # --------------------------------------------------------------------------- endpoints
 
-EventType = Literal[
-    "game.created",
-    "game.turn",
-    "hand.scored",
-    "game.finished",
-    "game.timed_out",
-    "league.round_started",
-    "league.round_finished",
-    "league.finished",
-]
+EventType = WebhookType
+"""A webhook's event type (:data:`contracts.webhooks.EVENT_TYPES`)."""
 
 
 def _path(endpoint_id: str, *rest: str) -> str:

@@ -5,7 +5,8 @@ A game's commit is folded event by event: ``game_created`` makes ``game.created`
 the whole commit, each seat that has just come to act makes ``game.turn``. A league's
 ``round_scheduled`` makes ``league.round_started``; ``round_completed`` (recorded as soon as the
 round's last game ends, :mod:`services.engine.round_watch`) ``league.round_finished``; and
-``league_finished`` (its last planned round over) ``league.finished``.
+``league_finished`` (its last planned round over) ``league.finished`` (with a knockout's
+champion); the director's ``score_adjusted`` and ``table_voided`` ``league.adjusted``.
 
 A present seat's clock running out (``timed_out``) makes ``game.timed_out`` (:func:`timed_out`),
 and a clocked game's ``game.turn`` carries the seat's deadline (:func:`turn_deadline`). The
@@ -23,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from contracts.webhooks import (
+    Adjusted,
+    AdjustedData,
     AnyWebhook,
     GameCreated,
     GameCreatedData,
@@ -57,7 +60,15 @@ from domain.events import (
 from domain.events import GameCreated as GameCreatedEvent
 from domain.events import HandScored as HandScoredEvent
 from domain.game import evolve
-from domain.league import AnyLeagueEvent, League, RoundCompleted, RoundScheduled
+from domain.league import (
+    AnyLeagueEvent,
+    League,
+    RoundCompleted,
+    RoundScheduled,
+    ScoreAdjusted,
+    TableVoided,
+    champion,
+)
 from domain.league import LeagueFinished as LeagueFinishedEvent
 from domain.league import evolve as evolve_league
 from domain.state import NO_SEAT, Game, Phase
@@ -322,6 +333,9 @@ def _of_league_event(league: League, event: AnyLeagueEvent, time: str) -> list[A
     ]
     if isinstance(event, RoundScheduled):
         made.append(_round_started(league, event, time))
+    director = adjusted(league, event, time)
+    if director is not None:
+        made.append(director)
     return made
 
 
@@ -364,5 +378,35 @@ def league_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebh
     (recorded with that round's ``round_completed``, so it follows ``league.round_finished``)."""
     if not isinstance(event, LeagueFinishedEvent):
         return None
-    data = LeagueFinishedData(league_id=league.league_id, rounds=event.rounds)
+    data = LeagueFinishedData(
+        league_id=league.league_id, rounds=event.rounds, champion=champion(league)
+    )
     return LeagueFinished(timestamp=time, data=data)
+
+
+def adjusted(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | None:
+    """``league.adjusted`` from the director's ``score_adjusted`` and ``table_voided``: the
+    standings count something else now, and why."""
+    if isinstance(event, ScoreAdjusted):
+        data = AdjustedData(
+            league_id=league.league_id,
+            kind="score_adjusted",
+            reason=event.reason,
+            round=event.round,
+            player=event.player,
+            points=event.points,
+            game_id=None,
+        )
+    elif isinstance(event, TableVoided):
+        data = AdjustedData(
+            league_id=league.league_id,
+            kind="table_voided",
+            reason=event.reason,
+            round=event.round,
+            player=None,
+            points=None,
+            game_id=event.game_id,
+        )
+    else:
+        return None
+    return Adjusted(timestamp=time, data=data)

@@ -488,7 +488,11 @@ async def test_a_leagues_last_round_ending_tells_its_platform_the_round_and_the_
             "forfeited": [],
         }
     ]
-    assert league_finished.json["data"] == {"league_id": league.league_id, "rounds": 1}
+    assert league_finished.json["data"] == {
+        "league_id": league.league_id,
+        "rounds": 1,
+        "champion": None,
+    }
 
 
 async def test_a_deleted_endpoint_is_sent_nothing_more(deployment: Deployment) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from contracts.wire import LeagueCommit
 from domain.errors import RuleViolation
 from domain.league import (
     AdjustScore,
@@ -23,6 +24,7 @@ from domain.league import (
 )
 from services.gateway.league_views import results_rows, standings_answer
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
+from services.webhooks.events import league_webhooks
 from tests.unit.test_league_operations import apply, create, scheduled
 
 FOUR = ("ann", "bob", "cat", "dan")
@@ -147,3 +149,28 @@ def test_a_late_players_seat_is_taken_by_a_substitute_before_its_first_move() ->
     league = apply(league, [seated])
     assert league.sitting(table, 0) == "stand-in"
     assert league.rounds[0].tables[0].players[0] == late  # the record stays the player's
+
+
+def test_the_directors_changes_are_told_to_the_leagues_webhooks_with_their_reasons() -> None:
+    league, results = finished_round()
+    first = league.rounds[0].tables[0]
+    events = [
+        *decide(league, VoidTable(first.game_id, "misdeal"), results=results),
+        *decide(league, AdjustScore("ann", -15, "slow play", 1)),
+    ]
+    commit = LeagueCommit(
+        league_id="north", version=9, command_id="c", time="t", previous="", events=events
+    )
+    made = [msgspec.to_builtins(m.webhook) for m in league_webhooks(league, commit)[1]]
+    assert [m["type"] for m in made] == ["league.adjusted", "league.adjusted"]
+    assert made[0]["data"] == {
+        "league_id": "north",
+        "kind": "table_voided",
+        "reason": "misdeal",
+        "round": 1,
+        "player": None,
+        "points": None,
+        "game_id": first.game_id,
+    }
+    assert made[1]["data"]["kind"] == "score_adjusted"
+    assert (made[1]["data"]["player"], made[1]["data"]["points"]) == ("ann", -15)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import msgspec
 import pytest
 
+from contracts.wire import LeagueCommit
 from domain.errors import RuleViolation
 from domain.league import (
     CreateLeague,
@@ -26,6 +28,7 @@ from domain.league import (
     knockout_rounds,
     ranking,
 )
+from services.webhooks.events import league_webhooks
 from tests.unit.test_league_operations import apply
 
 SIX = ("ann", "bob", "cat", "dan", "eve", "fay")
@@ -178,3 +181,17 @@ def test_a_withdrawal_before_the_knockout_shrinks_its_field() -> None:
     league = play_round(league, lambda players: 0)
     assert league.finished
     assert champion(league) == events[0].entrants[0]
+
+
+def test_the_league_finished_webhook_names_the_knockouts_champion() -> None:
+    league = league_of(SIX[:2], 0, KnockoutStage(deals=1))
+    league = apply(league, decide(league, ScheduleRound(1)))
+    (table,) = league.rounds[0].tables
+    ended = {table.game_id: TableResult(table.game_id, (10, 90), (False, True))}
+    events = decide(league, FinishRound(1), results=ended)
+    commit = LeagueCommit(
+        league_id="cup", version=5, command_id="c", time="t", previous="", events=events
+    )
+    made = [msgspec.to_builtins(m.webhook) for m in league_webhooks(league, commit)[1]]
+    assert made[-1]["type"] == "league.finished"
+    assert made[-1]["data"]["champion"] == table.players[1]

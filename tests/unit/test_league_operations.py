@@ -272,7 +272,11 @@ def test_a_rounds_end_and_the_leagues_are_told_in_order() -> None:
     finished = msgspec.to_builtins(made[0].webhook)["data"]
     assert finished["round"] == 1
     assert [r["forfeited"] for r in finished["results"]] == [[False, True], [False, True]]
-    assert msgspec.to_builtins(made[1].webhook)["data"] == {"league_id": "north", "rounds": 1}
+    assert msgspec.to_builtins(made[1].webhook)["data"] == {
+        "league_id": "north",
+        "rounds": 1,
+        "champion": None,
+    }
 
 
 # --------------------------------------------------------------------------- views, exports
