@@ -3,8 +3,11 @@ decodes: a league, a round started and a round read, a withdrawal and a substitu
 standings, the results export and the integrity report.
 
 The league itself is the domain's (:class:`domain.league.League`); these are the shapes the
-service shows of it. ``contracts/openapi.json`` takes their JSON Schemas from here
-(:mod:`services.gateway.openapi`), so the document, the server and the client cannot drift.
+service shows of it. A field added after the first release has a default, so that this client
+still reads an earlier server's answers (the document marks every answer's field required all
+the same: this server always sends it). ``contracts/openapi.json`` takes their JSON Schemas
+from here (:mod:`services.gateway.openapi`), so the document, the server and the client cannot
+drift.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class League(msgspec.Struct, frozen=True, kw_only=True):
     knockout: Annotated[
         Bracket | None,
         msgspec.Meta(description="The knockout the league ends with; null: none."),
-    ]
+    ] = None
 
 
 class BracketMatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -229,7 +232,7 @@ class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
         msgspec.Meta(
             description="The director's adjusted scores for the player, summed: part of `points`."
         ),
-    ]
+    ] = 0
     rating: Rating
 
 
@@ -263,8 +266,8 @@ class Standings(msgspec.Struct, frozen=True, kw_only=True):
     league_id: str
     version: Annotated[int, msgspec.Meta(description="How many of the league's games are counted.")]
     players: list[PlayerStanding]
-    adjustments: list[Adjustment]
-    voided: list[VoidedTable]
+    adjustments: list[Adjustment] = []
+    voided: list[VoidedTable] = []
 
 
 class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -285,7 +288,7 @@ class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
     result: SeatResult
     voided: Annotated[
         bool, msgspec.Meta(description="The director voided the table: it counts for no one.")
-    ]
+    ] = False
 
 
 class LeagueResults(msgspec.Struct, frozen=True, kw_only=True):

@@ -158,7 +158,7 @@ class RoundFinishedData(_Data, frozen=True, kw_only=True):
 class LeagueFinishedData(_Data, frozen=True, kw_only=True):
     league_id: str
     rounds: int
-    champion: str | None
+    champion: str | None = None
     """The knockout's winner, for a league that ends with one; null otherwise."""
 
 

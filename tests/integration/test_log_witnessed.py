@@ -173,6 +173,14 @@ async def test_receipts_carry_the_witness_cosignature(
     assert kept[LOG_KEY.name]["size"] >= receipts[2]["tree_size"]
 
     documents = {f"hand-{hand}.json": receipt for hand, receipt in receipts.items()}
+    sizes = sorted({receipt["tree_size"] for receipt in receipts.values()})
+    if len(sizes) == 2:  # the witness cosigned between the two hands: a proof joins the trees
+        partition = receipts[1]["partition"]
+        joined = await client.get(
+            f"/v1/log/{partition}/proofs/consistency", params={"old": sizes[0], "new": sizes[1]}
+        )
+        assert joined.status_code == 200, joined.text
+        documents["joined.json"] = joined.json()
     code, report = verify(tmp_path / "kept", documents, "--witness", witness.verifier.text())
     assert (code, report["findings"]) == (0, []), report
 

@@ -143,6 +143,9 @@ async def until_delivered(store: Store, count: int) -> None:
             await asyncio.sleep(0.05)
 
 
+RACE_ANSWER_S = 0.05
+
+
 def by_chain(received: list[Received]) -> dict[str, list[str]]:
     chains: dict[str, list[str]] = defaultdict(list)
     for request in received:
@@ -153,7 +156,14 @@ def by_chain(received: list[Received]) -> dict[str, list[str]]:
 async def test_two_senders_racing_on_one_database_never_send_one_delivery_twice(
     store: Store, database_url: str
 ) -> None:
-    with Receiver() as receiver:
+    def slowly(request: Received) -> int:
+        """An endpoint that takes a moment to answer: each sender's eight chains in flight
+        keep it busy for over a second, so the other one, even stalled by a loaded machine,
+        still takes chains of its own and the two race."""
+        time.sleep(RACE_ANSWER_S)
+        return 200
+
+    with Receiver(slowly) as receiver:
         to = endpoint("race", receiver.url)
         async with store.writing() as conn:
             await endpoints.add(conn, to)
