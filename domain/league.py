@@ -46,12 +46,15 @@ from typing import Any, Literal, get_args
 import msgspec
 from msgspec.structs import replace
 
+from domain.boards import BoardCommitments, commit
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
+from domain.movement import Movement, Style, default_rounds, movement
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
 from domain.seating import is_player_name
+from domain.shuffle import commitment
 from domain.state import Game
 
 LEAGUE_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -66,6 +69,11 @@ MAX_ROUNDS = 1000
 MAX_TURN_S = 86_400.0
 """A league's clock gives a turn at most a day."""
 MAX_AWAY_AFTER = 100
+
+Format = Literal["standard", "duplicate"]
+"""``standard``: each table plays its own game to the rules' end; ``duplicate``: every table of
+a round plays the same boards, compared by matchpoints (see the duplicate block below)."""
+DEFAULT_BOARDS_PER_ROUND = 2
 
 PairingChoice = Literal["auto", "round_robin", "swiss"]
 """How a league pairs its players; ``auto`` chooses by :func:`domain.schedule.choose_pairing`."""
@@ -113,6 +121,8 @@ class Round(msgspec.Struct, frozen=True):
     byes: tuple[str, ...]
     results: tuple[TableResult, ...] = ()
     """Once the next round is scheduled: each table's result, in table order."""
+    boards: tuple[int, ...] = ()
+    """A duplicate event's round: the boards every table plays, in order."""
 
     @property
     def seating(self) -> Seating:
@@ -166,6 +176,13 @@ class League(msgspec.Struct, frozen=True):
     finished: bool = False
     """Its last planned round is over (:class:`LeagueFinished`); a league of no planned end
     never finishes."""
+    format: Format = "standard"
+    boards_per_round: int | None = None
+    """A duplicate event's boards a round; None for a standard league."""
+    boards: BoardCommitments | None = None
+    """A duplicate event's published boards: the Merkle root and every board's commitment."""
+    revealed: tuple[tuple[int, str], ...] = ()
+    """A duplicate event's boards revealed so far: (board, seed in hex), board order."""
 
     @property
     def next_round(self) -> int:
@@ -225,6 +242,8 @@ class CreateLeague(LeagueCommand, tag="create_league", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     clock: Clock | None = None
+    format: Format = "standard"
+    boards_per_round: int | None = None
 
 
 class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
@@ -275,6 +294,10 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     clock: Clock | None = None
+    format: Format = "standard"
+    boards_per_round: int | None = None
+    boards: BoardCommitments | None = None
+    """A duplicate event's boards, committed to before any is dealt (:mod:`domain.boards`)."""
 
 
 class RoundCompleted(LeagueEvent, tag="round_completed", frozen=True):
@@ -319,6 +342,16 @@ class RoundScheduled(LeagueEvent, tag="round_scheduled", frozen=True):
     round: int
     tables: tuple[LeagueTable, ...]
     byes: tuple[str, ...]
+    boards: tuple[int, ...] = ()
+    """A duplicate event's round: its boards, played at every table in this order."""
+
+
+class BoardsRevealed(LeagueEvent, tag="boards_revealed", frozen=True):
+    """A duplicate event's round is over at every table: its boards' seeds, in hex, by board,
+    so that anyone can check each table's deals against the published commitments."""
+
+    round: int
+    boards: tuple[tuple[int, str], ...]
 
 
 AnyLeagueCommand = CreateLeague | ScheduleRound | FinishRound | WithdrawPlayer | SubstitutePlayer
@@ -329,6 +362,7 @@ AnyLeagueEvent = (
     | LeagueFinished
     | PlayerWithdrawn
     | PlayerSubstituted
+    | BoardsRevealed
 )
 
 
@@ -341,19 +375,36 @@ def decide(
     *,
     seed: str = "",
     results: Mapping[str, TableResult] | None = None,
+    board_seeds: Mapping[int, bytes] | None = None,
 ) -> list[AnyLeagueEvent]:
-    """The events ``command`` causes in ``state``; raises RuleViolation when it is refused."""
+    """The events ``command`` causes in ``state``; raises RuleViolation when it is refused.
+
+    ``board_seeds`` (a duplicate event's): the boards' seeds by number, every board's when it
+    is created, the round's when a round may end (:func:`duplicate_boards` says which)."""
     if isinstance(command, CreateLeague):
         if state is not None:
             raise RuleViolation("wrong_phase", f"league {state.league_id} already exists")
+        if command.format not in get_args(Format):
+            choices = ", ".join(get_args(Format))
+            raise RuleViolation("malformed", f"format {command.format!r} is not one of {choices}")
+        if command.format == "duplicate" or command.boards_per_round is not None:
+            return [_create_duplicate(command, seed, board_seeds or {})]
         return [_create(command, seed)]
     if state is None:
         raise RuleViolation("wrong_phase", "no such league")
+    if state.format == "duplicate" and isinstance(command, ScheduleRound | FinishRound):
+        return _duplicate_round(state, command, results or {}, board_seeds or {})
     if isinstance(command, ScheduleRound):
         return _schedule(state, command.round, results or {})
     if isinstance(command, FinishRound):
         return _finish(state, command.round, results or {})
     if isinstance(command, WithdrawPlayer):
+        if state.format == "duplicate":
+            raise RuleViolation(
+                "wrong_phase",
+                "a duplicate event's movement is fixed: a player cannot withdraw from it "
+                "(a substitute may play their seat)",
+            )
         return _withdraw(state, command.player)
     if isinstance(command, SubstitutePlayer):
         return _substitute(state, command, results or {})
@@ -563,8 +614,10 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
         rounds = list(state.rounds)
         rounds[event.round - 1] = replace(rounds[event.round - 1], results=event.results)
         return replace(state, rounds=tuple(rounds), version=version)
+    if isinstance(event, BoardsRevealed):
+        return replace(state, revealed=(*state.revealed, *event.boards), version=version)
     if isinstance(event, RoundScheduled):
-        played = Round(event.round, event.tables, event.byes)
+        played = Round(event.round, event.tables, event.byes, boards=event.boards)
         return replace(state, rounds=(*state.rounds, played), version=version)
     if isinstance(event, LeagueFinished):
         return replace(state, finished=True, version=version)
@@ -590,6 +643,9 @@ def _created(event: LeagueCreated) -> League:
         platform=event.platform,
         visibility=event.visibility,
         clock=event.clock,
+        format=event.format,
+        boards_per_round=event.boards_per_round,
+        boards=event.boards,
     )
 
 
@@ -690,3 +746,152 @@ def table_result(game: Game) -> TableResult:
         tuple(unit in game.winners for unit in unit_of),
         tuple(unit == game.forfeited for unit in unit_of) if game.forfeited is not None else (),
     )
+
+
+# --------------------------------------------------------------------------- duplicate events
+#
+# A duplicate event (``format: duplicate``) deals its boards once: every table of a round plays
+# the round's boards (``boards_per_round`` of them, board ``(r - 1) * boards_per_round + k``
+# as hand ``k`` of round ``r``), and each side's result on a board is compared with the same
+# direction's at the other tables (:mod:`domain.matchpoints`). The rounds are seated by a
+# generated movement (:mod:`domain.movement`): fixed pairs at a partnership table (the players
+# as listed, partners side by side: the first and second, the third and fourth, ...), each
+# player alone otherwise. Its number of rounds is fixed when it is created (the movement's
+# default when not given). The boards' seeds are inputs, as the league's seed is: their
+# commitments and Merkle root are published with the event (:mod:`domain.boards`), and a
+# round's seeds are revealed (:class:`BoardsRevealed`) when its last table is over.
+#
+# What makes no sense for it is refused: a pairing other than ``auto`` (the movement seats
+# every round: ``invalid_rules``), and a withdrawal (the movement is fixed: ``wrong_phase``).
+
+
+def duplicate_style(rules: Rules) -> Style:
+    """How a duplicate event of ``rules`` moves: fixed pairs where there are partnerships."""
+    return "pairs" if rules.partnerships else "individual"
+
+
+def duplicate_boards(command: CreateLeague) -> int:
+    """How many boards a duplicate event ``command`` creates has (the seeds it needs: boards
+    1 to this); raises RuleViolation as :func:`decide` would refuse it."""
+    rules = resolve_rules(command.rules)
+    _check_players(command.players, rules.players)
+    return len(_movement_of(command, rules).rounds) * _boards_per_round(command)
+
+
+def _boards_per_round(command: CreateLeague) -> int:
+    return (
+        DEFAULT_BOARDS_PER_ROUND if command.boards_per_round is None else command.boards_per_round
+    )
+
+
+def _movement_of(command: CreateLeague, rules: Rules) -> Movement:
+    if command.format != "duplicate":
+        raise RuleViolation("invalid_rules", "boards_per_round is for a duplicate league only")
+    if command.pairing != "auto":
+        raise RuleViolation(
+            "invalid_rules", "a duplicate event is seated by its movement: pairing must be auto"
+        )
+    style = duplicate_style(rules)
+    rounds = command.rounds
+    if rounds is None:
+        rounds = default_rounds(len(command.players), rules, style)
+    return movement(
+        len(command.players),
+        rules,
+        style,
+        rounds=rounds,
+        boards_per_round=_boards_per_round(command),
+    )
+
+
+def _create_duplicate(
+    command: CreateLeague, seed: str, board_seeds: Mapping[int, bytes]
+) -> LeagueCreated:
+    standard = _create(replace(command, format="standard", boards_per_round=None), seed)
+    plan = _movement_of(command, standard.rules)
+    per_round = _boards_per_round(command)
+    count = len(plan.rounds) * per_round
+    missing = [board for board in range(1, count + 1) if board not in board_seeds]
+    if missing:
+        raise ValueError(f"the seeds of boards {missing[:3]}... are an input of the event")
+    return replace(
+        standard,
+        rounds=len(plan.rounds),
+        pairing="round_robin",
+        format="duplicate",
+        boards_per_round=per_round,
+        boards=commit([board_seeds[board] for board in range(1, count + 1)]),
+    )
+
+
+def league_movement(state: League) -> Movement:
+    """A duplicate event's whole movement (the same every time: it depends on the event alone)."""
+    assert state.format == "duplicate"
+    assert state.planned is not None
+    return movement(
+        len(state.players),
+        state.rules,
+        duplicate_style(state.rules),
+        rounds=state.planned,
+        boards_per_round=state.boards_per_round or DEFAULT_BOARDS_PER_ROUND,
+    )
+
+
+def round_boards(state: League, number: int) -> tuple[int, ...]:
+    """The boards of a duplicate event's round ``number``."""
+    per_round = state.boards_per_round or DEFAULT_BOARDS_PER_ROUND
+    first = (number - 1) * per_round + 1
+    return tuple(range(first, first + per_round))
+
+
+def _duplicate_round(
+    state: League,
+    command: ScheduleRound | FinishRound,
+    results: Mapping[str, TableResult],
+    board_seeds: Mapping[int, bytes],
+) -> list[AnyLeagueEvent]:
+    """A duplicate event's round: scheduled from its movement; over (with its boards revealed)
+    once every table of it is."""
+    if isinstance(command, FinishRound):
+        events = _finish(state, command.round, results)
+        if events:
+            events.insert(1, _reveal(state, command.round, board_seeds))
+        return events
+    events = []
+    if state.rounds and not state.rounds[-1].finished and not state.over:
+        last = state.rounds[-1]
+        completed = _completed(last, results)
+        events += [completed, _reveal(state, last.number, board_seeds)]
+        for event in events:
+            state = evolve(state, event)
+    if state.over:
+        raise RuleViolation("wrong_phase", f"all {state.planned} rounds are scheduled")
+    if command.round != state.next_round:
+        raise RuleViolation("wrong_phase", f"round {state.next_round} is next, not {command.round}")
+    planned = league_movement(state).rounds[command.round - 1]
+    tables = tuple(
+        LeagueTable(
+            table_game_id(state.league_id, command.round, index),
+            tuple(state.players[player] for player in seats),
+        )
+        for index, seats in enumerate(planned.tables, start=1)
+    )
+    byes = tuple(state.players[player] for player in planned.byes)
+    events.append(RoundScheduled(command.round, tables, byes, boards=planned.boards))
+    return events
+
+
+def _reveal(state: League, number: int, board_seeds: Mapping[int, bytes]) -> BoardsRevealed:
+    """Round ``number``'s seeds, each checked against the board's published commitment."""
+    assert state.boards is not None
+    revealed = []
+    for board in round_boards(state, number):
+        seed = board_seeds.get(board)
+        if seed is None:
+            raise ValueError(f"the seed of board {board} is an input of the round's end")
+        if commitment(seed) != state.boards.commitments[board - 1]:
+            raise RuleViolation(
+                "invalid_rules", f"board {board}'s seed does not open its published commitment"
+            )
+        revealed.append((board, seed.hex()))
+    return BoardsRevealed(number, tuple(revealed))
