@@ -68,6 +68,40 @@ class League(msgspec.Struct, frozen=True, kw_only=True):
     substitutions: Annotated[
         list[Substitution], msgspec.Meta(description="Substitutes seated, oldest first.")
     ]
+    format: Annotated[
+        Literal["standard", "duplicate"],
+        msgspec.Meta(
+            description="`duplicate`: every table of a round plays the round's boards "
+            "(docs/leagues.md, Duplicate events)."
+        ),
+    ] = "standard"
+    boards_per_round: Annotated[
+        int | None, msgspec.Meta(description="A duplicate league's boards a round; else null.")
+    ] = None
+    boards: Annotated[
+        PublishedBoards | None,
+        msgspec.Meta(description="A duplicate league's boards as published when it was created."),
+    ] = None
+    revealed: Annotated[
+        list[RevealedBoard],
+        msgspec.Meta(description="A duplicate league's boards revealed so far, board order."),
+    ] = []
+
+
+class PublishedBoards(msgspec.Struct, frozen=True, kw_only=True):
+    """A duplicate league's boards, committed to before any was dealt: each board's
+    ``sha256(seed)`` (the commitment of its ``hand_dealt`` at every table) and their Merkle
+    root (RFC 6962 hashing)."""
+
+    root: str
+    commitments: Annotated[list[str], msgspec.Meta(description="Board 1 first.")]
+
+
+class RevealedBoard(msgspec.Struct, frozen=True, kw_only=True):
+    """A board's seed, revealed when every table of its round is over."""
+
+    board: int
+    seed: Annotated[str, msgspec.Meta(description="Hex; its SHA-256 is the board's commitment.")]
 
 
 class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):

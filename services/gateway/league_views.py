@@ -87,6 +87,16 @@ def league_answer(league: League) -> shown.League:
             )
             for s in league.substitutions
         ],
+        format=league.format,
+        boards_per_round=league.boards_per_round,
+        boards=(
+            shown.PublishedBoards(
+                root=league.boards.root, commitments=list(league.boards.commitments)
+            )
+            if league.boards is not None
+            else None
+        ),
+        revealed=[shown.RevealedBoard(board=board, seed=seed) for board, seed in league.revealed],
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from domain.bids import BID_PATTERN
 from domain.league import MAX_PLAYERS, MAX_ROUNDS, PairingChoice
+from domain.movement import MAX_BOARDS_PER_ROUND
 from domain.platforms import Seating, Visibility
 from domain.rules import (
     CARD_INPUT_PATTERN,
@@ -337,6 +338,17 @@ class CreateLeague(_Strict):
     clock: ClockSettings | None = Field(
         default=None, description="The clock of every table the league starts; absent: none."
     )
+    format: Literal["standard", "duplicate"] = Field(
+        default="standard",
+        description="`standard`: each table plays its own game to the rules' end. `duplicate`: "
+        "every table of a round plays the round's boards (the same cards), seated by a "
+        "generated movement (fixed pairs at a partnership table, partners listed side by "
+        "side); results are compared by matchpoints. A duplicate league has a fixed number of "
+        "rounds (`rounds`, else the movement's) and takes `pairing: auto` only.",
+    )
+    boards_per_round: (
+        Annotated[int, Field(ge=1, le=MAX_BOARDS_PER_ROUND), BeforeValidator(_whole)] | None
+    ) = Field(default=None, description="A duplicate league's boards a round; absent: 2.")
 
 
 class ScheduleRound(_Strict):

@@ -38,7 +38,7 @@ from domain.league import (
 from domain.legal import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.movement import movement
 from domain.rules import resolve_rules
-from domain.state import Game, cards_held
+from domain.state import cards_held
 
 PLAYERS = tuple(f"p{n}" for n in range(8))
 RULES = {"preset": "partnership"}
@@ -66,8 +66,11 @@ def created(**options: Any) -> League:
     return league
 
 
-def play_table(league: League, table: Any, boards: tuple[int, ...], rng: random.Random) -> Game:
-    """A table's game played at random through the domain, dealt as the engine deals it."""
+def play_table(
+    league: League, table: Any, boards: tuple[int, ...], rng: random.Random, *, keep: bool = False
+) -> Any:
+    """A table's game played at random through the domain, dealt as the engine deals it (with
+    its events, when ``keep``)."""
     first = boards[0]
     create = CreateGame(
         table.game_id,
@@ -77,9 +80,12 @@ def play_table(league: League, table: Any, boards: tuple[int, ...], rng: random.
         duplicate=DuplicateBoards(league.league_id, first, len(boards)),
     )
     deal = BoardSeeds(b"", seed_of)
-    game = fold_game(decide_game(None, create))
+    kept: list[Any] = decide_game(None, create)
+    game = fold_game(kept)
     for place, name in enumerate(table.players):
-        game = fold_game(decide_game(game, TakeSeat(name, place), deal=deal), game)
+        new = decide_game(game, TakeSeat(name, place), deal=deal)
+        kept += new
+        game = fold_game(new, game)
     assert game is not None
     while game.status != "finished":
         seat = seat_to_act(game)
@@ -89,9 +95,11 @@ def play_table(league: League, table: Any, boards: tuple[int, ...], rng: random.
             assert game.hand is not None
             action = action.choose(tuple(rng.sample(cards_held(game.hand, seat), action.count)))
         command: AnyCommand = action
-        game = fold_game(decide_game(game, command, deal=deal), game)
+        new = decide_game(game, command, deal=deal)
+        kept += new
+        game = fold_game(new, game)
         assert game is not None
-    return game
+    return (game, kept) if keep else game
 
 
 def deals(game_events: list[Any]) -> list[HandDealt]:

@@ -109,6 +109,8 @@ async def create_league(
         platform=platform,
         visibility=body.visibility or default_visibility(services),
         clock=clock,
+        format=body.format,
+        boards_per_round=body.boards_per_round,
     )
     async with leagues_quota(services, platform):
         league_id, league = await operations.create_league(services, request, idempotency_key)
