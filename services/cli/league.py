@@ -272,6 +272,15 @@ def create(
     pairing: Annotated[str, typer.Option(help="auto, round_robin or swiss.")] = "auto",
     preset: Preset = "partnership",
     rules: Rules = None,
+    duplicate_boards: Annotated[
+        int | None,
+        typer.Option(
+            "--duplicate",
+            min=1,
+            help="A duplicate event of this many boards a round (players listed partner beside "
+            "partner).",
+        ),
+    ] = None,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
@@ -279,10 +288,43 @@ def create(
     raw = _rules(preset, rules)
 
     async def work(leagues: LeagueClient) -> str:
-        league = await leagues.create_league(name, raw, player, rounds=rounds, pairing=pairing)
+        league = await leagues.create_league(
+            name,
+            raw,
+            player,
+            rounds=rounds,
+            pairing=pairing,
+            league_format=None if duplicate_boards is None else "duplicate",
+            boards_per_round=duplicate_boards,
+        )
         return league.league_id
 
     typer.echo(_run(url, api_key, work))
+
+
+@app.command("audit")
+def audit(
+    league_id: Annotated[str, typer.Argument(help="A duplicate league.")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Audit a duplicate league's boards: every table's deals against the published root and
+    the revealed seeds. Prints each finding as a JSON line; exits 1 when there is any."""
+
+    async def work(leagues: LeagueClient) -> list[Any]:
+        try:
+            return await leagues.board_audit(league_id)
+        except ValueError as error:
+            console.print(f"[red]{error}[/red]")
+            raise typer.Exit(2) from None
+
+    found = _run(url, api_key, work)
+    for finding in found:
+        typer.echo(msgspec.json.encode(finding).decode())
+    if found:
+        console.print(f"[red]{len(found)} finding(s)[/red]")
+        raise typer.Exit(1)
+    console.print("[green]every table of every round held the published boards[/green]")
 
 
 @app.command("schedule")

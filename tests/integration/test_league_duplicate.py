@@ -1,0 +1,207 @@
+"""A duplicate league over real HTTP: 8 players in fixed pairs, 2 rounds of 2 boards, played by
+the bots through the gateway, a real engine process and the projection workers. Every table of
+a round holds the same cards on each board, the boards are the ones committed to when the league
+was created, the seeds are revealed with each round's end, the standings compare the pairs by
+matchpoints, and the audit is clean until what it reads is tampered with."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from msgspec.structs import replace
+
+from contracts.answers import ScoredHandRecord
+from domain.boards import board_proof, check_seed
+from services.bots.runner import play_game
+from services.bots.strategy import Bot
+from services.client import SpadesClient
+from services.client.leagues import LeagueClient
+from services.runtime.nats_server import EmbeddedNats
+from tests.integration import stack
+from tests.integration.support import EngineProcess, ProjectionsProcess
+from tests.integration.test_gateway import ServedGateway, assert_problem, gateway_settings
+
+pytestmark = pytest.mark.integration
+
+MIN_VERSION_WAIT_S = 2.0
+RULES = {"preset": "partnership"}
+PLAYERS = [f"player {n}" for n in range(1, 9)]
+"""Partners side by side: players 1 and 2, 3 and 4, ..."""
+CATCH_UP_S = 20.0
+
+engine = stack.engine
+data_dir = stack.data_dir
+projections = stack.projections
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    shared_nats: EmbeddedNats,
+    engine: EngineProcess,
+    projections: ProjectionsProcess,
+    data_dir: Path,
+) -> Iterator[str]:
+    settings = gateway_settings(shared_nats.url, data_dir)
+    with ServedGateway(settings, min_version_wait_s=MIN_VERSION_WAIT_S) as served:
+        yield served.url
+
+
+@pytest.fixture
+async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
+        yield client
+
+
+def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def play_round(gateway: str, started: dict[str, Any]) -> None:
+    async with SpadesClient(gateway) as client:
+        await asyncio.gather(
+            *(
+                play_game(
+                    client,
+                    table["game_id"],
+                    {seat["seat"]: seat["token"] for seat in table["seats"]},
+                    Bot,
+                )
+                for table in started["tables"]
+            )
+        )
+
+
+async def records(client: SpadesClient, game_id: str, hands: int) -> list[ScoredHandRecord]:
+    """The table's hand records, once the read models hold all ``hands``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CATCH_UP_S
+    while True:
+        found = await client.hands(game_id)
+        if len(found) >= hands or loop.time() > deadline:
+            return found
+        await asyncio.sleep(0.2)
+
+
+async def until_round_over(http: httpx.AsyncClient, league_id: str, number: int) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CATCH_UP_S
+    while True:
+        league = ok(await http.get(f"/v1/leagues/{league_id}"))
+        if league["rounds_finished"] >= number or loop.time() > deadline:
+            return league
+        await asyncio.sleep(0.2)
+
+
+async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boards(
+    gateway: str, http: httpx.AsyncClient
+) -> None:
+    body = {
+        "name": "Duplicate night",
+        "rules": RULES,
+        "players": PLAYERS,
+        "rounds": 2,
+        "format": "duplicate",
+        "boards_per_round": 2,
+    }
+    league = ok(await http.post("/v1/leagues", json=body), 201)
+    league_id = league["league_id"]
+    assert (league["format"], league["boards_per_round"], league["rounds"]) == ("duplicate", 2, 2)
+    published = league["boards"]
+    assert len(published["commitments"]) == 4
+    assert league["revealed"] == []
+
+    rounds = f"/v1/leagues/{league_id}/rounds"
+    deals: dict[int, list[list[list[str]]]] = {}
+    """Board -> each table's hands (as cards) on it."""
+    async with SpadesClient(gateway) as client:
+        for number in (1, 2):
+            started = ok(await http.post(rounds, headers={"Idempotency-Key": f"r{number}"}), 201)
+            assert len(started["tables"]) == 2
+            assert started["byes"] == []
+            for table in started["tables"]:  # partners sit opposite: seats 0 and 2, 1 and 3
+                players = [seat["player"] for seat in table["seats"]]
+                for a, b in ((0, 2), (1, 3)):
+                    assert abs(PLAYERS.index(players[a]) - PLAYERS.index(players[b])) == 1
+            await play_round(gateway, started)
+            after = await until_round_over(http, league_id, number)
+            assert after["rounds_finished"] == number
+            boards = [(number - 1) * 2 + 1, (number - 1) * 2 + 2]
+            assert [shown["board"] for shown in after["revealed"]] == [1, 2, 3, 4][: 2 * number]
+            for table in started["tables"]:
+                found = await records(client, table["game_id"], 2)
+                assert [record.hand for record in found] == [1, 2]
+                for record, board in zip(found, boards, strict=True):
+                    assert record.deal.commitment == published["commitments"][board - 1]
+                    assert record.dealer == (board - 1) % 4
+                    deals.setdefault(board, []).append(record.deal.hands)
+        league = ok(await http.get(f"/v1/leagues/{league_id}"))
+        assert league["finished"]
+        for shown in league["revealed"]:
+            proof = board_proof(published["commitments"], shown["board"])
+            check_seed(bytes.fromhex(shown["seed"]), shown["board"], proof, published["root"], 4)
+        assert sorted(deals) == [1, 2, 3, 4]
+        for board, held in deals.items():
+            assert len(held) == 2
+            assert held[0] == held[1], f"board {board}: the tables held different cards"
+        assert deals[1] != deals[2]
+
+        # standings by matchpoints: two tables, so each side's result on a board is compared
+        # with the one other side of its direction (2 for better, 1 for equal, 0 for worse)
+        standings = ok(
+            await http.get(f"/v1/leagues/{league_id}/standings", params={"min_version": 4})
+        )
+        rows = standings["players"]
+        assert {row["player"] for row in rows} == set(PLAYERS)
+        for row in rows:
+            assert row["boards"] == 4
+            assert 0 <= row["matchpoints"] <= 8
+            assert row["percentage"] == pytest.approx(100 * row["matchpoints"] / 8)
+        tops = [row["matchpoints"] for row in rows]
+        assert sum(tops) == 8 * 4 * 2  # every comparison gives 2 matchpoints to share, 2 players
+        percentages = [row["percentage"] for row in rows]
+        assert percentages == sorted(percentages, reverse=True)
+
+        leagues = LeagueClient(client)
+        assert await leagues.board_audit(league_id) == []
+
+        # tampered with: one table's first hand shows other cards than the board's
+        honest = client.hands
+        victim = f"{league_id}-1-1"
+
+        async def forged(game_id: str, min_version: int | None = None) -> list[ScoredHandRecord]:
+            shown = await honest(game_id, min_version)
+            if game_id != victim:
+                return shown
+            first = shown[0]
+            hands = first.deal.hands
+            deal = replace(first.deal, hands=[hands[1], hands[0], *hands[2:]])
+            return [replace(first, deal=deal), *shown[1:]]
+
+        client.hands = forged  # type: ignore[method-assign]
+        found = await leagues.board_audit(league_id)
+        assert [(f.finding, f.board, f.game_id) for f in found] == [("deal", 1, victim)]
+
+
+async def test_a_duplicate_league_refuses_what_makes_no_sense(http: httpx.AsyncClient) -> None:
+    base = {"name": "D", "rules": RULES, "players": PLAYERS, "format": "duplicate"}
+    swiss = await http.post("/v1/leagues", json={**base, "pairing": "swiss"})
+    assert "movement" in assert_problem(swiss, 422, "invalid_rules")["detail"]
+    odd = await http.post("/v1/leagues", json={**base, "players": PLAYERS[:7]})
+    assert "even" in assert_problem(odd, 400, "malformed")["detail"]
+    standard = {**base, "format": "standard", "boards_per_round": 2}
+    assert_problem(await http.post("/v1/leagues", json=standard), 422, "invalid_rules")
+    none = {**base, "boards_per_round": 0}
+    assert_problem(await http.post("/v1/leagues", json=none), 400, "malformed")
+    league = ok(await http.post("/v1/leagues", json=base), 201)
+    assert league["rounds"] == 3  # the movement's: every pair meets every other once
+    withdraw = await http.post(
+        f"/v1/leagues/{league['league_id']}/withdrawals", json={"player": PLAYERS[0]}
+    )
+    assert_problem(withdraw, 409, "wrong_phase")
