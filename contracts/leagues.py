@@ -220,11 +220,31 @@ class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
         bool, msgspec.Meta(description="The player left the league; the record stays.")
     ]
     rating: Rating
+    boards: Annotated[
+        int | None,
+        msgspec.Meta(description="A duplicate league's: boards the player's side has played."),
+    ] = None
+    matchpoints: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="A duplicate league's: the side's matchpoints, 1 for each result of "
+            "its direction beaten on a board at another table, 1/2 for each tie (Neuberg for "
+            "a board played fewer times than the most)."
+        ),
+    ] = None
+    percentage: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="A duplicate league's: matchpoints over tops, in percent (what it is "
+            "ranked by); null before anything could be compared."
+        ),
+    ] = None
 
 
 class Standings(msgspec.Struct, frozen=True, kw_only=True):
     """Most wins first (a bye counts one), then most points, then fewest forfeits, then the
-    higher rating ``ordinal``, then the player's name."""
+    higher rating ``ordinal``, then the player's name; a duplicate league's by ``percentage``,
+    then ``matchpoints``, then the player's name."""
 
     league_id: str
     version: Annotated[int, msgspec.Meta(description="How many of the league's games are counted.")]

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from contracts import leagues as shown
 from contracts.answers import GameSummary
+from domain import matchpoints
 from domain.league import BYE_WINS, League
+from domain.records import HandRecord
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.integrity.signals import FDR, HandFacts, report
 from services.store.ratings import Standing
@@ -128,7 +130,72 @@ def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> 
     )
 
 
-def standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:
+def standings_answer(
+    league: League,
+    standings: LeagueStandings,
+    hands: Mapping[str, Sequence[HandRecord]] | None = None,
+) -> shown.Standings:
+    """The standings; a duplicate league's ranked by matchpoints from its tables' ``hands``."""
+    answer = _standings_answer(league, standings)
+    if league.format != "duplicate":
+        return answer
+    scored = duplicate_scores(league, hands or {})
+    rows = []
+    for row in answer.players:
+        mine = scored.get(row.player)
+        rows.append(
+            msgspec.structs.replace(
+                row,
+                boards=mine.boards if mine else 0,
+                matchpoints=float(mine.matchpoints) if mine else 0.0,
+                percentage=(
+                    float(mine.percentage) if mine and mine.percentage is not None else None
+                ),
+            )
+        )
+    rows.sort(key=lambda r: (-(r.percentage or 0.0), -(r.matchpoints or 0.0), r.player))
+    ranked = [msgspec.structs.replace(row, rank=rank) for rank, row in enumerate(rows, start=1)]
+    return msgspec.structs.replace(answer, players=ranked)
+
+
+def duplicate_scores(
+    league: League, hands: Mapping[str, Sequence[HandRecord]]
+) -> dict[str, matchpoints.Standing]:
+    """Each player's side's matchpoints (:mod:`domain.matchpoints`, ``as_scored``): on every
+    board, each table's side compared by its score delta with the same direction's sides at
+    the other tables that have scored the board (hand ``k`` of a round's table is the round's
+    board ``k``); a substitute's hands count for the seat's player."""
+    boards: dict[int, list[matchpoints.TableResult]] = {}
+    units = league.rules.table.units
+    for played in league.rounds:
+        for table in played.tables:
+            for record in hands.get(table.game_id, ()):
+                if not 1 <= record.hand <= len(played.boards):
+                    continue
+                sides = tuple(
+                    matchpoints.SideResult(
+                        tuple(table.players[seat] for seat in seats), record.points[unit]
+                    )
+                    for unit, seats in enumerate(units)
+                )
+                board = played.boards[record.hand - 1]
+                boards.setdefault(board, []).append(matchpoints.TableResult(table.game_id, sides))
+    if not boards:
+        return {}
+    results = matchpoints.EventResults(
+        tuple(
+            matchpoints.BoardResults(board, tuple(tables))
+            for board, tables in sorted(boards.items())
+        )
+    )
+    scored: dict[str, matchpoints.Standing] = {}
+    for standing in matchpoints.standings(matchpoints.cross_tables(results)):
+        for player in standing.players:
+            scored[player] = standing
+    return scored
+
+
+def _standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:
     played = {record.player: record for record in standings.players}
     byes = dict.fromkeys(league.players, 0)
     for past in league.rounds:

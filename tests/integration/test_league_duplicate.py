@@ -99,6 +99,11 @@ async def until_round_over(http: httpx.AsyncClient, league_id: str, number: int)
         await asyncio.sleep(0.2)
 
 
+def by_player(rows: list[dict[str, Any]], player: str) -> tuple[Any, ...]:
+    row = next(row for row in rows if row["player"] == player)
+    return (row["boards"], row["matchpoints"], row["percentage"])
+
+
 async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boards(
     gateway: str, http: httpx.AsyncClient
 ) -> None:
@@ -153,7 +158,7 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         assert deals[1] != deals[2]
 
         # standings by matchpoints: two tables, so each side's result on a board is compared
-        # with the one other side of its direction (2 for better, 1 for equal, 0 for worse)
+        # with the one other side of its direction (1 for better, 1/2 for equal, 0 for worse)
         standings = ok(
             await http.get(f"/v1/leagues/{league_id}/standings", params={"min_version": 4})
         )
@@ -161,10 +166,12 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         assert {row["player"] for row in rows} == set(PLAYERS)
         for row in rows:
             assert row["boards"] == 4
-            assert 0 <= row["matchpoints"] <= 8
-            assert row["percentage"] == pytest.approx(100 * row["matchpoints"] / 8)
-        tops = [row["matchpoints"] for row in rows]
-        assert sum(tops) == 8 * 4 * 2  # every comparison gives 2 matchpoints to share, 2 players
+            assert 0 <= row["matchpoints"] <= 4
+            assert row["percentage"] == pytest.approx(100 * row["matchpoints"] / 4)
+        for one, partner in zip(PLAYERS[::2], PLAYERS[1::2], strict=True):  # a side's score
+            assert by_player(rows, one) == by_player(rows, partner)
+        # on each board, each direction's two sides share 1 matchpoint, 2 players a side
+        assert sum(row["matchpoints"] for row in rows) == 4 * 2 * 2
         percentages = [row["percentage"] for row in rows]
         assert percentages == sorted(percentages, reverse=True)
 
@@ -185,8 +192,8 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
             return [replace(first, deal=deal), *shown[1:]]
 
         client.hands = forged  # type: ignore[method-assign]
-        found = await leagues.board_audit(league_id)
-        assert [(f.finding, f.board, f.game_id) for f in found] == [("deal", 1, victim)]
+        tampered = await leagues.board_audit(league_id)
+        assert [(f.finding, f.board, f.game_id) for f in tampered] == [("deal", 1, victim)]
 
 
 async def test_a_duplicate_league_refuses_what_makes_no_sense(http: httpx.AsyncClient) -> None:

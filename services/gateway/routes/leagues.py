@@ -22,6 +22,7 @@ from domain.errors import RuleViolation
 from domain.league import (
     League,
 )
+from domain.records import HandRecord
 from domain.rules import resolve_rules
 from services.gateway.commands import (
     default_visibility,
@@ -29,6 +30,7 @@ from services.gateway.commands import (
 from services.gateway.deps import (
     NO_NULL_BODY,
     CurrentLeague,
+    Gateway,
     LeagueId,
     LeagueMinVersion,
     Platform,
@@ -241,7 +243,17 @@ async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""
     standings = await services.read_models.league_standings(league.league_id)
-    return as_json(standings_answer(league, standings))
+    return as_json(standings_answer(league, standings, await _table_hands(services, league)))
+
+
+async def _table_hands(services: Gateway, league: League) -> dict[str, list[HandRecord]] | None:
+    """A duplicate league's tables' finished hands (what its matchpoints are counted from);
+    None for a standard league."""
+    if league.format != "duplicate":
+        return None
+    game_ids = [table.game_id for played in league.rounds for table in played.tables]
+    found = await asyncio.gather(*(services.read_models.hand_records(g) for g in game_ids))
+    return {game_id: records or [] for game_id, records in zip(game_ids, found, strict=True)}
 
 
 # --------------------------------------------------------------------------- the platform's
@@ -376,7 +388,9 @@ async def export_standings(
     points, games, byes, forfeits, withdrawn, mu, sigma, ordinal)."""
     league = await _owned(services, league_id, platform)
     standings = standings_answer(
-        league, await services.read_models.league_standings(league.league_id)
+        league,
+        await services.read_models.league_standings(league.league_id),
+        await _table_hands(services, league),
     )
     if export_format == "csv":
         return _csv(f"{league_id}-standings.csv", to_csv(STANDINGS_CSV, standings_rows(standings)))
