@@ -123,7 +123,7 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
     assert league["revealed"] == []
 
     rounds = f"/v1/leagues/{league_id}/rounds"
-    deals: dict[int, list[list[list[str]]]] = {}
+    deals: dict[int, list[Any]] = {}
     """Board -> each table's hands (as cards) on it."""
     async with SpadesClient(gateway) as client:
         for number in (1, 2):
