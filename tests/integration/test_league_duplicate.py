@@ -24,7 +24,12 @@ from services.client.leagues import LeagueClient
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
 from tests.integration.support import EngineProcess, ProjectionsProcess
-from tests.integration.test_gateway import ServedGateway, assert_problem, gateway_settings
+from tests.integration.test_gateway import (
+    ServedGateway,
+    assert_problem,
+    bearer,
+    gateway_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -63,8 +68,9 @@ def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
     return body
 
 
-async def play_round(gateway: str, started: dict[str, Any]) -> None:
-    async with SpadesClient(gateway) as client:
+async def play_round(gateway: str, started: dict[str, Any], api_key: str | None = None) -> None:
+    """Bots in every seat; the games' final states read as the platform of ``api_key``."""
+    async with SpadesClient(gateway, api_key=api_key) as client:
         await asyncio.gather(
             *(
                 play_game(
@@ -212,3 +218,45 @@ async def test_a_duplicate_league_refuses_what_makes_no_sense(http: httpx.AsyncC
         f"/v1/leagues/{league['league_id']}/withdrawals", json={"player": PLAYERS[0]}
     )
     assert_problem(withdraw, 409, "wrong_phase")
+
+
+async def test_a_duplicate_table_is_kept_from_other_readers_until_its_round_is_over(
+    shared_nats: EmbeddedNats,
+    engine: EngineProcess,
+    projections: ProjectionsProcess,
+    data_dir: Path,
+) -> None:
+    """Every table of a round holds the same cards: while the round is played, a table's game
+    (its plays, its hand records) is shown to its own seats and its platform alone, even when
+    the league is public; once every table is over, to everyone its visibility lets read it."""
+    settings = gateway_settings(shared_nats.url, data_dir, api_keys="dup-key")
+    platform = bearer("dup-key")
+    body = {
+        "name": "Public duplicate",
+        "rules": RULES,
+        "players": PLAYERS,
+        "rounds": 1,
+        "format": "duplicate",
+        "boards_per_round": 1,
+        "visibility": "public",
+    }
+    with ServedGateway(settings, min_version_wait_s=MIN_VERSION_WAIT_S) as served:
+        async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+            league = ok(await http.post("/v1/leagues", json=body, headers=platform), 201)
+            league_id = league["league_id"]
+            rounds = f"/v1/leagues/{league_id}/rounds"
+            started = ok(await http.post(rounds, headers=platform), 201)
+            one, other = started["tables"]
+            game = f"/v1/games/{one['game_id']}"
+            for path in ("", "/events", "/hands"):
+                assert_problem(await http.get(f"{game}{path}"), 404, "game_not_found")
+            ok(await http.get(game, headers=platform))
+            ok(await http.get(f"{game}/view", headers=bearer(one["seats"][0]["token"])))
+            # a seat of the other table has no business here either
+            foreign = await http.get(game, headers=bearer(other["seats"][0]["token"]))
+            assert_problem(foreign, 403, "forbidden")
+            await play_round(served.url, started, api_key="dup-key")
+            await until_round_over(http, league_id, 1)
+            async with SpadesClient(served.url) as anyone:  # no key, no seat: the public
+                assert len(await records(anyone, one["game_id"], 1)) == 1
+            ok(await http.get(f"{game}/events"))
