@@ -260,3 +260,24 @@ def test_a_seed_that_does_not_open_its_commitment_is_not_revealed() -> None:
     with pytest.raises(RuleViolation) as refused:
         decide(league, FinishRound(1), results=results, board_seeds={1: b"another"})
     assert refused.value.code == "invalid_rules"
+
+
+@pytest.mark.parametrize(("preset", "players"), [("solo", 8), ("two-player", 4), ("cutthroat", 6)])
+def test_without_partnerships_each_player_is_a_unit_and_every_table_gets_the_boards(
+    preset: str, players: int
+) -> None:
+    names = tuple(f"p{n}" for n in range(players))
+    command = CreateLeague(
+        "dup", "Dup", {"preset": preset}, names, 1, format="duplicate", boards_per_round=2
+    )
+    league = then(decide(None, command, seed="00", board_seeds=seeds(2)), None)  # type: ignore[arg-type]
+    league = then(decide(league, ScheduleRound(1), board_seeds=seeds(2)), league)
+    (played,) = league.rounds
+    assert len(played.tables) == players // league.rules.players
+    rng = random.Random(3)
+    for table in played.tables:
+        game, events = play_table(league, table, played.boards, rng, keep=True)
+        dealt = deals(events)
+        assert game.hands_played == 2
+        for hand, board in zip(dealt, played.boards, strict=True):
+            check_table_deal(league.rules, seed_of(board), board, replace_hand(hand, board))
