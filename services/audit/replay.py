@@ -56,6 +56,7 @@ from domain.events import (
     CardPlayed,
     CardsDiscarded,
     CardsPassed,
+    DuplicateBoards,
     GameCreated,
     GameEnded,
     HandDealt,
@@ -249,6 +250,7 @@ def recorded_command(
             first.visibility,
             first.seating,
             first.clock,
+            first.duplicate if isinstance(first.duplicate, DuplicateBoards) else None,
         )
     bid = next((event for event in events if isinstance(event, BidPlaced)), None)
     if bid is not None:
@@ -559,6 +561,7 @@ class _Replayer:
         self, version: int, event: HandScored, account: HandAccount, state: Game
     ) -> None:
         """The public check: the revealed seed keeps the promise published with the deal."""
+        duplicate = state.duplicate
         findings = deal_findings(
             state.rules,
             _entropies(state),
@@ -566,6 +569,7 @@ class _Replayer:
             account.dealt_at,
             event.seed,
             version,
+            board=None if duplicate is None else duplicate.first + account.dealt.hand - 1,
         )
         for problem in findings:
             self.found(problem)

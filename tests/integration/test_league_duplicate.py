@@ -183,6 +183,11 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
 
         leagues = LeagueClient(client)
         assert await leagues.board_audit(league_id) == []
+        for number in (1, 2):  # each table's own audit by replay, dealt as its boards
+            for table in (1, 2):
+                report = ok(await http.get(f"/v1/games/{league_id}-{number}-{table}/audit"))
+                assert report["ok"], report["problems"]
+                assert all(hand["deal_verified"] for hand in report["hands"])
 
         # tampered with: one table's first hand shows other cards than the board's
         honest = client.hands

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from domain.events import HandDealt
+from contracts.wire import Refusal
+from domain.boards import BoardSeeds
+from domain.commands import AnyCommand, CreateGame, TakeSeat
+from domain.errors import RuleViolation
+from domain.events import DuplicateBoards, HandDealt
+from domain.game import decide as decide_game
 from domain.league import (
     FinishRound,
     League,
@@ -25,7 +30,10 @@ from services.audit.boards import (
     event_of,
     hands_of_records,
 )
-from tests.unit.test_league_duplicate import created, play_table, seeds, then
+from services.audit.history import deal_checks
+from services.audit.replay import audit_game
+from tests.unit.test_audit_games import HonestTable
+from tests.unit.test_league_duplicate import created, play_table, seed_of, seeds, then
 
 
 def played_event(rounds: int = 2, per_round: int = 2) -> tuple[League, dict[str, list[Any]]]:
@@ -130,3 +138,37 @@ def test_each_tampering_is_named(event: Audited) -> None:
     # a published commitment changed after the event: the root no longer holds it
     forged = (("ab" * 32), *published.commitments[1:])
     assert "board_commitment" in findings(replace(published, commitments=forged), tables)
+
+
+class DuplicateTable(HonestTable):
+    """A duplicate event's table (boards 3 and 4), stored as the engine stores it."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.game_id = "dup-2-1"
+        self.state = None
+        self.commits = []
+        boards = DuplicateBoards("dup", 3, 2)
+        self.send(CreateGame(self.game_id, {"preset": "partnership"}, 2, duplicate=boards))
+        for seat in range(4):
+            self.send(TakeSeat(f"player {seat}", seat, self.rng.randbytes(8).hex()))
+
+    def send(self, command: AnyCommand) -> None:
+        try:
+            events = decide_game(self.state, command, deal=BoardSeeds(b"", seed_of))
+        except RuleViolation as refusal:
+            self.store([], Refusal(refusal.code, refusal.detail))
+            return
+        if events:
+            self.store(events, None)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_duplicate_tables_own_audit_replays_its_boards(seed: int) -> None:
+    table = DuplicateTable(seed).play()
+    assert table.state is not None
+    assert table.state.hands_played == 2
+    report = audit_game(table.commits)
+    assert report.ok, report.problems
+    assert all(hand.deal_verified for hand in report.hands)
+    assert deal_checks(table.commits) == []
