@@ -50,6 +50,8 @@ STANDINGS_CSV = (
     "sigma",
     "ordinal",
 )
+DUPLICATE_STANDINGS_CSV = (*STANDINGS_CSV, "boards", "matchpoints", "percentage")
+"""A duplicate league's standings ranked by ``percentage``, which its CSV shows too."""
 RESULTS_CSV = (
     "round",
     "table",

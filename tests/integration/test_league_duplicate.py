@@ -180,6 +180,14 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         assert sum(row["matchpoints"] for row in rows) == 4 * 2 * 2
         percentages = [row["percentage"] for row in rows]
         assert percentages == sorted(percentages, reverse=True)
+        exported = ok(await http.get(f"/v1/leagues/{league_id}/exports/standings"))
+        assert exported["players"] == rows
+        csv_text = (
+            await http.get(f"/v1/leagues/{league_id}/exports/standings", params={"format": "csv"})
+        ).text
+        header, first_row = csv_text.splitlines()[:2]
+        assert header.endswith(",boards,matchpoints,percentage")
+        assert first_row.split(",")[1] == rows[0]["player"]
 
         leagues = LeagueClient(client)
         assert await leagues.board_audit(league_id) == []

@@ -38,6 +38,7 @@ from services.gateway.deps import (
     unknown_league,
 )
 from services.gateway.league_views import (
+    DUPLICATE_STANDINGS_CSV,
     RESULTS_CSV,
     STANDINGS_CSV,
     integrity_answer,
@@ -393,7 +394,8 @@ async def export_standings(
         await _table_hands(services, league),
     )
     if export_format == "csv":
-        return _csv(f"{league_id}-standings.csv", to_csv(STANDINGS_CSV, standings_rows(standings)))
+        columns = DUPLICATE_STANDINGS_CSV if league.format == "duplicate" else STANDINGS_CSV
+        return _csv(f"{league_id}-standings.csv", to_csv(columns, standings_rows(standings)))
     return Response(msgspec.json.encode(standings), media_type="application/json")
 
 
