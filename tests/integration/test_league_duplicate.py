@@ -14,11 +14,13 @@ from typing import Any
 import httpx
 import pytest
 from msgspec.structs import replace
+from typer.testing import CliRunner, Result
 
 from contracts.answers import ScoredHandRecord
 from domain.boards import board_proof, check_seed
 from services.bots.runner import play_game
 from services.bots.strategy import Bot
+from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.client.leagues import LeagueClient
 from services.runtime.nats_server import EmbeddedNats
@@ -191,6 +193,13 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
 
         leagues = LeagueClient(client)
         assert await leagues.board_audit(league_id) == []
+
+        def spades(*args: str) -> Result:
+            return CliRunner().invoke(cli, ["league", *args, "--url", gateway])
+
+        clean = await asyncio.to_thread(spades, "audit", league_id)
+        assert clean.exit_code == 0, clean.output
+        assert "every table of every round held the published boards" in clean.output
         for number in (1, 2):  # each table's own audit by replay, dealt as its boards
             for table in (1, 2):
                 report = ok(await http.get(f"/v1/games/{league_id}-{number}-{table}/audit"))
@@ -227,6 +236,11 @@ async def test_a_duplicate_league_refuses_what_makes_no_sense(http: httpx.AsyncC
     assert_problem(await http.post("/v1/leagues", json=none), 400, "malformed")
     league = ok(await http.post("/v1/leagues", json=base), 201)
     assert league["rounds"] == 3  # the movement's: every pair meets every other once
+    standard = ok(await http.post("/v1/leagues", json={**base, "format": "standard"}), 201)
+    gateway = str(http.base_url).rstrip("/")
+    command = ["league", "audit", str(standard["league_id"]), "--url", gateway]
+    not_duplicate = await asyncio.to_thread(CliRunner().invoke, cli, command)
+    assert not_duplicate.exit_code == 2, not_duplicate.output
     withdraw = await http.post(
         f"/v1/leagues/{league['league_id']}/withdrawals", json={"player": PLAYERS[0]}
     )
