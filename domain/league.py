@@ -294,9 +294,11 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     clock: Clock | None = None
-    format: Format = "standard"
-    boards_per_round: int | None = None
-    boards: BoardCommitments | None = None
+    format: Format | msgspec.UnsetType = msgspec.UNSET
+    """``duplicate`` for a duplicate event; left out of a standard league's bytes (as its
+    ``boards_per_round`` and ``boards``), so that it is recorded exactly as before."""
+    boards_per_round: int | msgspec.UnsetType = msgspec.UNSET
+    boards: BoardCommitments | msgspec.UnsetType = msgspec.UNSET
     """A duplicate event's boards, committed to before any is dealt (:mod:`domain.boards`)."""
 
 
@@ -342,8 +344,9 @@ class RoundScheduled(LeagueEvent, tag="round_scheduled", frozen=True):
     round: int
     tables: tuple[LeagueTable, ...]
     byes: tuple[str, ...]
-    boards: tuple[int, ...] = ()
-    """A duplicate event's round: its boards, played at every table in this order."""
+    boards: tuple[int, ...] | msgspec.UnsetType = msgspec.UNSET
+    """A duplicate event's round: its boards, played at every table in this order (left out
+    of a standard league's bytes)."""
 
 
 class BoardsRevealed(LeagueEvent, tag="boards_revealed", frozen=True):
@@ -617,7 +620,8 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
     if isinstance(event, BoardsRevealed):
         return replace(state, revealed=(*state.revealed, *event.boards), version=version)
     if isinstance(event, RoundScheduled):
-        played = Round(event.round, event.tables, event.byes, boards=event.boards)
+        boards = event.boards if isinstance(event.boards, tuple) else ()
+        played = Round(event.round, event.tables, event.byes, boards=boards)
         return replace(state, rounds=(*state.rounds, played), version=version)
     if isinstance(event, LeagueFinished):
         return replace(state, finished=True, version=version)
@@ -643,9 +647,11 @@ def _created(event: LeagueCreated) -> League:
         platform=event.platform,
         visibility=event.visibility,
         clock=event.clock,
-        format=event.format,
-        boards_per_round=event.boards_per_round,
-        boards=event.boards,
+        format=event.format if isinstance(event.format, str) else "standard",
+        boards_per_round=(
+            event.boards_per_round if isinstance(event.boards_per_round, int) else None
+        ),
+        boards=event.boards if isinstance(event.boards, BoardCommitments) else None,
     )
 
 

@@ -89,7 +89,8 @@ async def start_round(
         league = (await services.leagues.latest(league_id)).state
         if league is None:
             raise ProblemError("unavailable", "the engine scheduled nothing; retry")
-        tables = await _start_tables(services, league, scheduled.tables, scheduled.boards)
+        boards = league.rounds[scheduled.round - 1].boards
+        tables = await _start_tables(services, league, scheduled.tables, boards)
     log.info("round started", round=scheduled.round, tables=len(tables))
     return league, scheduled, tables
 
