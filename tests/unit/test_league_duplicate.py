@@ -287,3 +287,27 @@ def test_without_partnerships_each_player_is_a_unit_and_every_table_gets_the_boa
         assert game.hands_played == 2
         for hand, board in zip(dealt, played.boards, strict=True):
             check_table_deal(league.rules, seed_of(board), board, replace_hand(hand, board))
+
+
+def test_an_odd_number_of_pairs_sits_one_out_each_round_in_turn() -> None:
+    names = tuple(f"p{n}" for n in range(10))
+    command = CreateLeague("dup", "Dup", RULES, names, format="duplicate", boards_per_round=1)
+    count = duplicate_boards(command)
+    league = then(decide(None, command, seed="00", board_seeds=seeds(count)), None)  # type: ignore[arg-type]
+    assert league.planned == 5  # five pairs: every pair meets every other once
+    resting = []
+    results: dict[str, TableResult] = {}
+    for number in range(1, 6):
+        league = then(
+            decide(league, ScheduleRound(number), results=results, board_seeds=seeds(count)),
+            league,
+        )
+        played = league.rounds[-1]
+        assert len(played.tables) == 2
+        assert len(played.byes) == 2
+        assert played.byes[0] == names[names.index(played.byes[0]) // 2 * 2]  # a whole pair
+        resting.append(played.byes)
+        results = {
+            t.game_id: TableResult(t.game_id, (0, 0, 0, 0), (True,) * 4) for t in played.tables
+        }
+    assert len(set(resting)) == 5  # each pair sits out once
