@@ -54,7 +54,7 @@ def end_of_hand(state: Game, hand: Hand, won: list[int], reneged: int) -> list[A
         result.scores,
         result.bags,
         units,
-        hand.seed,
+        hand.seed if state.duplicate is None else None,  # a board's: its league reveals it
     )
     winners = (
         _winners(rules, result.scores, state.hands_played + 1)

@@ -114,7 +114,7 @@ def deal_checks(commits: Sequence[StoredCommit]) -> list[Problem]:
                     table_entropies(game_entropy, seats) if duplicate is None else [],
                     dealt.hand if duplicate is None else duplicate.first + dealt.hand - 1,
                     dealt.commitment,
-                    event.seed,
+                    event.seed if duplicate is None else dealt.seed,
                     dealt.deck,
                 ):
                     problems.append(Problem(dealt_at, "deal", f"hand {dealt.hand}: {detail}"))

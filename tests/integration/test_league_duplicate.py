@@ -152,6 +152,7 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
                 assert [record.hand for record in found] == [1, 2]
                 for record, board in zip(found, boards, strict=True):
                     assert record.deal.commitment == published["commitments"][board - 1]
+                    assert record.deal.seed is None  # the league reveals it, not the table
                     assert record.dealer == (board - 1) % 4
                     deals.setdefault(board, []).append(record.deal.hands)
         league = ok(await http.get(f"/v1/leagues/{league_id}"))

@@ -13,7 +13,7 @@ from contracts.wire import Refusal
 from domain.boards import BoardSeeds
 from domain.commands import AnyCommand, CreateGame, TakeSeat
 from domain.errors import RuleViolation
-from domain.events import DuplicateBoards, HandDealt
+from domain.events import DuplicateBoards, HandDealt, HandScored
 from domain.game import decide as decide_game
 from domain.league import (
     FinishRound,
@@ -32,7 +32,7 @@ from services.audit.boards import (
 )
 from services.audit.history import deal_checks
 from services.audit.replay import audit_game
-from tests.unit.test_audit_games import HonestTable
+from tests.unit.test_audit_games import HonestTable, rechained
 from tests.unit.test_league_duplicate import created, play_table, seed_of, seeds, then
 
 
@@ -172,3 +172,28 @@ def test_a_duplicate_tables_own_audit_replays_its_boards(seed: int) -> None:
     assert report.ok, report.problems
     assert all(hand.deal_verified for hand in report.hands)
     assert deal_checks(table.commits) == []
+
+
+def test_a_duplicate_table_reveals_no_seed_with_its_scores() -> None:
+    """A board's seed at one table's score would deal it to anyone reading the game (or the
+    audit log, which keeps each score's seed) while the other tables still play it."""
+    table = DuplicateTable(3).play()
+    scored = [
+        event
+        for stored in table.commits
+        for event in stored.commit.events
+        if isinstance(event, HandScored)
+    ]
+    assert len(scored) == 2
+    assert all(event.seed is None for event in scored)
+    # a forged history that reveals a board's seed with its score is caught
+    forged = []
+    for stored in table.commits:
+        events = [
+            replace(e, seed=seed_of(3).hex()) if isinstance(e, HandScored) and e.hand == 1 else e
+            for e in stored.commit.events
+        ]
+        forged.append(replace(stored.commit, events=events))
+    report = audit_game(rechained(forged))
+    assert not report.ok
+    assert any("revealed its board's seed" in problem.detail for problem in report.problems)
