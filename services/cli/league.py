@@ -115,11 +115,15 @@ def simulate(
     round_timeout: Annotated[
         float, typer.Option(min=1.0, help="Seconds a round may take before the run fails.")
     ] = 1800.0,
+    duplicate_boards: Annotated[
+        int | None,
+        typer.Option("--duplicate", min=1, help="A duplicate event of this many boards a round."),
+    ] = None,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
     """Run a whole league with bots in every seat (but the idle players'), and print the final
-    standings."""
+    standings (a duplicate event's by matchpoints)."""
     names = [f"player {number}" for number in range(1, players + 1)]
     raw = _rules(preset, rules)
     factory = _bot_factory(bots, seed)
@@ -137,6 +141,7 @@ def simulate(
                 idle=idlers,
                 clock=clock,
                 round_timeout_s=round_timeout,
+                duplicate_boards=duplicate_boards,
             )
             return await league.run(names, raw, rounds, pairing)
 
@@ -183,7 +188,10 @@ class LeagueSimulation:
         idle: frozenset[str] = frozenset(),
         clock: dict[str, Any] | None = None,
         round_timeout_s: float = 1800.0,
+        duplicate_boards: int | None = None,
     ) -> None:
+        self.duplicate_boards = duplicate_boards
+        """A duplicate event of this many boards a round; None: a standard league."""
         self.leagues = leagues
         self.progress = progress
         self.bot_factory = bot_factory
@@ -197,11 +205,20 @@ class LeagueSimulation:
         self, names: list[str], rules: dict[str, Any], rounds: int, pairing: str
     ) -> Standings:
         league = await self.leagues.create_league(
-            "simulated league", rules, names, rounds=rounds, pairing=pairing, clock=self.clock
+            "simulated league",
+            rules,
+            names,
+            rounds=rounds,
+            pairing=pairing,
+            clock=self.clock,
+            league_format=None if self.duplicate_boards is None else "duplicate",
+            boards_per_round=self.duplicate_boards,
         )
         idle = f", {len(self.idle)} idle" if self.idle else ""
         console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}{idle}")
         tables = len(names) // league.rules.players
+        if league.format == "duplicate" and league.rules.partnerships:
+            tables = len(names) // 2 // len(league.rules.table.units)  # whole pairs sit out
         rounds_task = self.progress.add_task("rounds", total=rounds)
         games_task = self.progress.add_task("games finished", total=rounds * tables)
         for number in range(1, rounds + 1):
@@ -242,12 +259,25 @@ class LeagueSimulation:
 
 def standings_table(standings: Standings) -> Table:
     table = Table(title=f"standings of league {standings.league_id} ({standings.version} games)")
-    columns = ("#", "player", "wins", "points", "games", "byes", "forfeits", "rating", "mu ± sigma")
+    columns: tuple[str, ...] = (
+        "#",
+        "player",
+        "wins",
+        "points",
+        "games",
+        "byes",
+        "forfeits",
+        "rating",
+        "mu ± sigma",
+    )
+    duplicate = any(row.percentage is not None for row in standings.players)
+    if duplicate:
+        columns = (*columns, "boards", "matchpoints", "%")
     for column in columns:
         table.add_column(column, justify="left" if column == "player" else "right")
     for row in standings.players:
         rating = row.rating
-        table.add_row(
+        cells = [
             str(row.rank),
             f"{row.player} (withdrawn)" if row.withdrawn else row.player,
             str(row.wins),
@@ -257,7 +287,11 @@ def standings_table(standings: Standings) -> Table:
             str(row.forfeits),
             f"{rating.ordinal:.2f}",
             f"{rating.mu:.2f} ± {rating.sigma:.2f}",
-        )
+        ]
+        if duplicate:
+            percentage = "" if row.percentage is None else f"{row.percentage:.1f}"
+            cells += [str(row.boards or 0), f"{row.matchpoints or 0:g}", percentage]
+        table.add_row(*cells)
     return table
 
 
