@@ -153,6 +153,10 @@ class RoundStarted(msgspec.Struct, frozen=True, kw_only=True):
     pairing: Pairing
     tables: list[StartedTable]
     byes: Annotated[list[str], msgspec.Meta(description="The players who sit this round out.")]
+    boards: Annotated[
+        list[int],
+        msgspec.Meta(description="A duplicate league's: the boards every table plays, in order."),
+    ] = []
 
 
 class RoundTable(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,6 +187,10 @@ class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
         bool,
         msgspec.Meta(description="Every game of the round is over, its results recorded."),
     ]
+    boards: Annotated[
+        list[int],
+        msgspec.Meta(description="A duplicate league's: the boards every table plays, in order."),
+    ] = []
 
 
 class Rating(msgspec.Struct, frozen=True, kw_only=True):

@@ -129,6 +129,7 @@ def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> 
         tables=tables,
         byes=list(played.byes),
         finished=played.finished,
+        boards=list(played.boards),
     )
 
 

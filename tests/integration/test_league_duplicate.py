@@ -138,6 +138,9 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
             started = ok(await http.post(rounds, headers={"Idempotency-Key": f"r{number}"}), 201)
             assert len(started["tables"]) == 2
             assert started["byes"] == []
+            assert started["boards"] == [(number - 1) * 2 + 1, (number - 1) * 2 + 2]
+            shown_round = ok(await http.get(f"{rounds}/{number}"))
+            assert shown_round["boards"] == started["boards"]
             for table in started["tables"]:  # partners sit opposite: seats 0 and 2, 1 and 3
                 players = [seat["player"] for seat in table["seats"]]
                 for a, b in ((0, 2), (1, 3)):

@@ -172,6 +172,7 @@ async def start_round(
         pairing=league.pairing,
         tables=[table.answer() for table in tables],
         byes=list(scheduled.byes),
+        boards=list(league.rounds[scheduled.round - 1].boards),
     )
     return as_json(started)
 
