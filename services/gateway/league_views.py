@@ -108,17 +108,21 @@ def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> 
     """Round ``number`` (which must exist): its tables, each with its game's status and scores
     as the game list has them, and who plays each seat now."""
     played = league.rounds[number - 1]
+    # a duplicate round's scores say how the boards went at each table: none until every
+    # table has played them
+    hidden = league.format == "duplicate" and not played.finished
     tables = []
     for index, table in enumerate(played.tables, start=1):
         summary = games.get(table.game_id)
+        shown_summary = None if hidden else summary
         tables.append(
             shown.RoundTable(
                 table=index,
                 game_id=table.game_id,
                 players=list(table.players),
                 status=summary.status if summary else None,
-                scores=summary.scores if summary else None,
-                winners=summary.winners if summary else None,
+                scores=shown_summary.scores if shown_summary else None,
+                winners=shown_summary.winners if shown_summary else None,
                 sitting=[league.sitting(table, seat) for seat in range(len(table.players))],
             )
         )
@@ -164,13 +168,16 @@ def standings_answer(
 def duplicate_scores(
     league: League, hands: Mapping[str, Sequence[HandRecord]]
 ) -> dict[str, matchpoints.Standing]:
-    """Each player's side's matchpoints (:mod:`domain.matchpoints`, ``as_scored``): on every
-    board, each table's side compared by its score delta with the same direction's sides at
-    the other tables that have scored the board (hand ``k`` of a round's table is the round's
-    board ``k``); a substitute's hands count for the seat's player."""
+    """Each player's side's matchpoints (:mod:`domain.matchpoints`, ``as_scored``), over the
+    rounds every table has finished (a round being played shows nothing of how its boards
+    went): on every board, each table's side compared by its score delta with the same
+    direction's sides at the other tables (hand ``k`` of a round's table is the round's board
+    ``k``); a substitute's hands count for the seat's player."""
     boards: dict[int, list[matchpoints.TableResult]] = {}
     units = league.rules.table.units
     for played in league.rounds:
+        if not played.finished:  # its boards are still being played somewhere
+            continue
         for table in played.tables:
             for record in hands.get(table.game_id, ()):
                 if not 1 <= record.hand <= len(played.boards):
