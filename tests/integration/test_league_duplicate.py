@@ -97,6 +97,20 @@ async def records(client: SpadesClient, game_id: str, hands: int) -> list[Scored
         await asyncio.sleep(0.2)
 
 
+async def until_listed(
+    http: httpx.AsyncClient, league_id: str, games: int, status: str | None = "finished"
+) -> Any:
+    """The league's games in the public list, once it lists ``games`` of them (finished)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CATCH_UP_S
+    while True:
+        params = {"league": league_id, **({"status": status} if status else {})}
+        listed = ok(await http.get("/v1/games", params=params))["games"]
+        if len(listed) >= games or loop.time() > deadline:
+            return listed
+        await asyncio.sleep(0.2)
+
+
 async def until_round_over(http: httpx.AsyncClient, league_id: str, number: int) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CATCH_UP_S
@@ -282,12 +296,26 @@ async def test_a_duplicate_table_is_kept_from_other_readers_until_its_round_is_o
             for path in ("", "/events", "/hands"):
                 assert_problem(await http.get(f"{game}{path}"), 404, "game_not_found")
             ok(await http.get(game, headers=platform))
+            waiting = await until_listed(http, league_id, 2, status=None)
+            assert [game["scores"] for game in waiting] == [[], []]  # held back, not [0, 0]
+            mine = ok(await http.get("/v1/games", params={"league": league_id}, headers=platform))
+            assert [game["scores"] for game in mine["games"]] == [[0, 0], [0, 0]]
             ok(await http.get(f"{game}/view", headers=bearer(one["seats"][0]["token"])))
             # a seat of the other table has no business here either
             foreign = await http.get(game, headers=bearer(other["seats"][0]["token"]))
             assert_problem(foreign, 403, "forbidden")
             await play_round(served.url, started, api_key="dup-key")
+            # the public list: the tables are there, their scores held back until the round
+            # is recorded over (the round's answer says whether it is)
+            listed = ok(await http.get("/v1/games", params={"league": league_id}))["games"]
+            round_over = ok(await http.get(f"{rounds}/1"))["finished"]
+            assert {game["game_id"] for game in listed} <= {one["game_id"], other["game_id"]}
+            if not round_over:
+                assert all(game["scores"] == [] for game in listed)
             await until_round_over(http, league_id, 1)
+            listed = await until_listed(http, league_id, 2)
+            assert len(listed) == 2, listed
+            assert all(len(game["scores"]) == 2 for game in listed)
             async with SpadesClient(served.url) as anyone:  # no key, no seat: the public
                 assert len(await records(anyone, one["game_id"], 1)) == 1
             ok(await http.get(f"{game}/events"))
