@@ -31,7 +31,7 @@ import msgspec
 from contracts import leagues as shown
 from contracts.answers import GameSummary
 from domain import matchpoints
-from domain.league import BYE_WINS, League
+from domain.league import BYE_WINS, League, ranking
 from domain.records import HandRecord
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.integrity.signals import FDR, HandFacts, report
@@ -147,12 +147,21 @@ def standings_answer(
     if league.format != "duplicate":
         return answer
     scored = duplicate_scores(league, hands or {})
+    recorded = {standing.player: standing for standing in ranking(league)}
     rows = []
     for row in answer.players:
         mine = scored.get(row.player)
+        record = recorded[row.player]
         rows.append(
             msgspec.structs.replace(
                 row,
+                # the rounds every table has finished, as the league recorded them: a table's
+                # score says how the round's boards went while the others play them
+                wins=record.wins,
+                points=record.points,
+                games=record.games,
+                byes=record.byes,
+                forfeits=record.forfeits,
                 boards=mine.boards if mine else 0,
                 matchpoints=float(mine.matchpoints) if mine else 0.0,
                 percentage=(

@@ -191,6 +191,7 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         rows = standings["players"]
         assert {row["player"] for row in rows} == set(PLAYERS)
         for row in rows:
+            assert (row["games"], row["byes"]) == (2, 0)  # as the league recorded its rounds
             assert row["boards"] == 4
             assert 0 <= row["matchpoints"] <= 4
             assert row["percentage"] == pytest.approx(100 * row["matchpoints"] / 4)
