@@ -49,7 +49,7 @@ from msgspec.structs import replace
 from domain.boards import BoardCommitments, commit
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
-from domain.movement import Movement, Style, default_rounds, movement
+from domain.movement import Movement, MovementError, Style, default_rounds, movement
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
@@ -768,7 +768,8 @@ def table_result(game: Game) -> TableResult:
 # round's seeds are revealed (:class:`BoardsRevealed`) when its last table is over.
 #
 # What makes no sense for it is refused: a pairing other than ``auto`` (the movement seats
-# every round: ``invalid_rules``), and a withdrawal (the movement is fixed: ``wrong_phase``).
+# every round), a field or a number of rounds no movement seats (both ``invalid_rules``), and
+# a withdrawal (the movement is fixed: ``wrong_phase``).
 
 
 def duplicate_style(rules: Rules) -> Style:
@@ -799,15 +800,18 @@ def _movement_of(command: CreateLeague, rules: Rules) -> Movement:
         )
     style = duplicate_style(rules)
     rounds = command.rounds
-    if rounds is None:
-        rounds = default_rounds(len(command.players), rules, style)
-    return movement(
-        len(command.players),
-        rules,
-        style,
-        rounds=rounds,
-        boards_per_round=_boards_per_round(command),
-    )
+    try:
+        if rounds is None:
+            rounds = default_rounds(len(command.players), rules, style)
+        return movement(
+            len(command.players),
+            rules,
+            style,
+            rounds=rounds,
+            boards_per_round=_boards_per_round(command),
+        )
+    except MovementError as error:  # well formed, but no movement seats such an event
+        raise RuleViolation("invalid_rules", error.detail) from None
 
 
 def _create_duplicate(

@@ -248,7 +248,9 @@ async def test_a_duplicate_league_refuses_what_makes_no_sense(http: httpx.AsyncC
     swiss = await http.post("/v1/leagues", json={**base, "pairing": "swiss"})
     assert "movement" in assert_problem(swiss, 422, "invalid_rules")["detail"]
     odd = await http.post("/v1/leagues", json={**base, "players": PLAYERS[:7]})
-    assert "even" in assert_problem(odd, 400, "malformed")["detail"]
+    assert "even" in assert_problem(odd, 422, "invalid_rules")["detail"]
+    many = await http.post("/v1/leagues", json={**base, "rounds": 330})
+    assert "rounds" in assert_problem(many, 422, "invalid_rules")["detail"]
     standard = {**base, "format": "standard", "boards_per_round": 2}
     assert_problem(await http.post("/v1/leagues", json=standard), 422, "invalid_rules")
     none = {**base, "boards_per_round": 0}

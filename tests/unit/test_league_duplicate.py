@@ -235,8 +235,8 @@ def test_a_standard_league_is_as_before() -> None:
         ({"pairing": "swiss"}, "invalid_rules"),
         ({"format": "standard", "boards_per_round": 2}, "invalid_rules"),
         ({"format": "triplicate"}, "malformed"),
-        ({"boards_per_round": 0}, "malformed"),
-        ({"rounds": 500}, "malformed"),
+        ({"boards_per_round": 0}, "invalid_rules"),
+        ({"rounds": 500}, "invalid_rules"),
     ],
 )
 def test_what_makes_no_sense_for_a_duplicate_event_is_refused(
