@@ -132,11 +132,10 @@ class LeagueEngine(
                 format=body.format,
                 boards_per_round=body.boards_per_round,
             )
-            seeds = None
             if body.format == "duplicate" or body.boards_per_round is not None:
-                count = duplicate_boards(created)  # refused here as decide would refuse it
-                seeds = board_seeds(self.board_key, held.league_id, range(1, count + 1))
-            return decide(None, created, seed=self._seed().hex(), board_seeds=seeds)
+                # its movement takes up to a fraction of a second (64 players, 200 rounds)
+                return await asyncio.to_thread(self._create_duplicate, held, created)
+            return decide(None, created, seed=self._seed().hex())
         if state is None:
             raise Refused("league_not_found", f"no league {held.league_id}")
         if isinstance(body, ScheduleRoundRequest):
@@ -158,6 +157,12 @@ class LeagueEngine(
             return decide(state, WithdrawPlayer(body.player))
         seeds = self.revealing(state, played)
         return decide(state, command, results=await self.results(played), board_seeds=seeds)
+
+    def _create_duplicate(self, held: LoadedLeague, created: CreateLeague) -> list[Any]:
+        """A duplicate event, committed to every board's seed."""
+        count = duplicate_boards(created)  # refused here as decide would refuse it
+        seeds = board_seeds(self.board_key, held.league_id, range(1, count + 1))
+        return list(decide(None, created, seed=self._seed().hex(), board_seeds=seeds))
 
     def revealing(self, state: League, played: Round | None) -> dict[int, bytes] | None:
         """The seeds of ``played``'s boards, which its end reveals (a duplicate event's)."""
