@@ -49,6 +49,7 @@ from msgspec.structs import replace
 from domain.boards import BoardCommitments, commit
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
+from domain.movement import MAX_ROUNDS as MAX_MOVEMENT_ROUNDS
 from domain.movement import Movement, MovementError, Style, default_rounds, movement
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
@@ -779,10 +780,17 @@ def duplicate_style(rules: Rules) -> Style:
 
 def duplicate_boards(command: CreateLeague) -> int:
     """How many boards a duplicate event ``command`` creates has (the seeds it needs: boards
-    1 to this); raises RuleViolation as :func:`decide` would refuse it."""
+    1 to this), without making its movement (:func:`decide` does, and refuses what no
+    movement seats); raises RuleViolation for a field it cannot count."""
     rules = resolve_rules(command.rules)
     _check_players(command.players, rules.players)
-    return len(_movement_of(command, rules).rounds) * _boards_per_round(command)
+    rounds = command.rounds
+    if rounds is None:
+        try:
+            rounds = default_rounds(len(command.players), rules, duplicate_style(rules))
+        except MovementError as error:
+            raise RuleViolation("invalid_rules", error.detail) from None
+    return max(1, min(rounds, MAX_MOVEMENT_ROUNDS)) * max(1, _boards_per_round(command))
 
 
 def _boards_per_round(command: CreateLeague) -> int:
