@@ -76,6 +76,25 @@ class League(msgspec.Struct, frozen=True, kw_only=True):
         msgspec.Meta(description="The knockout the league ends with; null: none."),
     ] = None
 
+    format: Annotated[
+        Literal["standard", "duplicate"],
+        msgspec.Meta(
+            description="`duplicate`: every table of a round plays the round's boards "
+            "(docs/leagues.md, Duplicate events)."
+        ),
+    ] = "standard"
+    boards_per_round: Annotated[
+        int | None, msgspec.Meta(description="A duplicate league's boards a round; else null.")
+    ] = None
+    boards: Annotated[
+        PublishedBoards | None,
+        msgspec.Meta(description="A duplicate league's boards as published when it was created."),
+    ] = None
+    revealed: Annotated[
+        list[RevealedBoard],
+        msgspec.Meta(description="A duplicate league's boards revealed so far, board order."),
+    ] = []
+
 
 class BracketMatch(msgspec.Struct, frozen=True, kw_only=True):
     """A match of the knockout: its entrants (best seed first), its game, its winner."""
@@ -110,6 +129,22 @@ class Bracket(msgspec.Struct, frozen=True, kw_only=True):
     ]
     rounds: list[BracketRound]
     champion: str | None
+
+
+class PublishedBoards(msgspec.Struct, frozen=True, kw_only=True):
+    """A duplicate league's boards, committed to before any was dealt: each board's
+    ``sha256(seed)`` (the commitment of its ``hand_dealt`` at every table) and their Merkle
+    root (RFC 6962 hashing)."""
+
+    root: str
+    commitments: Annotated[list[str], msgspec.Meta(description="Board 1 first.")]
+
+
+class RevealedBoard(msgspec.Struct, frozen=True, kw_only=True):
+    """A board's seed, revealed when every table of its round is over."""
+
+    board: int
+    seed: Annotated[str, msgspec.Meta(description="Hex; its SHA-256 is the board's commitment.")]
 
 
 class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):
@@ -161,6 +196,10 @@ class RoundStarted(msgspec.Struct, frozen=True, kw_only=True):
     pairing: Pairing
     tables: list[StartedTable]
     byes: Annotated[list[str], msgspec.Meta(description="The players who sit this round out.")]
+    boards: Annotated[
+        list[int],
+        msgspec.Meta(description="A duplicate league's: the boards every table plays, in order."),
+    ] = []
 
 
 class RoundTable(msgspec.Struct, frozen=True, kw_only=True):
@@ -191,6 +230,10 @@ class LeagueRound(msgspec.Struct, frozen=True, kw_only=True):
         bool,
         msgspec.Meta(description="Every game of the round is over, its results recorded."),
     ]
+    boards: Annotated[
+        list[int],
+        msgspec.Meta(description="A duplicate league's: the boards every table plays, in order."),
+    ] = []
 
 
 class Rating(msgspec.Struct, frozen=True, kw_only=True):
@@ -234,6 +277,25 @@ class PlayerStanding(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = 0
     rating: Rating
+    boards: Annotated[
+        int | None,
+        msgspec.Meta(description="A duplicate league's: boards the player's side has played."),
+    ] = None
+    matchpoints: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="A duplicate league's: the side's matchpoints, 1 for each result of "
+            "its direction beaten on a board at another table, 1/2 for each tie (Neuberg for "
+            "a board played fewer times than the most)."
+        ),
+    ] = None
+    percentage: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="A duplicate league's: matchpoints over tops, in percent (what it is "
+            "ranked by); null before anything could be compared."
+        ),
+    ] = None
 
 
 class Adjustment(msgspec.Struct, frozen=True, kw_only=True):
@@ -260,8 +322,9 @@ class VoidedTable(msgspec.Struct, frozen=True, kw_only=True):
 
 class Standings(msgspec.Struct, frozen=True, kw_only=True):
     """Most wins first (a bye counts one), then most points, then fewest forfeits, then the
-    higher rating ``ordinal``, then the player's name. The director's adjusted scores are in
-    the points, and a voided table counts for no one; both are listed, with their reasons."""
+    higher rating ``ordinal``, then the player's name; a duplicate league's by ``percentage``,
+    then ``matchpoints``, then the player's name. The director's adjusted scores are in the
+    points, and a voided table counts for no one; both are listed, with their reasons."""
 
     league_id: str
     version: Annotated[int, msgspec.Meta(description="How many of the league's games are counted.")]

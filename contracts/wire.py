@@ -15,8 +15,8 @@ import msgspec
 
 from domain.clock import Clock
 from domain.errors import Code
-from domain.events import AnyEvent
-from domain.league import AnyLeagueEvent, KnockoutStage, PairingChoice
+from domain.events import AnyEvent, DuplicateBoards
+from domain.league import AnyLeagueEvent, Format, KnockoutStage, PairingChoice
 from domain.platforms import Seating, Visibility
 from domain.rules import rule_set_schema
 
@@ -129,6 +129,9 @@ class CreateGameRequest(msgspec.Struct, frozen=True, tag="create_game", kw_only=
     visibility: Visibility = "public"
     seating: Seating = "platform"
     clock: Clock | None = None
+    duplicate: DuplicateBoards | None = None
+    """Set only by a duplicate league's round (the gateway refuses it from a client): the
+    table's boards (:class:`domain.events.DuplicateBoards`)."""
 
 
 class TakeSeatRequest(msgspec.Struct, frozen=True, tag="take_seat", kw_only=True):
@@ -309,6 +312,9 @@ class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_o
     """The clock of every table the league starts."""
     knockout: KnockoutStage | None = None
     """The knockout after ``rounds`` rounds (0: the league is only a knockout)."""
+    format: Format = "standard"
+    boards_per_round: int | None = None
+    """A duplicate league's boards a round (default 2)."""
 
 
 class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw_only=True):

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
 from domain.cards import Card
 from domain.events import HandDealt
 from domain.rules import Rules
-from domain.shuffle import commitment, deal_out, shuffle
+from domain.shuffle import SeededDeal, commitment, deal_out, shuffle
 
 MAX_BOARDS = 10_000
 
@@ -102,6 +102,15 @@ def check_seed(seed: bytes, board: int, proof: Sequence[str], root: str, boards:
 def board_dealer(rules: Rules, board: int) -> int:
     """The dealer of board ``board``: it turns a seat a board, from seat 0 on board 1."""
     return (board - 1) % rules.players
+
+
+class BoardSeeds(SeededDeal, frozen=True):
+    """How a duplicate table is dealt: ``of(board)`` is the seed of board ``board`` (the
+    engine derives it, :mod:`services.engine.boards`), asked for when the board is dealt.
+    ``seed`` is not read. A table given a plain :class:`SeededDeal` takes its seed as the
+    board's."""
+
+    of: Callable[[int], bytes]
 
 
 def board_deal(rules: Rules, seed: bytes, board: int, entropies: Sequence[bytes] = ()) -> HandDealt:

@@ -17,6 +17,7 @@ from domain.bids import Bid, read_bid
 from domain.cards import Card
 from domain.clock import Clock
 from domain.errors import RuleViolation
+from domain.events import DuplicateBoards
 from domain.platforms import Seating, Visibility
 from domain.shuffle import DealSource
 
@@ -37,6 +38,7 @@ class CreateGame(Command, tag="create_game", frozen=True):
     visibility: Visibility = "public"
     seating: Seating = "platform"
     clock: Clock | None = None
+    duplicate: DuplicateBoards | None = None
 
 
 class TakeSeat(Command, tag="take_seat", frozen=True):

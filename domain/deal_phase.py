@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
+from domain.boards import BoardSeeds, board_deal
 from domain.cards import Card
 from domain.commands import DealHand
 from domain.errors import RuleViolation
@@ -47,6 +48,8 @@ def deal_hand(state: Game, source: DealSource) -> HandDealt:
     rules = state.rules
     table = rules.table
     number = state.hands_played + 1
+    if state.duplicate is not None and isinstance(source, SeededDeal):
+        return _board(state, source, number)
     dealer = (state.hands_played + (state.first_dealer or 0)) % rules.players
     seed_hex: str | None = None
     promise: str | None = None
@@ -68,6 +71,15 @@ def deal_hand(state: Game, source: DealSource) -> HandDealt:
     if isinstance(source, DealtHands):
         hands = check_hands(table, source.hands, dealer)
     return HandDealt(number, dealer, promise, hands, deck, seed_hex)
+
+
+def _board(state: Game, source: SeededDeal, number: int) -> HandDealt:
+    """Hand ``number`` of a duplicate table: its board, dealt from the board's seed as at every
+    other table (the event's entropies, none: the seeds were committed to before the event)."""
+    assert state.duplicate is not None
+    board = state.duplicate.first + number - 1
+    seed = source.of(board) if isinstance(source, BoardSeeds) else source.seed
+    return replace(board_deal(state.rules, seed, board), hand=number)
 
 
 def entropies_of(state: Game) -> list[str]:

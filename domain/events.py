@@ -22,6 +22,16 @@ class Event(msgspec.Struct, frozen=True, tag_field="type", gc=False):
     """Base of every event; ``type`` names it on the wire."""
 
 
+class DuplicateBoards(msgspec.Struct, frozen=True):
+    """A table of a duplicate event (:mod:`domain.boards`): it plays ``count`` hands, hand ``k``
+    being board ``first + k - 1`` of ``event`` (its league), dealt from the board's seed and
+    dealer so that every table of the round holds the same cards."""
+
+    event: str
+    first: int
+    count: int
+
+
 class GameCreated(Event, tag="game_created", frozen=True):
     """A new game. ``platform`` is who created it (the API shows it to that platform alone,
     null to anyone else), ``visibility`` who may read it, ``seating`` who may sit
@@ -39,6 +49,9 @@ class GameCreated(Event, tag="game_created", frozen=True):
     visibility: Visibility = "public"
     seating: Seating = "platform"
     clock: Clock | None = None
+    duplicate: DuplicateBoards | msgspec.UnsetType = msgspec.UNSET
+    """Set for a table of a duplicate event only; left out of the bytes otherwise, so a game
+    created before duplicate events existed is recorded exactly as it was."""
 
 
 class SeatTaken(Event, tag="seat_taken", frozen=True):

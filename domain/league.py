@@ -53,14 +53,18 @@ from typing import Any, Literal, get_args
 import msgspec
 from msgspec.structs import replace
 
+from domain.boards import BoardCommitments, commit
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
 from domain.knockout import KnockoutError, Match, first_round, places, seeded_by_rating
 from domain.knockout import next_round as next_knockout_round
+from domain.movement import MAX_ROUNDS as MAX_MOVEMENT_ROUNDS
+from domain.movement import Movement, MovementError, Style, default_rounds, movement
 from domain.platforms import Visibility
 from domain.rules import Rules, resolve_rules
 from domain.schedule import Pairing, Seating, choose_pairing, seat_round
 from domain.seating import is_player_name
+from domain.shuffle import commitment
 from domain.state import Game
 
 LEAGUE_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -78,7 +82,20 @@ MAX_AWAY_AFTER = 100
 MAX_ADJUSTMENT = 100_000
 """An adjusted score moves a total by at most this many points, either way."""
 MAX_REASON = 500
-"""A director's reason is 1 to this many printable characters."""
+_UNPRINTED = (
+    "\\x00-\\x1f\\x7f-\\xa0\\xad\\u061c\\u1680\\u180e\\u2000-\\u200f"
+    "\\u2028-\\u202f\\u205f-\\u206f\\u3000\\ufeff\\ufff9-\\ufffb"
+)
+REASON_PATTERN = f"^ *[^ {_UNPRINTED}][^{_UNPRINTED}]*$"
+"""A director's reason: characters as a player's name takes them (no control character, line
+separator or invisible mark), not only spaces, and at most :data:`MAX_REASON` of them; Python
+and JSON Schema read the expression alike, so the API's schema states it."""
+REASON = re.compile(REASON_PATTERN)
+
+Format = Literal["standard", "duplicate"]
+"""``standard``: each table plays its own game to the rules' end; ``duplicate``: every table of
+a round plays the same boards, compared by matchpoints (see the duplicate block below)."""
+DEFAULT_BOARDS_PER_ROUND = 2
 
 PairingChoice = Literal["auto", "round_robin", "swiss"]
 """How a league pairs its players; ``auto`` chooses by :func:`domain.schedule.choose_pairing`."""
@@ -126,6 +143,8 @@ class Round(msgspec.Struct, frozen=True):
     byes: tuple[str, ...]
     results: tuple[TableResult, ...] = ()
     """Once the next round is scheduled: each table's result, in table order."""
+    boards: tuple[int, ...] = ()
+    """A duplicate event's round: the boards every table plays, in order."""
 
     @property
     def seating(self) -> Seating:
@@ -246,6 +265,14 @@ class League(msgspec.Struct, frozen=True):
                 return played, table
         return None
 
+    format: Format = "standard"
+    boards_per_round: int | None = None
+    """A duplicate event's boards a round; None for a standard league."""
+    boards: BoardCommitments | None = None
+    """A duplicate event's published boards: the Merkle root and every board's commitment."""
+    revealed: tuple[tuple[int, str], ...] = ()
+    """A duplicate event's boards revealed so far: (board, seed in hex), board order."""
+
     @property
     def next_round(self) -> int:
         return len(self.rounds) + 1
@@ -305,6 +332,8 @@ class CreateLeague(LeagueCommand, tag="create_league", frozen=True):
     visibility: Visibility = "public"
     clock: Clock | None = None
     knockout: KnockoutStage | None = None
+    format: Format = "standard"
+    boards_per_round: int | None = None
 
 
 class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
@@ -339,7 +368,8 @@ class SubstitutePlayer(LeagueCommand, tag="substitute_player", frozen=True):
 
 class AdjustScore(LeagueCommand, tag="adjust_score", frozen=True):
     """The director's adjusted score: ``points`` (positive or negative, not 0) added to
-    ``player``'s total, for ``reason``; ``round``, when given, names the round it concerns."""
+    ``player``'s total, for ``reason``; ``round``, when given, names the round it concerns.
+    In a duplicate event they are matchpoints, added to the player's side's."""
 
     player: str
     points: int
@@ -373,8 +403,15 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     platform: str | None = None
     visibility: Visibility = "public"
     clock: Clock | None = None
-    knockout: KnockoutStage | None = None
-    """The knockout after ``rounds`` rounds (``rounds`` 0: the league is only a knockout)."""
+    knockout: KnockoutStage | msgspec.UnsetType = msgspec.UNSET
+    """The knockout after ``rounds`` rounds (``rounds`` 0: the league is only a knockout);
+    left out of the bytes of a league without one."""
+    format: Format | msgspec.UnsetType = msgspec.UNSET
+    """``duplicate`` for a duplicate event; left out of a standard league's bytes (as its
+    ``boards_per_round`` and ``boards``), so that it is recorded exactly as before."""
+    boards_per_round: int | msgspec.UnsetType = msgspec.UNSET
+    boards: BoardCommitments | msgspec.UnsetType = msgspec.UNSET
+    """A duplicate event's boards, committed to before any is dealt (:mod:`domain.boards`)."""
 
 
 class RoundCompleted(LeagueEvent, tag="round_completed", frozen=True):
@@ -419,6 +456,17 @@ class RoundScheduled(LeagueEvent, tag="round_scheduled", frozen=True):
     round: int
     tables: tuple[LeagueTable, ...]
     byes: tuple[str, ...]
+    boards: tuple[int, ...] | msgspec.UnsetType = msgspec.UNSET
+    """A duplicate event's round: its boards, played at every table in this order (left out
+    of a standard league's bytes)."""
+
+
+class BoardsRevealed(LeagueEvent, tag="boards_revealed", frozen=True):
+    """A duplicate event's round is over at every table: its boards' seeds, in hex, by board,
+    so that anyone can check each table's deals against the published commitments."""
+
+    round: int
+    boards: tuple[tuple[int, str], ...]
 
 
 class ScoreAdjusted(LeagueEvent, tag="score_adjusted", frozen=True):
@@ -468,6 +516,7 @@ AnyLeagueEvent = (
     | ScoreAdjusted
     | TableVoided
     | KnockoutSeeded
+    | BoardsRevealed
 )
 
 
@@ -480,19 +529,42 @@ def decide(
     *,
     seed: str = "",
     results: Mapping[str, TableResult] | None = None,
+    board_seeds: Mapping[int, bytes] | None = None,
 ) -> list[AnyLeagueEvent]:
-    """The events ``command`` causes in ``state``; raises RuleViolation when it is refused."""
+    """The events ``command`` causes in ``state``; raises RuleViolation when it is refused.
+
+    ``board_seeds`` (a duplicate event's): the boards' seeds by number, every board's when it
+    is created, the round's when a round may end (:func:`duplicate_boards` says which)."""
     if isinstance(command, CreateLeague):
         if state is not None:
             raise RuleViolation("wrong_phase", f"league {state.league_id} already exists")
+        if command.format not in get_args(Format):
+            choices = ", ".join(get_args(Format))
+            raise RuleViolation("malformed", f"format {command.format!r} is not one of {choices}")
+        if command.format == "duplicate" or command.boards_per_round is not None:
+            if command.knockout is not None:
+                raise RuleViolation(
+                    "invalid_rules",
+                    "a duplicate event ends with no knockout here: a knockout is of the "
+                    "two-player game, whose duplicate has no partnerships to enter",
+                )
+            return [_create_duplicate(command, seed, board_seeds or {})]
         return [_create(command, seed)]
     if state is None:
         raise RuleViolation("wrong_phase", "no such league")
+    if state.format == "duplicate" and isinstance(command, ScheduleRound | FinishRound):
+        return _duplicate_round(state, command, results or {}, board_seeds or {})
     if isinstance(command, ScheduleRound):
         return _schedule(state, command.round, results or {})
     if isinstance(command, FinishRound):
         return _finish(state, command.round, results or {})
     if isinstance(command, WithdrawPlayer):
+        if state.format == "duplicate":
+            raise RuleViolation(
+                "wrong_phase",
+                "a duplicate event's movement is fixed: a player cannot withdraw from it "
+                "(a substitute may play their seat)",
+            )
         return _withdraw(state, command.player)
     if isinstance(command, SubstitutePlayer):
         return _substitute(state, command, results or {})
@@ -541,7 +613,7 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         platform=command.platform,
         visibility=command.visibility,
         clock=_clock(command.clock),
-        knockout=command.knockout,
+        knockout=msgspec.UNSET if command.knockout is None else command.knockout,
     )
 
 
@@ -730,7 +802,7 @@ def _void(state: League, command: VoidTable, results: Mapping[str, TableResult])
 
 
 def _check_reason(reason: str) -> None:
-    if not (0 < len(reason) <= MAX_REASON and reason.isprintable() and reason.strip()):
+    if len(reason) > MAX_REASON or REASON.fullmatch(reason) is None:
         raise RuleViolation("malformed", f"a reason is 1 to {MAX_REASON} printable characters")
 
 
@@ -894,8 +966,11 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
         rounds = list(state.rounds)
         rounds[event.round - 1] = replace(rounds[event.round - 1], results=event.results)
         return replace(state, rounds=tuple(rounds), version=version)
+    if isinstance(event, BoardsRevealed):
+        return replace(state, revealed=(*state.revealed, *event.boards), version=version)
     if isinstance(event, RoundScheduled):
-        played = Round(event.round, event.tables, event.byes)
+        boards = event.boards if isinstance(event.boards, tuple) else ()
+        played = Round(event.round, event.tables, event.byes, boards=boards)
         return replace(state, rounds=(*state.rounds, played), version=version)
     if isinstance(event, LeagueFinished):
         return replace(state, finished=True, version=version)
@@ -917,7 +992,7 @@ def evolve(state: League | None, event: AnyLeagueEvent) -> League:
 
 def _created(event: LeagueCreated) -> League:
     planned = event.rounds
-    if event.knockout is not None:
+    if isinstance(event.knockout, KnockoutStage):
         field = len(event.knockout.ratings or event.players)
         field = min(event.knockout.top or field, field)
         planned = (event.rounds or 0) + places(field).bit_length() - 1
@@ -934,8 +1009,13 @@ def _created(event: LeagueCreated) -> League:
         platform=event.platform,
         visibility=event.visibility,
         clock=event.clock,
-        stage=event.knockout,
+        stage=event.knockout if isinstance(event.knockout, KnockoutStage) else None,
         before_knockout=event.rounds or 0,
+        format=event.format if isinstance(event.format, str) else "standard",
+        boards_per_round=(
+            event.boards_per_round if isinstance(event.boards_per_round, int) else None
+        ),
+        boards=event.boards if isinstance(event.boards, BoardCommitments) else None,
     )
 
 
@@ -984,7 +1064,8 @@ def ranking(state: League) -> list[Standing]:
         for player in played.byes:
             now = tally[player]
             tally[player] = replace(now, wins=now.wins + BYE_WINS, byes=now.byes + 1)
-    for adjusted in state.adjustments:
+    for adjusted in state.adjustments if state.format == "standard" else ():
+        # a duplicate event's adjustments are matchpoints, counted with its matchpoints
         now = tally[adjusted.player]
         tally[adjusted.player] = replace(now, points=now.points + adjusted.points)
     place = {player: index for index, player in enumerate(state.order)}
@@ -1042,3 +1123,163 @@ def table_result(game: Game) -> TableResult:
         tuple(unit in game.winners for unit in unit_of),
         tuple(unit == game.forfeited for unit in unit_of) if game.forfeited is not None else (),
     )
+
+
+# --------------------------------------------------------------------------- duplicate events
+#
+# A duplicate event (``format: duplicate``) deals its boards once: every table of a round plays
+# the round's boards (``boards_per_round`` of them, board ``(r - 1) * boards_per_round + k``
+# as hand ``k`` of round ``r``), and each side's result on a board is compared with the same
+# direction's at the other tables (:mod:`domain.matchpoints`). The rounds are seated by a
+# generated movement (:mod:`domain.movement`): fixed pairs at a partnership table (the players
+# as listed, partners side by side: the first and second, the third and fourth, ...), each
+# player alone otherwise. Its number of rounds is fixed when it is created (the movement's
+# default when not given). The boards' seeds are inputs, as the league's seed is: their
+# commitments and Merkle root are published with the event (:mod:`domain.boards`), and a
+# round's seeds are revealed (:class:`BoardsRevealed`) when its last table is over.
+#
+# What makes no sense for it is refused: a pairing other than ``auto`` (the movement seats
+# every round), a field or a number of rounds no movement seats (both ``invalid_rules``), and
+# a withdrawal (the movement is fixed: ``wrong_phase``).
+
+
+def duplicate_style(rules: Rules) -> Style:
+    """How a duplicate event of ``rules`` moves: fixed pairs where there are partnerships."""
+    return "pairs" if rules.partnerships else "individual"
+
+
+def duplicate_boards(command: CreateLeague) -> int:
+    """How many boards a duplicate event ``command`` creates has (the seeds it needs: boards
+    1 to this), without making its movement (:func:`decide` does, and refuses what no
+    movement seats); raises RuleViolation for a field it cannot count."""
+    rules = resolve_rules(command.rules)
+    _check_players(command.players, rules.players)
+    rounds = command.rounds
+    if rounds is None:
+        try:
+            rounds = default_rounds(len(command.players), rules, duplicate_style(rules))
+        except MovementError as error:
+            raise RuleViolation("invalid_rules", error.detail) from None
+    return max(1, min(rounds, MAX_MOVEMENT_ROUNDS)) * max(1, _boards_per_round(command))
+
+
+def _boards_per_round(command: CreateLeague) -> int:
+    return (
+        DEFAULT_BOARDS_PER_ROUND if command.boards_per_round is None else command.boards_per_round
+    )
+
+
+def _movement_of(command: CreateLeague, rules: Rules) -> Movement:
+    if command.format != "duplicate":
+        raise RuleViolation("invalid_rules", "boards_per_round is for a duplicate league only")
+    if command.pairing != "auto":
+        raise RuleViolation(
+            "invalid_rules", "a duplicate event is seated by its movement: pairing must be auto"
+        )
+    style = duplicate_style(rules)
+    rounds = command.rounds
+    try:
+        if rounds is None:
+            rounds = default_rounds(len(command.players), rules, style)
+        return movement(
+            len(command.players),
+            rules,
+            style,
+            rounds=rounds,
+            boards_per_round=_boards_per_round(command),
+        )
+    except MovementError as error:  # well formed, but no movement seats such an event
+        raise RuleViolation("invalid_rules", error.detail) from None
+
+
+def _create_duplicate(
+    command: CreateLeague, seed: str, board_seeds: Mapping[int, bytes]
+) -> LeagueCreated:
+    standard = _create(replace(command, format="standard", boards_per_round=None), seed)
+    plan = _movement_of(command, standard.rules)
+    per_round = _boards_per_round(command)
+    count = len(plan.rounds) * per_round
+    missing = [board for board in range(1, count + 1) if board not in board_seeds]
+    if missing:
+        raise ValueError(f"the seeds of boards {missing[:3]}... are an input of the event")
+    return replace(
+        standard,
+        rounds=len(plan.rounds),
+        pairing="round_robin",
+        format="duplicate",
+        boards_per_round=per_round,
+        boards=commit([board_seeds[board] for board in range(1, count + 1)]),
+    )
+
+
+def league_movement(state: League) -> Movement:
+    """A duplicate event's whole movement (the same every time: it depends on the event alone)."""
+    assert state.format == "duplicate"
+    assert state.planned is not None
+    return movement(
+        len(state.players),
+        state.rules,
+        duplicate_style(state.rules),
+        rounds=state.planned,
+        boards_per_round=state.boards_per_round or DEFAULT_BOARDS_PER_ROUND,
+    )
+
+
+def round_boards(state: League, number: int) -> tuple[int, ...]:
+    """The boards of a duplicate event's round ``number``."""
+    per_round = state.boards_per_round or DEFAULT_BOARDS_PER_ROUND
+    first = (number - 1) * per_round + 1
+    return tuple(range(first, first + per_round))
+
+
+def _duplicate_round(
+    state: League,
+    command: ScheduleRound | FinishRound,
+    results: Mapping[str, TableResult],
+    board_seeds: Mapping[int, bytes],
+) -> list[AnyLeagueEvent]:
+    """A duplicate event's round: scheduled from its movement; over (with its boards revealed)
+    once every table of it is."""
+    if isinstance(command, FinishRound):
+        events = _finish(state, command.round, results)
+        if events:
+            events.insert(1, _reveal(state, command.round, board_seeds))
+        return events
+    events = []
+    if state.rounds and not state.rounds[-1].finished and not state.over:
+        last = state.rounds[-1]
+        completed = _completed(last, results)
+        events += [completed, _reveal(state, last.number, board_seeds)]
+        for event in events:
+            state = evolve(state, event)
+    if state.over:
+        raise RuleViolation("wrong_phase", f"all {state.planned} rounds are scheduled")
+    if command.round != state.next_round:
+        raise RuleViolation("wrong_phase", f"round {state.next_round} is next, not {command.round}")
+    planned = league_movement(state).rounds[command.round - 1]
+    tables = tuple(
+        LeagueTable(
+            table_game_id(state.league_id, command.round, index),
+            tuple(state.players[player] for player in seats),
+        )
+        for index, seats in enumerate(planned.tables, start=1)
+    )
+    byes = tuple(state.players[player] for player in planned.byes)
+    events.append(RoundScheduled(command.round, tables, byes, boards=planned.boards))
+    return events
+
+
+def _reveal(state: League, number: int, board_seeds: Mapping[int, bytes]) -> BoardsRevealed:
+    """Round ``number``'s seeds, each checked against the board's published commitment."""
+    assert state.boards is not None
+    revealed = []
+    for board in round_boards(state, number):
+        seed = board_seeds.get(board)
+        if seed is None:
+            raise ValueError(f"the seed of board {board} is an input of the round's end")
+        if commitment(seed) != state.boards.commitments[board - 1]:
+            raise RuleViolation(
+                "invalid_rules", f"board {board}'s seed does not open its published commitment"
+            )
+        revealed.append((board, seed.hex()))
+    return BoardsRevealed(number, tuple(revealed))

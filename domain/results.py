@@ -54,9 +54,13 @@ def end_of_hand(state: Game, hand: Hand, won: list[int], reneged: int) -> list[A
         result.scores,
         result.bags,
         units,
-        hand.seed,
+        hand.seed if state.duplicate is None else None,  # a board's: its league reveals it
     )
-    winners = _winners(rules, result.scores, state.hands_played + 1)
+    winners = (
+        _winners(rules, result.scores, state.hands_played + 1)
+        if state.duplicate is None
+        else _duplicate_winners(state.duplicate.count, result.scores, state.hands_played + 1)
+    )
     return [scored, GameEnded(winners, result.scores)] if winners else [scored]
 
 
@@ -72,6 +76,15 @@ def _winners(rules: Rules, scores: Sequence[int], hands_played: int) -> tuple[Un
     top = max(scores)
     leaders = tuple(unit for unit, score in enumerate(scores) if score == top)
     return leaders if len(leaders) == 1 else ()
+
+
+def _duplicate_winners(boards: int, scores: Sequence[int], hands_played: int) -> tuple[Unit, ...]:
+    """A duplicate table ends with its last board, whatever the scores (every unit tied on top
+    wins), and not before: its results are compared board by board, not by who won."""
+    if hands_played < boards:
+        return ()
+    top = max(scores)
+    return tuple(unit for unit, score in enumerate(scores) if score == top)
 
 
 # --------------------------------------------------------------------------- evolve

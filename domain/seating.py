@@ -9,11 +9,18 @@ from __future__ import annotations
 import re
 from typing import get_args
 
+import msgspec
 from msgspec.structs import replace
 
 from domain.commands import CreateGame, ReissueSeatToken, TakeSeat
 from domain.errors import InvalidRules, RuleViolation
-from domain.events import AnyEvent, GameCreated, SeatTaken, SeatTokenReissued
+from domain.events import (
+    AnyEvent,
+    DuplicateBoards,
+    GameCreated,
+    SeatTaken,
+    SeatTokenReissued,
+)
 from domain.platforms import Seating, Visibility
 from domain.rules import resolve_rules
 from domain.state import Game, Player, at_seat
@@ -89,6 +96,8 @@ def create_game(command: CreateGame) -> GameCreated:
     _check_access(command)
     if command.clock is not None:
         check_clock(command.clock)
+    if command.duplicate is not None:
+        _check_duplicate(command, rules.players)
     return GameCreated(
         game_id=command.game_id,
         rules=rules,
@@ -101,7 +110,28 @@ def create_game(command: CreateGame) -> GameCreated:
         visibility=command.visibility,
         seating=command.seating,
         clock=command.clock,
+        duplicate=command.duplicate if command.duplicate is not None else msgspec.UNSET,
     )
+
+
+MAX_BOARD = 1_000_000
+"""The highest board number a duplicate table may start from."""
+
+
+def _check_duplicate(command: CreateGame, players: int) -> None:
+    """A duplicate event's table: its boards, and the dealer of its first board (a board's
+    dealer turns a seat a board, :func:`domain.boards.board_dealer`)."""
+    duplicate = command.duplicate
+    assert duplicate is not None
+    if not 1 <= len(duplicate.event) <= MAX_NAME:
+        raise RuleViolation("malformed", f"a duplicate event's name is 1 to {MAX_NAME} characters")
+    if not 1 <= duplicate.first <= MAX_BOARD or not 1 <= duplicate.count <= MAX_BOARD:
+        raise RuleViolation("malformed", f"a table's boards are numbered 1 to {MAX_BOARD}")
+    if command.dealer != (duplicate.first - 1) % players:
+        raise RuleViolation(
+            "malformed",
+            f"board {duplicate.first} is dealt by seat {(duplicate.first - 1) % players}",
+        )
 
 
 def _check_access(command: CreateGame) -> None:
@@ -167,6 +197,7 @@ def game_created(event: GameCreated) -> Game:
         seating=event.seating,
         timing=timing_for(event.clock, rules.players),
         league=event.league,
+        duplicate=event.duplicate if isinstance(event.duplicate, DuplicateBoards) else None,
     )
 
 

@@ -21,6 +21,7 @@ from domain.bids import Bid
 from domain.cards import Card, CardSet, cards_in, set_of
 from domain.clock import Timing
 from domain.errors import RuleViolation
+from domain.events import DuplicateBoards
 from domain.platforms import FIRST_ISSUE, Seating, Visibility
 from domain.rules import Rules
 from domain.table import Seat
@@ -111,6 +112,9 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     """The seats' clocks of a game created with a ``clock``; None: no clock."""
     league: str | None = None
     """The league whose round created the game; None: a game of its own."""
+    duplicate: DuplicateBoards | None = None
+    """The boards a duplicate event's table plays (:mod:`domain.boards`); None: a game whose
+    hands are dealt from fresh seeds and which ends by its rules."""
 
 
 def in_hand(state: Game) -> Hand:

@@ -42,11 +42,15 @@ def deal_findings(
     dealt_at: int,
     revealed: str | None,
     revealed_at: int,
+    *,
+    board: int | None = None,
 ) -> list[Problem]:
     """What is wrong with one scored hand's deal; empty when the revealed seed keeps the promise.
 
     ``entropies`` are the game's and then each seat's, as bytes; None when they are unknown
-    (a hand record from elsewhere), in which case only the hash can be checked.
+    (a hand record from elsewhere), in which case only the hash can be checked. ``board``: the
+    board a duplicate event's table dealt as this hand, shuffled as the board's number with the
+    event's entropies (none: :mod:`domain.boards`), not the hand's.
     """
     hand = dealt.hand
     if dealt.commitment is None:
@@ -68,14 +72,21 @@ def deal_findings(
         return [Problem(revealed_at, "deal", detail, COMMITMENT_RULE)]
     if entropies is None:
         return []
-    return _deck_findings(rules, entropies, dealt, dealt_at, seed)
+    if board is not None:
+        return _deck_findings(rules, (), dealt, dealt_at, seed, board)
+    return _deck_findings(rules, entropies, dealt, dealt_at, seed, dealt.hand)
 
 
 def _deck_findings(
-    rules: Rules, entropies: Sequence[bytes], dealt: HandDealt, dealt_at: int, seed: bytes
+    rules: Rules,
+    entropies: Sequence[bytes],
+    dealt: HandDealt,
+    dealt_at: int,
+    seed: bytes,
+    number: int,
 ) -> list[Problem]:
     table = table_for(rules)
-    derived = shuffle(seed, entropies, dealt.hand, table.pack)
+    derived = shuffle(seed, entropies, number, table.pack)
     if dealt.deck is not None and tuple(dealt.deck) != derived:
         detail = f"the deck of hand {dealt.hand} is not the deck its revealed seed derives"
         return [Problem(dealt_at, "deal", detail, SHUFFLE_RULE)]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from contracts.wire import GENESIS
-from domain.events import GameCreated, HandDealt, HandScored, SeatTaken
+from domain.events import DuplicateBoards, GameCreated, HandDealt, HandScored, SeatTaken
 from domain.fairness import deal_problems
 from domain.rules import Rules
 from domain.shuffle import table_entropies
@@ -93,23 +93,28 @@ def deal_checks(commits: Sequence[StoredCommit]) -> list[Problem]:
     game_entropy = ""
     dealt: HandDealt | None = None
     dealt_at = 0
+    duplicate: DuplicateBoards | None = None
     for stored in commits:
         for offset, event in enumerate(stored.commit.events):
             version = stored.commit.first_version + offset
             if isinstance(event, GameCreated):
                 rules, game_entropy = event.rules, event.entropy
+                boards = event.duplicate
+                duplicate = boards if isinstance(boards, DuplicateBoards) else None
             elif isinstance(event, SeatTaken):
                 entropies[event.seat] = event.entropy
             elif isinstance(event, HandDealt):
                 dealt, dealt_at = event, version
             elif isinstance(event, HandScored) and dealt is not None and rules is not None:
                 seats = [entropies.get(seat) for seat in range(rules.players)]
+                # a duplicate table deals board first + hand - 1, with no entropies (its
+                # event's: domain.boards)
                 for detail in deal_problems(
                     rules,
-                    table_entropies(game_entropy, seats),
-                    dealt.hand,
+                    table_entropies(game_entropy, seats) if duplicate is None else [],
+                    dealt.hand if duplicate is None else duplicate.first + dealt.hand - 1,
                     dealt.commitment,
-                    event.seed,
+                    event.seed if duplicate is None else dealt.seed,
                     dealt.deck,
                 ):
                     problems.append(Problem(dealt_at, "deal", f"hand {dealt.hand}: {detail}"))

@@ -56,6 +56,7 @@ from domain.events import (
     CardPlayed,
     CardsDiscarded,
     CardsPassed,
+    DuplicateBoards,
     GameCreated,
     GameEnded,
     HandDealt,
@@ -249,6 +250,7 @@ def recorded_command(
             first.visibility,
             first.seating,
             first.clock,
+            first.duplicate if isinstance(first.duplicate, DuplicateBoards) else None,
         )
     bid = next((event for event in events if isinstance(event, BidPlaced)), None)
     if bid is not None:
@@ -547,7 +549,15 @@ class _Replayer:
             reneged = [unit for unit in range(units) if hand.reneged >> unit & 1]
             for problem in tally_findings(version, event, bids, hand.won, reneged):
                 self.found(problem)
-            if hand.seed is not None and event.seed != hand.seed:
+            if state.duplicate is not None:
+                if event.seed is not None:
+                    detail = (
+                        f"hand {hand.number} revealed its board's seed with its score, before "
+                        f"every table of the round had played the board"
+                    )
+                    rule = "a duplicate event's boards are revealed by its league"
+                    self.found(Problem(version, "deal", detail, rule))
+            elif hand.seed is not None and event.seed != hand.seed:
                 detail = f"the seed revealed for hand {hand.number} is not the seed it was dealt"
                 self.found(Problem(version, "deal", detail, "the seed is revealed with the score"))
         if score is not None:
@@ -559,13 +569,17 @@ class _Replayer:
         self, version: int, event: HandScored, account: HandAccount, state: Game
     ) -> None:
         """The public check: the revealed seed keeps the promise published with the deal."""
+        duplicate = state.duplicate
         findings = deal_findings(
             state.rules,
             _entropies(state),
             account.dealt,
             account.dealt_at,
-            event.seed,
+            # a duplicate table's seed is its board's, revealed by the league when every
+            # table is over: the replay, which reads the whole history, checks the one dealt
+            event.seed if duplicate is None else account.dealt.seed,
             version,
+            board=None if duplicate is None else duplicate.first + account.dealt.hand - 1,
         )
         for problem in findings:
             self.found(problem)

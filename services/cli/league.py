@@ -122,11 +122,16 @@ def simulate(
     round_timeout: Annotated[
         float, typer.Option(min=1.0, help="Seconds a round may take before the run fails.")
     ] = 1800.0,
+    duplicate_boards: Annotated[
+        int | None,
+        typer.Option("--duplicate", min=1, help="A duplicate event of this many boards a round."),
+    ] = None,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
     """Run a whole league with bots in every seat (but the idle players'), and print the final
-    standings (and the knockout's champion, with ``--knockout-top``)."""
+    standings (a duplicate event's by matchpoints; and the knockout's champion, with
+    ``--knockout-top``)."""
     names = [f"player {number}" for number in range(1, players + 1)]
     knockout = None if knockout_top is None else {"top": knockout_top, "deals": knockout_deals}
     if knockout is None and rounds == 0:
@@ -148,6 +153,7 @@ def simulate(
                 clock=clock,
                 round_timeout_s=round_timeout,
                 knockout=knockout,
+                duplicate_boards=duplicate_boards,
             )
             return await league.run(names, raw, rounds, pairing)
 
@@ -195,7 +201,10 @@ class LeagueSimulation:
         clock: dict[str, Any] | None = None,
         round_timeout_s: float = 1800.0,
         knockout: dict[str, Any] | None = None,
+        duplicate_boards: int | None = None,
     ) -> None:
+        self.duplicate_boards = duplicate_boards
+        """A duplicate event of this many boards a round; None: a standard league."""
         self.leagues = leagues
         self.knockout = knockout
         self.progress = progress
@@ -217,12 +226,16 @@ class LeagueSimulation:
             pairing=pairing,
             clock=self.clock,
             knockout=self.knockout,
+            league_format=None if self.duplicate_boards is None else "duplicate",
+            boards_per_round=self.duplicate_boards,
         )
         idle = f", {len(self.idle)} idle" if self.idle else ""
         console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}{idle}")
         tables = len(names) // league.rules.players
         if league.rounds is not None:
             rounds = league.rounds  # a knockout's rounds come after the ones asked for
+        if league.format == "duplicate" and league.rules.partnerships:
+            tables = len(names) // 2 // len(league.rules.table.units)  # whole pairs sit out
         rounds_task = self.progress.add_task("rounds", total=rounds)
         games_task = self.progress.add_task("games finished", total=rounds * tables)
         for number in range(1, rounds + 1):
@@ -267,12 +280,25 @@ class LeagueSimulation:
 
 def standings_table(standings: Standings) -> Table:
     table = Table(title=f"standings of league {standings.league_id} ({standings.version} games)")
-    columns = ("#", "player", "wins", "points", "games", "byes", "forfeits", "rating", "mu ± sigma")
+    columns: tuple[str, ...] = (
+        "#",
+        "player",
+        "wins",
+        "points",
+        "games",
+        "byes",
+        "forfeits",
+        "rating",
+        "mu ± sigma",
+    )
+    duplicate = any(row.percentage is not None for row in standings.players)
+    if duplicate:
+        columns = (*columns, "boards", "matchpoints", "%")
     for column in columns:
         table.add_column(column, justify="left" if column == "player" else "right")
     for row in standings.players:
         rating = row.rating
-        table.add_row(
+        cells = [
             str(row.rank),
             f"{row.player} (withdrawn)" if row.withdrawn else row.player,
             str(row.wins),
@@ -282,7 +308,11 @@ def standings_table(standings: Standings) -> Table:
             str(row.forfeits),
             f"{rating.ordinal:.2f}",
             f"{rating.mu:.2f} ± {rating.sigma:.2f}",
-        )
+        ]
+        if duplicate:
+            percentage = "" if row.percentage is None else f"{row.percentage:.1f}"
+            cells += [str(row.boards or 0), f"{row.matchpoints or 0:g}", percentage]
+        table.add_row(*cells)
     return table
 
 
@@ -297,6 +327,15 @@ def create(
     pairing: Annotated[str, typer.Option(help="auto, round_robin or swiss.")] = "auto",
     preset: Preset = "partnership",
     rules: Rules = None,
+    duplicate_boards: Annotated[
+        int | None,
+        typer.Option(
+            "--duplicate",
+            min=1,
+            help="A duplicate event of this many boards a round (players listed partner beside "
+            "partner).",
+        ),
+    ] = None,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
@@ -304,10 +343,43 @@ def create(
     raw = _rules(preset, rules)
 
     async def work(leagues: LeagueClient) -> str:
-        league = await leagues.create_league(name, raw, player, rounds=rounds, pairing=pairing)
+        league = await leagues.create_league(
+            name,
+            raw,
+            player,
+            rounds=rounds,
+            pairing=pairing,
+            league_format=None if duplicate_boards is None else "duplicate",
+            boards_per_round=duplicate_boards,
+        )
         return league.league_id
 
     typer.echo(_run(url, api_key, work))
+
+
+@app.command("audit")
+def audit(
+    league_id: Annotated[str, typer.Argument(help="A duplicate league.")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Audit a duplicate league's boards: every table's deals against the published root and
+    the revealed seeds. Prints each finding as a JSON line; exits 1 when there is any."""
+
+    async def work(leagues: LeagueClient) -> list[Any]:
+        try:
+            return await leagues.board_audit(league_id)
+        except ValueError as error:
+            console.print(f"[red]{error}[/red]")
+            raise typer.Exit(2) from None
+
+    found = _run(url, api_key, work)
+    for finding in found:
+        typer.echo(msgspec.json.encode(finding).decode())
+    if found:
+        console.print(f"[red]{len(found)} finding(s)[/red]")
+        raise typer.Exit(1)
+    console.print("[green]every table of every round held the published boards[/green]")
 
 
 @app.command("schedule")

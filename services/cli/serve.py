@@ -53,6 +53,7 @@ def engine(nats_url: NatsUrl = None) -> None:
         credentials=settings.nats_credentials("engine"),
         partitions=settings.layout,
         commands_per_minute=settings.max_commands_per_minute,
+        board_key=settings.signing_key(),
     )
     serve_metrics(settings.metrics_port, settings.host)
     run_service(application.run())

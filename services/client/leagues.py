@@ -16,6 +16,7 @@ encodes them from (:mod:`contracts.leagues`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from typing import Any, Literal
 
 from contracts.leagues import (
@@ -29,7 +30,15 @@ from contracts.leagues import (
     VoidedTable,
     Withdrawn,
 )
-from services.client.api import SpadesClient, keyed
+from services.audit.boards import (
+    BoardFinding,
+    DuplicateEvent,
+    EventRound,
+    TableHand,
+    audit_boards,
+    hands_of_records,
+)
+from services.client.api import ApiError, SpadesClient, keyed
 
 Export = Literal["standings", "results"]
 
@@ -55,12 +64,15 @@ class LeagueClient:
         visibility: str | None = None,
         clock: Mapping[str, Any] | None = None,
         knockout: Mapping[str, Any] | None = None,
+        league_format: Literal["standard", "duplicate"] | None = None,
+        boards_per_round: int | None = None,
     ) -> League:
         """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
         same league. ``visibility`` (of the league and its games) left out takes the server's
         default (`private` when it has platform keys); ``clock`` is every table's clock;
         ``knockout`` (``{"top"?, "deals" | "target", "ratings"?}``) the knockout it ends with,
-        after ``rounds`` rounds."""
+        after ``rounds`` rounds. ``league_format`` (the body's ``format``) ``duplicate`` makes
+        a duplicate event of ``boards_per_round`` boards a round."""
         body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
         body["pairing"] = pairing
         if rounds is not None:
@@ -71,6 +83,10 @@ class LeagueClient:
             body["clock"] = dict(clock)
         if knockout is not None:
             body["knockout"] = dict(knockout)
+        if league_format is not None:
+            body["format"] = league_format
+        if boards_per_round is not None:
+            body["boards_per_round"] = boards_per_round
         response = await self.client.request(
             "POST",
             "/v1/leagues",
@@ -98,6 +114,46 @@ class LeagueClient:
             retry=idempotency_key is not None,
         )
         return self.client.decode(response, RoundStarted)
+
+    async def board_audit(self, league_id: str) -> list[BoardFinding]:
+        """The audit of a duplicate league's boards (:mod:`services.audit.boards`), from what
+        the API shows: the league's published and revealed boards, its rounds, and each
+        table's hand records (a table whose game cannot be read has no deals to check)."""
+        league = await self.league(league_id)
+        if league.format != "duplicate" or league.boards is None:
+            raise ValueError(f"league {league_id} is not a duplicate event")
+        per_round = league.boards_per_round or 1
+        rounds = []
+        tables: dict[str, list[TableHand]] = {}
+        for number in range(1, league.rounds_scheduled + 1):
+            played = await self.round(league_id, number)
+            first = (number - 1) * per_round + 1
+            games = tuple(table.game_id for table in played.tables)
+            rounds.append(
+                EventRound(
+                    number=number,
+                    games=games,
+                    boards=tuple(range(first, first + per_round)),
+                    over=played.finished,
+                )
+            )
+            for game_id in games:
+                try:
+                    records = await self.client.hands(game_id)
+                except ApiError as error:
+                    if error.status != HTTPStatus.NOT_FOUND:
+                        raise
+                    continue
+                tables[game_id] = hands_of_records(records, league.rules)
+        event = DuplicateEvent(
+            league_id=league_id,
+            rules=league.rules,
+            root=league.boards.root,
+            commitments=tuple(league.boards.commitments),
+            rounds=tuple(rounds),
+            revealed={shown.board: shown.seed for shown in league.revealed},
+        )
+        return audit_boards(event, tables)
 
     async def round(self, league_id: str, number: int) -> LeagueRound:
         response = await self.client.request("GET", _path(league_id, "rounds", str(number)))

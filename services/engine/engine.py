@@ -52,6 +52,7 @@ from domain.state import Game
 from domain.timing import on_clock
 from domain.views import event_for
 from services.bots.stand_in import stand_in_actions
+from services.engine.boards import board_source
 from services.engine.budget import CommandBudget
 from services.engine.handler import (
     CommandHandler,
@@ -118,6 +119,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         cache_capacity: int = CAPACITY,
         ended: Callable[[str], None] | None = None,
         budget: CommandBudget | None = None,
+        board_key: bytes | None = None,
     ) -> None:
         self.games = GameCache(stream, cache_capacity)
         super().__init__(stream, self.games)
@@ -125,6 +127,9 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
         self._seed = seed
         self.ended = ended
         """Told the id of each game whose end this engine commits (the round watch's)."""
+        self.board_key = board_key if board_key is not None else fresh_seed()
+        """The stack's key the boards of duplicate events are derived from
+        (:mod:`services.engine.boards`); a fresh one, for this engine alone, when none is given."""
         self.budget = budget
         """Each platform's commands a minute (:mod:`services.engine.budget`); None: no budget."""
 
@@ -155,6 +160,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
                 visibility=body.visibility,
                 seating=body.seating,
                 clock=body.clock,
+                duplicate=body.duplicate,
             )
             return list(decide(None, command))
         if state is None:
@@ -172,6 +178,9 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
                 detail = f"the game is at version {state.version}, not {body.expected_version}"
                 raise Refused("conflict", detail)
             command = from_api(body.seat, body.action)
+        if state.duplicate is not None:  # a duplicate event's table: its boards' seeds
+            boards = board_source(self.board_key, state.duplicate.event)
+            return list(decide(state, command, deal=boards))
         return list(decide(state, command, deal=FreshDeal(b"", self._seed)))
 
     def appended(self, held: LoadedGame, commit: Commit) -> None:

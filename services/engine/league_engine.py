@@ -44,6 +44,7 @@ from domain.league import (
     AnyLeagueCommand,
     CreateLeague,
     FinishRound,
+    League,
     Round,
     ScheduleRound,
     SubstitutePlayer,
@@ -51,8 +52,10 @@ from domain.league import (
     VoidTable,
     WithdrawPlayer,
     decide,
+    duplicate_boards,
     table_result,
 )
+from services.engine.boards import board_seeds
 from services.engine.handler import (
     CommandHandler,
     Refused,
@@ -97,7 +100,11 @@ class LeagueEngine(
         *,
         clock: Callable[[], str] = commit_time,
         seed: Callable[[], bytes] = fresh_seed,
+        board_key: bytes | None = None,
     ) -> None:
+        self.board_key = board_key if board_key is not None else seed()
+        """The stack's key the boards of duplicate events are derived from
+        (:mod:`services.engine.boards`); a fresh one, for this engine alone, when none is given."""
         self.leagues = LeagueCache(stream)
         super().__init__(stream, self.leagues)
         self._games = games
@@ -127,14 +134,23 @@ class LeagueEngine(
                 visibility=body.visibility,
                 clock=body.clock,
                 knockout=body.knockout,
+                format=body.format,
+                boards_per_round=body.boards_per_round,
             )
+            if body.format == "duplicate" or body.boards_per_round is not None:
+                # its movement takes up to a fraction of a second (64 players, 200 rounds)
+                return await asyncio.to_thread(self._create_duplicate, held, created)
             return decide(None, created, seed=self._seed().hex())
         if state is None:
             raise Refused("league_not_found", f"no league {held.league_id}")
         if isinstance(body, ScheduleRoundRequest):
             number = body.round if body.round is not None else state.next_round
-            results = await self.results(state.rounds[-1] if state.rounds else None)
-            return await asyncio.to_thread(decide, state, ScheduleRound(number), results=results)
+            last = state.rounds[-1] if state.rounds else None
+            results = await self.results(last)
+            seeds = self.revealing(state, last)
+            return await asyncio.to_thread(
+                decide, state, ScheduleRound(number), results=results, board_seeds=seeds
+            )
         command: AnyLeagueCommand
         if isinstance(body, FinishRoundRequest):
             command = FinishRound(body.round)
@@ -150,7 +166,20 @@ class LeagueEngine(
             return decide(state, AdjustScore(body.player, body.points, body.reason, body.round))
         else:
             return decide(state, WithdrawPlayer(body.player))
-        return decide(state, command, results=await self.results(played))
+        seeds = self.revealing(state, played)
+        return decide(state, command, results=await self.results(played), board_seeds=seeds)
+
+    def _create_duplicate(self, held: LoadedLeague, created: CreateLeague) -> list[Any]:
+        """A duplicate event, committed to every board's seed."""
+        count = duplicate_boards(created)  # refused here as decide would refuse it
+        seeds = board_seeds(self.board_key, held.league_id, range(1, count + 1))
+        return list(decide(None, created, seed=self._seed().hex(), board_seeds=seeds))
+
+    def revealing(self, state: League, played: Round | None) -> dict[int, bytes] | None:
+        """The seeds of ``played``'s boards, which its end reveals (a duplicate event's)."""
+        if state.format != "duplicate" or played is None or played.finished:
+            return None
+        return board_seeds(self.board_key, state.league_id, played.boards)
 
     async def results(self, played: Round | None) -> dict[str, TableResult]:
         """How each game of ``played`` ended, for those that have ended, read from the games'

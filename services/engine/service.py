@@ -233,11 +233,13 @@ def build_engine_app(
     credentials: Path | None = None,
     partitions: Partitions = ONE,
     commands_per_minute: int | None = None,
+    board_key: bytes | None = None,
 ) -> FastStream:
     """The engine as a FastStream application (``spades serve engine`` runs it).
 
     ``commands_per_minute``: each platform's budget of commands on this engine
-    (:mod:`services.engine.budget`); None: none.
+    (:mod:`services.engine.budget`); None: none. ``board_key``: the stack's secret key, which
+    duplicate events' boards are derived from (:mod:`services.engine.boards`).
 
     Each command goes to a task of its own at once, so commands of different games are
     decided and appended concurrently (up to ``COMMAND_WORKERS`` at a time; past that the
@@ -311,9 +313,9 @@ def build_engine_app(
         js = broker.config.connection_state.stream
         await ensure_streams(js, replicas, partitions)
         budget = None if commands_per_minute is None else CommandBudget(commands_per_minute)
-        engine = Engine(GameStream(js, partitions), budget=budget)
+        engine = Engine(GameStream(js, partitions), budget=budget, board_key=board_key)
         leagues = LeagueStream(js)
-        league_engine = LeagueEngine(leagues, engine.games)
+        league_engine = LeagueEngine(leagues, engine.games, board_key=engine.board_key)
         handlers.update(games=engine, leagues=league_engine)
         tail = Tail([(LEAGUES_STREAM, LEAGUE_SUBJECTS)], league_engine.leagues)
         tails.append(tail)

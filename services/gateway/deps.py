@@ -23,7 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from domain.league import LEAGUE_ID, League
+from domain.league import LEAGUE_ID, League, table_of
 from domain.seating import GAME_ID
 from domain.state import Game
 from services.gateway.audits import AuditRuns
@@ -381,7 +381,26 @@ async def _read(services: Gateway, game_id: str, asking: Caller) -> GameRead:
 
     loaded = await _readable(services.games, "game", game_id, may_read)
     assert loaded.state is not None
-    return GameRead(loaded, asking, _seat_of(asking, loaded.state))
+    seat = _seat_of(asking, loaded.state)
+    if seat is None and not await _boards_shown(services, loaded.state, asking):
+        raise unknown_game(game_id)
+    return GameRead(loaded, asking, seat)
+
+
+async def _boards_shown(services: Gateway, game: Game, asking: Caller) -> bool:
+    """Whether a game may be shown to a reader who holds no seat of it: always, but for a
+    table of a duplicate event while its round is being played. Every table of the round
+    plays the same boards, so a table's cards (its plays, its hand records) are kept from
+    everyone but its own seats and its platform until every table is over and the round's
+    boards are revealed; anyone else gets what an unknown id gets until then."""
+    duplicate = game.duplicate
+    if duplicate is None or asking.owns(game.platform):
+        return True
+    place = table_of(game.game_id)
+    league = (await services.leagues.latest(duplicate.event)).state
+    if place is None or league is None or not 1 <= place.round <= len(league.rounds):
+        return False
+    return league.rounds[place.round - 1].finished
 
 
 GameReadOf = Annotated[GameRead, Depends(game_read)]

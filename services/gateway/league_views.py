@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from contracts import leagues as shown
 from contracts.answers import GameSummary
-from domain.league import BYE_WINS, League, champion, knockout_rounds
+from domain import matchpoints
+from domain.league import BYE_WINS, League, champion, knockout_rounds, ranking
+from domain.records import HandRecord
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.integrity.signals import FDR, HandFacts, report
 from services.store.ratings import Standing
@@ -54,6 +56,8 @@ STANDINGS_CSV = (
     "sigma",
     "ordinal",
 )
+DUPLICATE_STANDINGS_CSV = (*STANDINGS_CSV, "boards", "matchpoints", "percentage")
+"""A duplicate league's standings ranked by ``percentage``, which its CSV shows too."""
 RESULTS_CSV = (
     "round",
     "table",
@@ -94,6 +98,16 @@ def league_answer(league: League) -> shown.League:
             )
             for s in league.substitutions
         ],
+        format=league.format,
+        boards_per_round=league.boards_per_round,
+        boards=(
+            shown.PublishedBoards(
+                root=league.boards.root, commitments=list(league.boards.commitments)
+            )
+            if league.boards is not None
+            else None
+        ),
+        revealed=[shown.RevealedBoard(board=board, seed=seed) for board, seed in league.revealed],
         knockout=bracket_answer(league),
     )
 
@@ -139,17 +153,21 @@ def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> 
     """Round ``number`` (which must exist): its tables, each with its game's status and scores
     as the game list has them, and who plays each seat now."""
     played = league.rounds[number - 1]
+    # a duplicate round's scores say how the boards went at each table: none until every
+    # table has played them
+    hidden = league.format == "duplicate" and not played.finished
     tables = []
     for index, table in enumerate(played.tables, start=1):
         summary = games.get(table.game_id)
+        shown_summary = None if hidden else summary
         tables.append(
             shown.RoundTable(
                 table=index,
                 game_id=table.game_id,
                 players=list(table.players),
                 status=summary.status if summary else None,
-                scores=summary.scores if summary else None,
-                winners=summary.winners if summary else None,
+                scores=shown_summary.scores if shown_summary else None,
+                winners=shown_summary.winners if shown_summary else None,
                 sitting=[league.sitting(table, seat) for seat in range(len(table.players))],
             )
         )
@@ -160,10 +178,98 @@ def round_answer(league: League, number: int, games: dict[str, GameSummary]) -> 
         tables=tables,
         byes=list(played.byes),
         finished=played.finished,
+        boards=list(played.boards),
     )
 
 
-def standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:
+def standings_answer(
+    league: League,
+    standings: LeagueStandings,
+    hands: Mapping[str, Sequence[HandRecord]] | None = None,
+) -> shown.Standings:
+    """The standings; a duplicate league's ranked by matchpoints from its tables' ``hands``."""
+    answer = _standings_answer(league, standings)
+    if league.format != "duplicate":
+        return answer
+    scored = duplicate_scores(league, hands or {})
+    recorded = {standing.player: standing for standing in ranking(league)}
+    rows = []
+    for row in answer.players:
+        mine = scored.get(row.player)
+        record = recorded[row.player]
+        rows.append(
+            msgspec.structs.replace(
+                row,
+                # the rounds every table has finished, as the league recorded them: a table's
+                # score says how the round's boards went while the others play them
+                wins=record.wins,
+                points=record.points,
+                games=record.games,
+                byes=record.byes,
+                forfeits=record.forfeits,
+                boards=mine.boards if mine else 0,
+                **_matchpoints(mine, row.adjusted),
+            )
+        )
+    rows.sort(key=lambda r: (-(r.percentage or 0.0), -(r.matchpoints or 0.0), r.player))
+    ranked = [msgspec.structs.replace(row, rank=rank) for rank, row in enumerate(rows, start=1)]
+    return msgspec.structs.replace(answer, players=ranked)
+
+
+def _matchpoints(mine: matchpoints.Standing | None, adjusted: int) -> dict[str, float | None]:
+    """A side's matchpoints and percentage, with the director's adjustments (in matchpoints)."""
+    if mine is None:
+        return {"matchpoints": float(adjusted), "percentage": None}
+    points = mine.matchpoints + adjusted
+    return {
+        "matchpoints": float(points),
+        "percentage": float(100 * points / mine.top) if mine.top else None,
+    }
+
+
+def duplicate_scores(
+    league: League, hands: Mapping[str, Sequence[HandRecord]]
+) -> dict[str, matchpoints.Standing]:
+    """Each player's side's matchpoints (:mod:`domain.matchpoints`, ``as_scored``), over the
+    rounds every table has finished (a round being played shows nothing of how its boards
+    went): on every board, each table's side compared by its score delta with the same
+    direction's sides at the other tables (hand ``k`` of a round's table is the round's board
+    ``k``); a substitute's hands count for the seat's player."""
+    boards: dict[int, list[matchpoints.TableResult]] = {}
+    units = league.rules.table.units
+    for played in league.rounds:
+        if not played.finished:  # its boards are still being played somewhere
+            continue
+        for table in played.tables:
+            if league.voided_game(table.game_id):
+                continue  # the director voided it: its boards are scored over the others
+            for record in hands.get(table.game_id, ()):
+                if not 1 <= record.hand <= len(played.boards):
+                    continue
+                sides = tuple(
+                    matchpoints.SideResult(
+                        tuple(table.players[seat] for seat in seats), record.points[unit]
+                    )
+                    for unit, seats in enumerate(units)
+                )
+                board = played.boards[record.hand - 1]
+                boards.setdefault(board, []).append(matchpoints.TableResult(table.game_id, sides))
+    if not boards:
+        return {}
+    results = matchpoints.EventResults(
+        tuple(
+            matchpoints.BoardResults(board, tuple(tables))
+            for board, tables in sorted(boards.items())
+        )
+    )
+    scored: dict[str, matchpoints.Standing] = {}
+    for standing in matchpoints.standings(matchpoints.cross_tables(results)):
+        for player in standing.players:
+            scored[player] = standing
+    return scored
+
+
+def _standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:
     played = {record.player: record for record in standings.players}
     adjusted = dict.fromkeys(league.players, 0)
     for adjustment in league.adjustments:

@@ -13,7 +13,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from domain.bids import BID_PATTERN
-from domain.league import MAX_ADJUSTMENT, MAX_PLAYERS, MAX_REASON, MAX_ROUNDS, PairingChoice
+from domain.league import (
+    MAX_ADJUSTMENT,
+    MAX_PLAYERS,
+    MAX_REASON,
+    MAX_ROUNDS,
+    REASON_PATTERN,
+    PairingChoice,
+)
+from domain.movement import MAX_BOARDS_PER_ROUND
 from domain.platforms import Seating, Visibility
 from domain.rules import (
     CARD_INPUT_PATTERN,
@@ -365,6 +373,17 @@ class CreateLeague(_Strict):
         description="A knockout the league ends with, head to head (the two-player game): "
         "docs/leagues.md, Knockouts.",
     )
+    format: Literal["standard", "duplicate"] = Field(
+        default="standard",
+        description="`standard`: each table plays its own game to the rules' end. `duplicate`: "
+        "every table of a round plays the round's boards (the same cards), seated by a "
+        "generated movement (fixed pairs at a partnership table, partners listed side by "
+        "side); results are compared by matchpoints. A duplicate league has a fixed number of "
+        "rounds (`rounds`, else the movement's) and takes `pairing: auto` only.",
+    )
+    boards_per_round: (
+        Annotated[int, Field(ge=1, le=MAX_BOARDS_PER_ROUND), BeforeValidator(_whole)] | None
+    ) = Field(default=None, description="A duplicate league's boards a round; absent: 2.")
 
 
 class ScheduleRound(_Strict):
@@ -388,7 +407,9 @@ Reason = Annotated[
     Field(
         min_length=1,
         max_length=MAX_REASON,
-        description="Why, as the players and the audit will read it: printable characters.",
+        pattern=REASON_PATTERN,
+        description="Why, as the players and the audit will read it: printable characters, "
+        "not only spaces.",
         examples=["slow play, warned twice"],
     ),
 ]

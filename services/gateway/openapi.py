@@ -517,6 +517,11 @@ def reached_from(roots: set[str], schemas: dict[str, Any]) -> set[str]:
     return seen
 
 
+LEFT_OUT_WHEN_UNSET: dict[str, frozenset[str]] = {"GameCreated": frozenset({"duplicate"})}
+"""The fields an answer leaves out rather than sending a default (``msgspec.UNSET``): a game
+created before duplicate events existed is recorded, and shown, exactly as it was."""
+
+
 def _settle_required(document: dict[str, Any]) -> None:
     """Answers send every field (the domain's structs and the answers' models omit none), so
     every property of a schema only answers use is required; a request's field with a default
@@ -535,7 +540,8 @@ def _settle_required(document: dict[str, Any]) -> None:
     for name in reached_from(sent, schemas) - requests:
         schema = schemas[name]
         if "properties" in schema:
-            schema["required"] = list(schema["properties"])
+            left_out = LEFT_OUT_WHEN_UNSET.get(name, frozenset())
+            schema["required"] = [field for field in schema["properties"] if field not in left_out]
     for name in requests:
         _defaults_in_words(schemas[name])
 

@@ -4,6 +4,7 @@ standings printed, and every game it played finished and audited clean."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 
@@ -150,3 +151,39 @@ async def test_a_simulated_league_ends_with_a_knockout_of_its_top_four(
             assert match.game_id is not None
             assert (await client.audit(match.game_id)).ok
     assert out.decode()  # the standings were printed too
+
+
+async def test_a_simulated_duplicate_league_ranks_by_matchpoints_and_audits_clean(
+    stack: Stack, client: SpadesClient
+) -> None:
+    """A duplicate event on the whole stack (``spades up``: its engines derive the boards from
+    the stack's key file): 8 players in fixed pairs, 2 rounds of 2 boards, every table of a
+    round dealt the same boards, the standings by matchpoints."""
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "8", "--rounds", "2", "--bots", "--duplicate", "2"]
+    argv += ["--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    wide = {**os.environ, "COLUMNS": "200"}  # the standings' every column, headers whole
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=wide
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}): 8 players", err.decode())
+    assert found, err.decode()[-2000:]
+    league_id = found[1]
+    assert "matchpoints" in out.decode()
+
+    leagues = LeagueClient(client)
+    league = await leagues.league(league_id)
+    assert (league.format, league.finished) == ("duplicate", True)
+    assert [shown.board for shown in league.revealed] == [1, 2, 3, 4]
+    standings = await leagues.standings(league_id, min_version=4)
+    assert all(row.boards == 4 for row in standings.players)
+    assert sum(row.matchpoints or 0 for row in standings.players) == 16
+    assert await leagues.board_audit(league_id) == []
+    for number in (1, 2):
+        for table in (await leagues.round(league_id, number)).tables:
+            audit = await client.audit(table.game_id)
+            assert audit.ok, audit

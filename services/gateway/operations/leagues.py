@@ -28,7 +28,8 @@ from contracts.wire import (
     VoidTableRequest,
     WithdrawPlayerRequest,
 )
-from domain.events import SeatTokenReissued
+from domain.boards import board_dealer
+from domain.events import DuplicateBoards, SeatTokenReissued
 from domain.league import (
     League,
     LeagueTable,
@@ -94,36 +95,54 @@ async def start_round(
         league = (await services.leagues.latest(league_id)).state
         if league is None:
             raise ProblemError("unavailable", "the engine scheduled nothing; retry")
-        tables = await _start_tables(services, league, scheduled.round, scheduled.tables)
+        boards = league.rounds[scheduled.round - 1].boards
+        tables = await _start_tables(services, league, scheduled.round, scheduled.tables, boards)
     log.info("round started", round=scheduled.round, tables=len(tables))
     return league, scheduled, tables
 
 
 async def _start_tables(
-    services: Gateway, league: League, round_number: int, tables: tuple[LeagueTable, ...]
+    services: Gateway,
+    league: League,
+    round_number: int,
+    tables: tuple[LeagueTable, ...],
+    boards: tuple[int, ...] = (),
 ) -> list[TableStarted]:
     gate = asyncio.Semaphore(TABLES_AT_ONCE)
     rules = league.rules_of_round(round_number)
 
     async def start(number: int, table: LeagueTable) -> TableStarted:
         async with gate:
-            return await _start_table(services, league, rules, number, table)
+            return await _start_table(services, league, rules, number, table, boards)
 
     return list(await asyncio.gather(*(start(n, table) for n, table in enumerate(tables, start=1))))
 
 
 async def _start_table(
-    services: Gateway, league: League, rules: Rules, number: int, table: LeagueTable
+    services: Gateway,
+    league: League,
+    rules: Rules,
+    number: int,
+    table: LeagueTable,
+    boards: tuple[int, ...] = (),
 ) -> TableStarted:
     """Create the table's game in the league, by the round's ``rules``, and seat its players,
-    each seat's command id fixed so that starting the table again changes nothing."""
+    each seat's command id fixed so that starting the table again changes nothing. A duplicate
+    event's table plays the round's ``boards``, from the first board's dealer."""
+    duplicate = (
+        DuplicateBoards(league.league_id, boards[0], len(boards))
+        if league.format == "duplicate" and boards
+        else None
+    )
     create_game = CreateGameRequest(
         rules=rules.to_json(),
+        dealer=None if duplicate is None else board_dealer(league.rules, duplicate.first),
         league=league.league_id,
         platform=league.platform,
         visibility=league.visibility,
         seating="platform",
         clock=league.clock,
+        duplicate=duplicate,
     )
     await services.commands.send(table.game_id, create_game, CREATE_COMMAND)
     seats = []

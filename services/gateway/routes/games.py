@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from fastapi import APIRouter, Query, Response
 
+from contracts.answers import GameList as GameListAnswer
 from contracts.wire import CreateGameRequest
 from domain.clock import Clock
+from domain.league import League, table_of
 from domain.state import Status
 from services.gateway.commands import default_visibility
-from services.gateway.deps import CallerOf, GameReadOf, Platform, SeatReadOf, Services
+from services.gateway.deps import (
+    CallerOf,
+    GameReadOf,
+    Gateway,
+    Platform,
+    SeatReadOf,
+    Services,
+)
 from services.gateway.models import CreateGame, GameList, PublicState, SeatView
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.operations import games as operations
@@ -104,9 +114,35 @@ async def list_games(
         visibility=public,
     )
     try:
-        return as_json(await services.read_models.list_games(query))
+        listed = await services.read_models.list_games(query)
     except InvalidCursor as error:
         raise ProblemError("malformed", str(error)) from None
+    if public is not None:
+        listed = await _boards_held_back(services, listed)
+    return as_json(listed)
+
+
+async def _boards_held_back(services: Gateway, listed: GameListAnswer) -> GameListAnswer:
+    """The list as the public sees it: a duplicate table's scores, bags and winners held back
+    while its round is being played (they say how the round's boards went, and the other
+    tables are playing them)."""
+    rounds: dict[str, League | None] = {}
+    shown = []
+    for summary in listed.games:
+        place = table_of(summary.game_id) if summary.league is not None else None
+        if place is not None and place.league_id == summary.league:
+            if place.league_id not in rounds:
+                rounds[place.league_id] = (await services.leagues.latest(place.league_id)).state
+            league = rounds[place.league_id]
+            if (
+                league is not None
+                and league.format == "duplicate"
+                and 1 <= place.round <= len(league.rounds)
+                and not league.rounds[place.round - 1].finished
+            ):
+                summary = msgspec.structs.replace(summary, scores=[], bags=[], winners=[])
+        shown.append(summary)
+    return msgspec.structs.replace(listed, games=shown)
 
 
 @router.get(

@@ -26,6 +26,7 @@ from domain.league import (
     KnockoutStage,
     League,
 )
+from domain.records import HandRecord
 from domain.rules import resolve_rules
 from services.gateway.commands import (
     default_visibility,
@@ -33,6 +34,7 @@ from services.gateway.commands import (
 from services.gateway.deps import (
     NO_NULL_BODY,
     CurrentLeague,
+    Gateway,
     LeagueId,
     LeagueMinVersion,
     Platform,
@@ -40,6 +42,7 @@ from services.gateway.deps import (
     unknown_league,
 )
 from services.gateway.league_views import (
+    DUPLICATE_STANDINGS_CSV,
     RESULTS_CSV,
     STANDINGS_CSV,
     integrity_answer,
@@ -123,6 +126,8 @@ async def create_league(
         visibility=body.visibility or default_visibility(services),
         clock=clock,
         knockout=None if body.knockout is None else KnockoutStage(**body.knockout.model_dump()),
+        format=body.format,
+        boards_per_round=body.boards_per_round,
     )
     async with leagues_quota(services, platform):
         league_id, league = await operations.create_league(services, request, idempotency_key)
@@ -181,6 +186,7 @@ async def start_round(
         pairing=league.pairing,
         tables=[table.answer() for table in tables],
         byes=list(scheduled.byes),
+        boards=list(league.rounds[scheduled.round - 1].boards),
     )
     return as_json(started)
 
@@ -199,7 +205,7 @@ async def _standings(services: Services, league: League) -> shown.Standings:
     voided tables (from the league's history) applied."""
     voided = [void.game_id for void in league.voided]
     counted = await services.read_models.league_standings(league.league_id, voided)
-    return standings_answer(league, counted)
+    return standings_answer(league, counted, await _table_hands(services, league))
 
 
 def _of_the_league(league: League, player: str) -> None:
@@ -261,6 +267,16 @@ async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""
     return as_json(await _standings(services, league))
+
+
+async def _table_hands(services: Gateway, league: League) -> dict[str, list[HandRecord]] | None:
+    """A duplicate league's tables' finished hands (what its matchpoints are counted from);
+    None for a standard league."""
+    if league.format != "duplicate":
+        return None
+    game_ids = [table.game_id for played in league.rounds for table in played.tables]
+    found = await asyncio.gather(*(services.read_models.hand_records(g) for g in game_ids))
+    return {game_id: records or [] for game_id, records in zip(game_ids, found, strict=True)}
 
 
 # --------------------------------------------------------------------------- the platform's
@@ -463,7 +479,8 @@ async def export_standings(
     league = await _owned(services, league_id, platform)
     standings = await _standings(services, league)
     if export_format == "csv":
-        return _csv(f"{league_id}-standings.csv", to_csv(STANDINGS_CSV, standings_rows(standings)))
+        columns = DUPLICATE_STANDINGS_CSV if league.format == "duplicate" else STANDINGS_CSV
+        return _csv(f"{league_id}-standings.csv", to_csv(columns, standings_rows(standings)))
     return Response(msgspec.json.encode(standings), media_type="application/json")
 
 

@@ -1,0 +1,313 @@
+"""Duplicate leagues in the domain: boards committed at creation, rounds seated by the movement,
+every table of a round dealt the round's boards, a table over after its boards, the round's seeds
+revealed with its end, and what makes no sense for a duplicate event refused."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+import msgspec
+import pytest
+
+from domain.boards import BoardSeeds, board_proof, check_seed, check_table_deal
+from domain.commands import AnyCommand, CreateGame, TakeSeat
+from domain.errors import RuleViolation
+from domain.events import DuplicateBoards, GameCreated, HandDealt
+from domain.game import decide as decide_game
+from domain.game import fold as fold_game
+from domain.league import (
+    BoardsRevealed,
+    CreateLeague,
+    FinishRound,
+    League,
+    LeagueCreated,
+    LeagueFinished,
+    RoundCompleted,
+    RoundScheduled,
+    ScheduleRound,
+    SubstitutePlayer,
+    TableResult,
+    WithdrawPlayer,
+    decide,
+    duplicate_boards,
+    fold,
+    table_result,
+)
+from domain.legal import DiscardDue, PassDue, legal_actions, seat_to_act
+from domain.movement import movement
+from domain.rules import resolve_rules
+from domain.state import cards_held
+
+PLAYERS = tuple(f"p{n}" for n in range(8))
+RULES = {"preset": "partnership"}
+
+
+def then(events: Any, league: League) -> League:
+    after = fold(events, league)
+    assert after is not None
+    return after
+
+
+def seed_of(board: int) -> bytes:
+    return hashlib.sha256(f"secret:{board}".encode()).digest()
+
+
+def seeds(count: int) -> dict[int, bytes]:
+    return {board: seed_of(board) for board in range(1, count + 1)}
+
+
+def created(**options: Any) -> League:
+    command = CreateLeague("dup", "Dup", RULES, PLAYERS, **{"format": "duplicate", **options})
+    events = decide(None, command, seed="00", board_seeds=seeds(duplicate_boards(command)))
+    league = fold(events)
+    assert league is not None
+    return league
+
+
+def play_table(
+    league: League, table: Any, boards: tuple[int, ...], rng: random.Random, *, keep: bool = False
+) -> Any:
+    """A table's game played at random through the domain, dealt as the engine deals it (with
+    its events, when ``keep``)."""
+    first = boards[0]
+    create = CreateGame(
+        table.game_id,
+        league.rules.to_json(),
+        dealer=(first - 1) % league.rules.players,
+        league=league.league_id,
+        duplicate=DuplicateBoards(league.league_id, first, len(boards)),
+    )
+    deal = BoardSeeds(b"", seed_of)
+    kept: list[Any] = decide_game(None, create)
+    game = fold_game(kept)
+    for place, name in enumerate(table.players):
+        new = decide_game(game, TakeSeat(name, place), deal=deal)
+        kept += new
+        game = fold_game(new, game)
+    assert game is not None
+    while game.status != "finished":
+        seat = seat_to_act(game)
+        assert seat is not None
+        action: Any = rng.choice(legal_actions(game, seat))
+        if type(action) is PassDue or type(action) is DiscardDue:
+            assert game.hand is not None
+            action = action.choose(tuple(rng.sample(cards_held(game.hand, seat), action.count)))
+        command: AnyCommand = action
+        new = decide_game(game, command, deal=deal)
+        kept += new
+        game = fold_game(new, game)
+        assert game is not None
+    return (game, kept) if keep else game
+
+
+def deals(game_events: list[Any]) -> list[HandDealt]:
+    return [event for event in game_events if isinstance(event, HandDealt)]
+
+
+def test_a_duplicate_league_commits_to_every_board_of_its_movement() -> None:
+    league = created(rounds=2, boards_per_round=2)
+    assert (league.format, league.boards_per_round, league.planned) == ("duplicate", 2, 2)
+    assert league.boards is not None
+    assert len(league.boards.commitments) == 4
+    for board in range(1, 5):
+        proof = board_proof(league.boards.commitments, board)
+        check_seed(seed_of(board), board, proof, league.boards.root, 4)
+    # rounds default to the movement's
+    rules = resolve_rules(RULES)
+    assert created().planned == len(movement(8, rules, "pairs").rounds) == 3
+
+
+def test_rounds_follow_the_movement_and_tables_deal_the_rounds_boards() -> None:
+    league = created(rounds=2, boards_per_round=2)
+    plan = movement(8, league.rules, "pairs", rounds=2, boards_per_round=2)
+    rng = random.Random(5)
+    for number in (1, 2):
+        events = decide(league, ScheduleRound(number), results={}, board_seeds=seeds(4))
+        scheduled = events[-1]
+        assert isinstance(scheduled, RoundScheduled)
+        expected = plan.rounds[number - 1]
+        assert scheduled.boards == expected.boards
+        assert [t.players for t in scheduled.tables] == [
+            tuple(PLAYERS[p] for p in seats) for seats in expected.tables
+        ]
+        league = then(events, league)
+        games = [play_table(league, table, scheduled.boards, rng) for table in scheduled.tables]
+        assert all(game.hands_played == 2 for game in games)
+        results = {game.game_id: table_result(game) for game in games}
+        # one table over: nothing yet; every table: completed, revealed (finished after the last)
+        one = {games[0].game_id: results[games[0].game_id]}
+        assert decide(league, FinishRound(number), results=one, board_seeds=seeds(4)) == []
+        ended = decide(league, FinishRound(number), results=results, board_seeds=seeds(4))
+        kinds = [type(event) for event in ended]
+        assert kinds == [RoundCompleted, BoardsRevealed] + ([LeagueFinished] if number == 2 else [])
+        revealed = ended[1]
+        assert isinstance(revealed, BoardsRevealed)
+        assert revealed.boards == tuple((b, seed_of(b).hex()) for b in scheduled.boards)
+        league = then(ended, league)
+    assert league.finished
+    assert [board for board, _ in league.revealed] == [1, 2, 3, 4]
+
+
+def test_every_table_holds_the_boards_cards_and_ends_after_its_boards() -> None:
+    league = created(rounds=1, boards_per_round=3)
+    league = then(decide(league, ScheduleRound(1), board_seeds=seeds(3)), league)
+    (played,) = league.rounds
+    rng = random.Random(1)
+    for table in played.tables:
+        first = played.boards[0]
+        create = CreateGame(
+            table.game_id,
+            league.rules.to_json(),
+            dealer=(first - 1) % 4,
+            duplicate=DuplicateBoards("dup", first, 3),
+        )
+        events: list[Any] = decide_game(None, create)
+        game = fold_game(events)
+        deal = BoardSeeds(b"", seed_of)
+        for place, name in enumerate(table.players):
+            new = decide_game(game, TakeSeat(name, place), deal=deal)
+            events += new
+            game = fold_game(new, game)
+        assert game is not None
+        while game.status != "finished":
+            seat = seat_to_act(game)
+            assert seat is not None
+            action: Any = rng.choice(legal_actions(game, seat))
+            new = decide_game(game, action, deal=deal)
+            events += new
+            game = fold_game(new, game)
+            assert game is not None
+        dealt = deals(events)
+        assert [d.hand for d in dealt] == [1, 2, 3]
+        for hand, board in zip(dealt, played.boards, strict=True):
+            check_table_deal(league.rules, seed_of(board), board, replace_hand(hand, board))
+        assert game.hands_played == 3
+        assert game.winners
+
+
+def replace_hand(dealt: HandDealt, board: int) -> HandDealt:
+    return msgspec.structs.replace(dealt, hand=board)
+
+
+def test_a_game_of_no_duplicate_is_recorded_as_before() -> None:
+    (event,) = decide_game(None, CreateGame("g1", RULES))
+    data = msgspec.json.encode(event)
+    assert b"duplicate" not in data
+    old = data  # what a game recorded before duplicate events reads as
+    assert msgspec.json.decode(old, type=GameCreated) == event
+    (table,) = decide_game(
+        None, CreateGame("g2", RULES, dealer=2, duplicate=DuplicateBoards("dup", 3, 2))
+    )
+    assert b'"duplicate":{"event":"dup","first":3,"count":2}' in msgspec.json.encode(table)
+
+
+def test_a_duplicate_table_must_be_dealt_by_its_first_boards_dealer() -> None:
+    with pytest.raises(RuleViolation) as refused:
+        decide_game(None, CreateGame("g", RULES, duplicate=DuplicateBoards("dup", 3, 2)))
+    assert refused.value.code == "malformed"
+
+
+def test_a_standard_league_is_as_before() -> None:
+    command = CreateLeague("std", "Std", RULES, PLAYERS, 2)
+    (event,) = decide(None, command, seed="00")
+    assert isinstance(event, LeagueCreated)
+    data = msgspec.json.encode(event)
+    assert b"format" not in data
+    assert b"boards" not in data
+    league = then([event], None)  # type: ignore[arg-type]
+    assert (league.format, league.boards, league.boards_per_round) == ("standard", None, None)
+    (scheduled,) = decide(league, ScheduleRound(1))
+    assert b"boards" not in msgspec.json.encode(scheduled)
+    old = (
+        b'{"type":"league_created","league_id":"std","name":"Std","rules":%s,'
+        % (msgspec.json.encode(event.rules))
+        + b'"players":["a","b","c","d"],"rounds":2,"pairing":"round_robin","seed":"00"}'
+    )
+    decoded = msgspec.json.decode(old, type=LeagueCreated)
+    assert then([decoded], None).format == "standard"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [
+        ({"pairing": "swiss"}, "invalid_rules"),
+        ({"format": "standard", "boards_per_round": 2}, "invalid_rules"),
+        ({"format": "triplicate"}, "malformed"),
+        ({"boards_per_round": 0}, "invalid_rules"),
+        ({"rounds": 500}, "invalid_rules"),
+    ],
+)
+def test_what_makes_no_sense_for_a_duplicate_event_is_refused(
+    options: dict[str, Any], code: str
+) -> None:
+    command = CreateLeague("dup", "Dup", RULES, PLAYERS, **{"format": "duplicate", **options})
+    with pytest.raises(RuleViolation) as refused:
+        decide(None, command, seed="00", board_seeds=seeds(1000))
+    assert refused.value.code == code
+
+
+def test_a_player_cannot_withdraw_from_a_duplicate_event_but_may_be_substituted() -> None:
+    league = created(rounds=2)
+    with pytest.raises(RuleViolation) as refused:
+        decide(league, WithdrawPlayer("p0"))
+    assert refused.value.code == "wrong_phase"
+    league = then(decide(league, ScheduleRound(1), board_seeds=seeds(4)), league)
+    (substituted,) = decide(league, SubstitutePlayer("p0", "sub"), results={})
+    assert substituted.substitute == "sub"  # type: ignore[union-attr]
+
+
+def test_a_seed_that_does_not_open_its_commitment_is_not_revealed() -> None:
+    league = created(rounds=1, boards_per_round=1)
+    league = then(decide(league, ScheduleRound(1), board_seeds=seeds(1)), league)
+    tables = league.rounds[0].tables
+    results = {t.game_id: TableResult(t.game_id, (0, 0, 0, 0), (True,) * 4) for t in tables}
+    with pytest.raises(RuleViolation) as refused:
+        decide(league, FinishRound(1), results=results, board_seeds={1: b"another"})
+    assert refused.value.code == "invalid_rules"
+
+
+@pytest.mark.parametrize(("preset", "players"), [("solo", 8), ("two-player", 4), ("cutthroat", 6)])
+def test_without_partnerships_each_player_is_a_unit_and_every_table_gets_the_boards(
+    preset: str, players: int
+) -> None:
+    names = tuple(f"p{n}" for n in range(players))
+    command = CreateLeague(
+        "dup", "Dup", {"preset": preset}, names, 1, format="duplicate", boards_per_round=2
+    )
+    league = then(decide(None, command, seed="00", board_seeds=seeds(2)), None)  # type: ignore[arg-type]
+    league = then(decide(league, ScheduleRound(1), board_seeds=seeds(2)), league)
+    (played,) = league.rounds
+    assert len(played.tables) == players // league.rules.players
+    rng = random.Random(3)
+    for table in played.tables:
+        game, events = play_table(league, table, played.boards, rng, keep=True)
+        dealt = deals(events)
+        assert game.hands_played == 2
+        for hand, board in zip(dealt, played.boards, strict=True):
+            check_table_deal(league.rules, seed_of(board), board, replace_hand(hand, board))
+
+
+def test_an_odd_number_of_pairs_sits_one_out_each_round_in_turn() -> None:
+    names = tuple(f"p{n}" for n in range(10))
+    command = CreateLeague("dup", "Dup", RULES, names, format="duplicate", boards_per_round=1)
+    count = duplicate_boards(command)
+    league = then(decide(None, command, seed="00", board_seeds=seeds(count)), None)  # type: ignore[arg-type]
+    assert league.planned == 5  # five pairs: every pair meets every other once
+    resting = []
+    results: dict[str, TableResult] = {}
+    for number in range(1, 6):
+        league = then(
+            decide(league, ScheduleRound(number), results=results, board_seeds=seeds(count)),
+            league,
+        )
+        played = league.rounds[-1]
+        assert len(played.tables) == 2
+        assert len(played.byes) == 2
+        assert played.byes[0] == names[names.index(played.byes[0]) // 2 * 2]  # a whole pair
+        resting.append(played.byes)
+        results = {
+            t.game_id: TableResult(t.game_id, (0, 0, 0, 0), (True,) * 4) for t in played.tables
+        }
+    assert len(set(resting)) == 5  # each pair sits out once
