@@ -147,6 +147,42 @@ class RevealedBoard(msgspec.Struct, frozen=True, kw_only=True):
     seed: Annotated[str, msgspec.Meta(description="Hex; its SHA-256 is the board's commitment.")]
 
 
+class BoardResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One table's side on a board: its points, its score delta (its points less the best of
+    the other sides'), and its matchpoints against the same direction at the other tables."""
+
+    game_id: str
+    direction: Annotated[int, msgspec.Meta(description="The side's unit at the table, from 0.")]
+    players: list[str]
+    points: int
+    delta: int
+    matchpoints: Annotated[
+        float, msgspec.Meta(description="1 a result beaten, 1/2 a tie; Neuberg-scaled.")
+    ]
+    top: Annotated[int, msgspec.Meta(description="The most matchpoints a side can have here.")]
+
+
+class BoardAcross(msgspec.Struct, frozen=True, kw_only=True):
+    """A duplicate board across every table that played it."""
+
+    board: int
+    round: int
+    seed: Annotated[
+        str | None,
+        msgspec.Meta(description="Its revealed seed (hex); its SHA-256 is the board's commitment."),
+    ]
+    played: Annotated[int, msgspec.Meta(description="Tables that played it (not voided).")]
+    results: list[BoardResult]
+
+
+class LeagueBoards(msgspec.Struct, frozen=True, kw_only=True):
+    """A duplicate league's boards of the rounds every table has finished, each across its
+    tables: the event's cross-table."""
+
+    league_id: str
+    boards: list[BoardAcross]
+
+
 class Withdrawn(msgspec.Struct, frozen=True, kw_only=True):
     """A player withdrawn: later rounds skip them."""
 

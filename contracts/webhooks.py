@@ -27,6 +27,7 @@ WebhookType = Literal[
     "league.round_finished",
     "league.finished",
     "league.adjusted",
+    "league.boards_revealed",
 ]
 EVENT_TYPES: tuple[WebhookType, ...] = get_args(WebhookType)
 
@@ -175,6 +176,21 @@ class AdjustedData(_Data, frozen=True, kw_only=True):
     game_id: str | None
 
 
+class RevealedBoardData(_Data, frozen=True, kw_only=True):
+    board: int
+    seed: str
+    """Hex; its SHA-256 is the board's published commitment."""
+
+
+class BoardsRevealedData(_Data, frozen=True, kw_only=True):
+    """A duplicate event's round is over at every table: its boards' seeds, so that anyone can
+    check each table's deals against the published commitments."""
+
+    league_id: str
+    round: int
+    boards: list[RevealedBoardData]
+
+
 class Webhook(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """The body of every delivery; ``type`` names the event."""
 
@@ -217,6 +233,10 @@ class Adjusted(Webhook, frozen=True, kw_only=True, tag="league.adjusted"):
     data: AdjustedData
 
 
+class BoardsRevealed(Webhook, frozen=True, kw_only=True, tag="league.boards_revealed"):
+    data: BoardsRevealedData
+
+
 AnyWebhook = (
     GameCreated
     | GameTurn
@@ -227,6 +247,7 @@ AnyWebhook = (
     | RoundFinished
     | LeagueFinished
     | Adjusted
+    | BoardsRevealed
 )
 
 _encoder = msgspec.json.Encoder()

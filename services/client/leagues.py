@@ -23,6 +23,7 @@ from contracts.leagues import (
     Adjustment,
     IntegrityReport,
     League,
+    LeagueBoards,
     LeagueRound,
     RoundStarted,
     Standings,
@@ -195,6 +196,12 @@ class LeagueClient:
             retry=idempotency_key is not None,
         )
         return self.client.decode(response, Substituted)
+
+    async def boards(self, league_id: str, min_version: int | None = None) -> LeagueBoards:
+        """A duplicate league's cross-table: its finished boards across every table."""
+        params = {} if min_version is None else {"min_version": min_version}
+        response = await self.client.request("GET", _path(league_id, "boards"), params=params)
+        return self.client.decode(response, LeagueBoards)
 
     async def adjust_score(
         self,

@@ -231,10 +231,25 @@ def duplicate_scores(
     league: League, hands: Mapping[str, Sequence[HandRecord]]
 ) -> dict[str, matchpoints.Standing]:
     """Each player's side's matchpoints (:mod:`domain.matchpoints`, ``as_scored``), over the
-    rounds every table has finished (a round being played shows nothing of how its boards
-    went): on every board, each table's side compared by its score delta with the same
-    direction's sides at the other tables (hand ``k`` of a round's table is the round's board
-    ``k``); a substitute's hands count for the seat's player."""
+    rounds every table has finished (:func:`duplicate_results`)."""
+    results = duplicate_results(league, hands)
+    if results is None:
+        return {}
+    scored: dict[str, matchpoints.Standing] = {}
+    for standing in matchpoints.standings(matchpoints.cross_tables(results)):
+        for player in standing.players:
+            scored[player] = standing
+    return scored
+
+
+def duplicate_results(
+    league: League, hands: Mapping[str, Sequence[HandRecord]]
+) -> matchpoints.EventResults | None:
+    """The boards of the rounds every table has finished (a round being played shows nothing
+    of how its boards went), each with every table's sides: hand ``k`` of a round's table is
+    the round's board ``k``, each side compared by its score delta with the same direction's
+    sides at the other tables; a substitute's hands count for the seat's player, and a voided
+    table's for no one. None before any board is over."""
     boards: dict[int, list[matchpoints.TableResult]] = {}
     units = league.rules.table.units
     for played in league.rounds:
@@ -255,18 +270,46 @@ def duplicate_scores(
                 board = played.boards[record.hand - 1]
                 boards.setdefault(board, []).append(matchpoints.TableResult(table.game_id, sides))
     if not boards:
-        return {}
-    results = matchpoints.EventResults(
+        return None
+    return matchpoints.EventResults(
         tuple(
             matchpoints.BoardResults(board, tuple(tables))
             for board, tables in sorted(boards.items())
         )
     )
-    scored: dict[str, matchpoints.Standing] = {}
-    for standing in matchpoints.standings(matchpoints.cross_tables(results)):
-        for player in standing.players:
-            scored[player] = standing
-    return scored
+
+
+def boards_answer(league: League, hands: Mapping[str, Sequence[HandRecord]]) -> shown.LeagueBoards:
+    """``GET /v1/leagues/{id}/boards``: each board of the rounds every table has finished,
+    across every table that played it (no card: the sides' points, deltas and matchpoints)."""
+    results = duplicate_results(league, hands)
+    crosses = matchpoints.cross_tables(results) if results is not None else ()
+    round_of = {board: played.number for played in league.rounds for board in played.boards}
+    seed_of = dict(league.revealed)
+    return shown.LeagueBoards(
+        league_id=league.league_id,
+        boards=[
+            shown.BoardAcross(
+                board=cross.board,
+                round=round_of[cross.board],
+                seed=seed_of.get(cross.board),
+                played=cross.played,
+                results=[
+                    shown.BoardResult(
+                        game_id=row.table,
+                        direction=row.direction,
+                        players=list(row.players),
+                        points=row.value,
+                        delta=row.delta,
+                        matchpoints=float(row.matchpoints),
+                        top=row.top,
+                    )
+                    for row in cross.rows
+                ],
+            )
+            for cross in crosses
+        ],
+    )
 
 
 def _standings_answer(league: League, standings: LeagueStandings) -> shown.Standings:

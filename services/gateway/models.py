@@ -452,6 +452,8 @@ LeagueResults = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "League
 IntegrityReport = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "IntegrityReport"})]
 """A league's integrity report: :class:`contracts.leagues.IntegrityReport` (its signals
 ``IntegritySignal``, their hands ``EvidenceHand``)."""
+LeagueBoards = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "LeagueBoards"})]
+"""A duplicate league's cross-table: :class:`contracts.leagues.LeagueBoards`."""
 Adjustment = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "Adjustment"})]
 """An adjusted score recorded: :class:`contracts.leagues.Adjustment`."""
 VoidedTable = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "VoidedTable"})]

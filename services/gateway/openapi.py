@@ -206,6 +206,7 @@ OPERATION_IDS: dict[str, str] = {
     "POST /v1/leagues/{league_id}/rounds": "startRound",
     "GET /v1/leagues/{league_id}/rounds/{round_number}": "getRound",
     "GET /v1/leagues/{league_id}/standings": "standings",
+    "GET /v1/leagues/{league_id}/boards": "leagueBoards",
     "GET /v1/leagues/{league_id}/integrity": "leagueIntegrity",
     "GET /v1/leagues/{league_id}/exports/results": "exportResults",
     "GET /v1/leagues/{league_id}/exports/standings": "exportStandings",
@@ -363,6 +364,7 @@ LEAGUE_ANSWERS = (
     leagues.Adjustment,
     leagues.VoidedTable,
     leagues.IntegrityReport,
+    leagues.LeagueBoards,
     SeatTaken,
     WatchLink,
 )

@@ -6,7 +6,8 @@ the whole commit, each seat that has just come to act makes ``game.turn``. A lea
 ``round_scheduled`` makes ``league.round_started``; ``round_completed`` (recorded as soon as the
 round's last game ends, :mod:`services.engine.round_watch`) ``league.round_finished``; and
 ``league_finished`` (its last planned round over) ``league.finished`` (with a knockout's
-champion); the director's ``score_adjusted`` and ``table_voided`` ``league.adjusted``.
+champion); the director's ``score_adjusted`` and ``table_voided`` ``league.adjusted``; a
+duplicate event's ``boards_revealed`` ``league.boards_revealed``.
 
 A present seat's clock running out (``timed_out``) makes ``game.timed_out`` (:func:`timed_out`),
 and a clocked game's ``game.turn`` carries the seat's deadline (:func:`turn_deadline`). The
@@ -27,6 +28,8 @@ from contracts.webhooks import (
     Adjusted,
     AdjustedData,
     AnyWebhook,
+    BoardsRevealed,
+    BoardsRevealedData,
     GameCreated,
     GameCreatedData,
     GameFinished,
@@ -40,6 +43,7 @@ from contracts.webhooks import (
     LeagueFinished,
     LeagueFinishedData,
     LeagueTableData,
+    RevealedBoardData,
     RoundFinished,
     RoundFinishedData,
     RoundStarted,
@@ -69,6 +73,7 @@ from domain.league import (
     TableVoided,
     champion,
 )
+from domain.league import BoardsRevealed as BoardsRevealedEvent
 from domain.league import LeagueFinished as LeagueFinishedEvent
 from domain.league import evolve as evolve_league
 from domain.state import NO_SEAT, Game, Phase
@@ -336,6 +341,10 @@ def _of_league_event(league: League, event: AnyLeagueEvent, time: str) -> list[A
     director = adjusted(league, event, time)
     if director is not None:
         made.append(director)
+    if isinstance(event, BoardsRevealedEvent):
+        boards = [RevealedBoardData(board=board, seed=seed) for board, seed in event.boards]
+        data = BoardsRevealedData(league_id=league.league_id, round=event.round, boards=boards)
+        made.append(BoardsRevealed(timestamp=time, data=data))
     return made
 
 

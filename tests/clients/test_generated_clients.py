@@ -216,6 +216,7 @@ def test_the_generated_python_client_calls_every_operation_each_answer_parsed(
     assert seen["standing_voided"] == [seen["round_tables"][0]], seen
     assert (seen["adjusted"][0], seen["adjusted"][2]) == (1, -10), seen
     assert seen["standing_adjustments"] == 1, seen
+    assert seen["duplicate_boards"] == ["duplicate", 0], seen
     assert sorted(seen["standings"]) == sorted(seen["exported_standings"]), seen
     assert len(seen["standings"]) == 8, seen
     assert seen["results"] == 0, seen  # no round finished yet (one of its tables is)

@@ -24,6 +24,7 @@ from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.client.leagues import LeagueClient
 from services.runtime.nats_server import EmbeddedNats
+from tests.e2e.secrecy import cards_shown
 from tests.integration import stack
 from tests.integration.support import EngineProcess, ProjectionsProcess
 from tests.integration.test_gateway import (
@@ -209,6 +210,31 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         header, first_row = csv_text.splitlines()[:2]
         assert header.endswith(",boards,matchpoints,percentage")
         assert first_row.split(",")[1] == rows[0]["player"]
+
+        # the cross-table: every board across both tables, each direction's two sides
+        # sharing its one matchpoint, the seed revealed, the sides' points as recorded
+        across = ok(await http.get(f"/v1/leagues/{league_id}/boards"))["boards"]
+        assert [board["board"] for board in across] == [1, 2, 3, 4]
+        revealed = {
+            b["board"]: b["seed"]
+            for b in ok(await http.get(f"/v1/leagues/{league_id}"))["revealed"]
+        }
+        for board in across:
+            assert board["played"] == 2
+            assert board["seed"] == revealed[board["board"]]
+            assert len(board["results"]) == 4  # two tables, two directions
+            for direction in (0, 1):
+                column = [r for r in board["results"] if r["direction"] == direction]
+                assert sum(r["matchpoints"] for r in column) == 1
+        assert not cards_shown(across)
+        standard = ok(
+            await http.post(
+                "/v1/leagues", json={"name": "Std", "rules": RULES, "players": PLAYERS}
+            ),
+            201,
+        )
+        missing = await http.get(f"/v1/leagues/{standard['league_id']}/boards")
+        assert (missing.status_code, missing.json()["code"]) == (404, "not_found")
 
         # the director: an adjustment is matchpoints for a duplicate event; a voided table's
         # boards are scored over the other tables (here: nobody left to compare with)

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from contracts.wire import LeagueCommit
 from domain.boards import BoardSeeds, board_proof, check_seed, check_table_deal
 from domain.commands import AnyCommand, CreateGame, TakeSeat
 from domain.errors import RuleViolation
@@ -39,6 +40,7 @@ from domain.legal import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.movement import movement
 from domain.rules import resolve_rules
 from domain.state import cards_held
+from services.webhooks.events import league_webhooks
 
 PLAYERS = tuple(f"p{n}" for n in range(8))
 RULES = {"preset": "partnership"}
@@ -145,6 +147,18 @@ def test_rounds_follow_the_movement_and_tables_deal_the_rounds_boards() -> None:
         revealed = ended[1]
         assert isinstance(revealed, BoardsRevealed)
         assert revealed.boards == tuple((b, seed_of(b).hex()) for b in scheduled.boards)
+        # the platform hears of it: league.boards_revealed, after league.round_finished
+        commit = LeagueCommit(
+            league_id="dup", version=9, command_id="c", time="t", previous="", events=ended
+        )
+        made = [msgspec.to_builtins(m.webhook) for m in league_webhooks(league, commit)[1]]
+        told = [m for m in made if m["type"] == "league.boards_revealed"]
+        assert [m["type"] for m in made][:2] == ["league.round_finished", "league.boards_revealed"]
+        assert told[0]["data"] == {
+            "league_id": "dup",
+            "round": number,
+            "boards": [{"board": b, "seed": seed_of(b).hex()} for b in scheduled.boards],
+        }
         league = then(ended, league)
     assert league.finished
     assert [board for board, _ in league.revealed] == [1, 2, 3, 4]

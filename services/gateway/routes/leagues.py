@@ -45,6 +45,7 @@ from services.gateway.league_views import (
     DUPLICATE_STANDINGS_CSV,
     RESULTS_CSV,
     STANDINGS_CSV,
+    boards_answer,
     integrity_answer,
     league_answer,
     results_cells,
@@ -72,6 +73,7 @@ from services.gateway.models import (
     Withdrawn,
 )
 from services.gateway.models import League as LeagueModel
+from services.gateway.models import LeagueBoards as LeagueBoardsModel
 from services.gateway.models import Standings as StandingsModel
 from services.gateway.openapi import OPTIONAL_CREDENTIAL, problems
 from services.gateway.operations import leagues as operations
@@ -267,6 +269,23 @@ async def standings(league: CurrentLeague, _visible: LeagueMinVersion, services:
     """Every player's points, wins, games, byes and rating, ranked. The standings follow the
     games a moment behind: ``min_version`` waits until they count that many finished games."""
     return as_json(await _standings(services, league))
+
+
+@router.get(
+    "/{league_id}/boards",
+    response_model=LeagueBoardsModel,
+    responses=problems(401, 404, 429, 503),
+    openapi_extra=OPTIONAL_CREDENTIAL,
+)
+async def boards(league: CurrentLeague, _visible: LeagueMinVersion, services: Services) -> Any:
+    """A duplicate league's cross-table: each board of the rounds every table has finished,
+    across every table that played it (each side's points, score delta and matchpoints against
+    the same direction elsewhere), with its revealed seed. A board of a round still being
+    played is not shown anywhere. 404 `not_found` for a league that is not a duplicate event."""
+    hands = await _table_hands(services, league)
+    if hands is None:
+        raise ProblemError("not_found", "the league is not a duplicate event: it has no boards")
+    return as_json(boards_answer(league, hands))
 
 
 async def _table_hands(services: Gateway, league: League) -> dict[str, list[HandRecord]] | None:

@@ -28,6 +28,7 @@ from spades_client.api.leagues import (
     export_standings,
     get_league,
     get_round,
+    league_boards,
     league_integrity,
     standings,
     start_round,
@@ -66,6 +67,7 @@ from spades_client.models import (
     CreateGame,
     CreateGameRuleSetInput,
     CreateLeague,
+    CreateLeagueFormat,
     CreateLeagueRuleSetInput,
     CreateWatchLink,
     CreateWebhook,
@@ -75,6 +77,7 @@ from spades_client.models import (
     InclusionProof,
     IntegrityReport,
     League,
+    LeagueBoards,
     LeagueResults,
     LeagueRound,
     Logs,
@@ -209,6 +212,23 @@ def league_operations(platform: AuthenticatedClient, base_url: str) -> dict[str,
         IntegrityReport,
         "leagueIntegrity",
     )
+    # A duplicate event's cross-table: none of its boards is played yet.
+    duplicate = CreateLeague(
+        name="Pairs",
+        rules=CreateLeagueRuleSetInput.from_dict(RULES),
+        players=PLAYERS,
+        format_=CreateLeagueFormat.DUPLICATE,
+    )
+    event = parsed(
+        retrying(lambda: create_league.sync_detailed(client=platform, body=duplicate)),
+        League,
+        "createLeague",
+    )
+    crossed = parsed(
+        retrying(partial(league_boards.sync_detailed, event.league_id, client=platform)),
+        LeagueBoards,
+        "leagueBoards",
+    )
     return {
         "league_id": league_id,
         "tables": len(started.tables),
@@ -223,6 +243,7 @@ def league_operations(platform: AuthenticatedClient, base_url: str) -> dict[str,
         "league_withdrawn": list(again.withdrawn),
         "league_substitutions": len(again.substitutions),
         "integrity": [integrity.league_id, integrity.hands],
+        "duplicate_boards": [str(event.format_), len(crossed.boards)],
         "voided": [voided.game_id, voided.round_, voided.table],
         "adjusted": [adjusted.number, adjusted.player, adjusted.points],
         "standing_adjustments": len(ranked.adjustments),
