@@ -152,6 +152,7 @@ class BoardResult(msgspec.Struct, frozen=True, kw_only=True):
     the other sides'), and its matchpoints against the same direction at the other tables."""
 
     game_id: str
+    hand: Annotated[int, msgspec.Meta(description="The board's hand in the table's game.")]
     direction: Annotated[int, msgspec.Meta(description="The side's unit at the table, from 0.")]
     players: list[str]
     points: int

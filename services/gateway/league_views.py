@@ -285,6 +285,9 @@ def boards_answer(league: League, hands: Mapping[str, Sequence[HandRecord]]) -> 
     results = duplicate_results(league, hands)
     crosses = matchpoints.cross_tables(results) if results is not None else ()
     round_of = {board: played.number for played in league.rounds for board in played.boards}
+    hand_of = {
+        board: hand for played in league.rounds for hand, board in enumerate(played.boards, 1)
+    }
     seed_of = dict(league.revealed)
     return shown.LeagueBoards(
         league_id=league.league_id,
@@ -297,6 +300,7 @@ def boards_answer(league: League, hands: Mapping[str, Sequence[HandRecord]]) -> 
                 results=[
                     shown.BoardResult(
                         game_id=row.table,
+                        hand=hand_of[cross.board],
                         direction=row.direction,
                         players=list(row.players),
                         points=row.value,

@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import PHONE, Browse, screenshot
 from tests.browser.games import Game, play_out
+from tests.browser.test_accessibility import violations
 from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.browser
@@ -136,6 +137,7 @@ def test_the_league_page_shows_the_knockout_bracket_to_its_champion(
     expect(phone.locator("#champion")).to_be_visible()
     wide = phone.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
     assert wide[0] <= wide[1], wide
+    assert not violations(phone)
     screenshot(phone, "league-knockout-phone")
 
 
@@ -175,3 +177,52 @@ def test_the_league_page_shows_the_directors_adjustments_and_voided_tables(
     )
     expect(page.locator("#knockout-panel")).to_be_hidden()
     screenshot(page, "league-director")
+
+
+def test_the_league_page_shows_a_duplicate_events_boards_across_its_tables(
+    browse: Browse, stack: Stack
+) -> None:
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "8", "--rounds", "1", "--bots", "--duplicate", "2"]
+    argv += ["--url", stack.base_url]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=SIMULATE_TIMEOUT_S, check=False
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}):", done.stderr)
+    assert found, done.stderr[-2000:]
+    league_id = found[1]
+    with httpx.Client(base_url=stack.base_url) as http:
+        across = http.get(f"/v1/leagues/{league_id}/boards").json()["boards"]
+        standings = http.get(f"/v1/leagues/{league_id}/standings").json()["players"]
+    assert [board["board"] for board in across] == [1, 2]
+
+    page = browse.page(f"/leagues/{league_id}")
+    expect(page.locator("#boards-panel")).to_be_visible()
+    expect(page.locator("#boards .board")).to_have_count(2)
+    for board in across:
+        shown = page.locator(f'#boards [data-board="{board["board"]}"]')
+        expect(shown.locator("tbody tr")).to_have_count(len(board["results"]))
+        for result in board["results"]:
+            row = shown.locator(
+                f'tr[data-game="{result["game_id"]}"][data-direction="{result["direction"]}"]'
+            )
+            expect(row).to_contain_text(" & ".join(result["players"]))
+            expect(row).to_contain_text(f"{result['matchpoints']:g} of {result['top']}")
+            expect(row.locator("a")).to_have_attribute(
+                "href", f"/replay/{result['game_id']}?hand={result['hand']}"
+            )
+    expect(page.locator("#standings thead")).to_contain_text("Percentage")
+    best = standings[0]
+    first_row = page.locator("#standings tbody tr").first
+    expect(first_row).to_have_attribute("data-player", best["player"])
+    expect(first_row).to_contain_text(f"{best['percentage']:.1f}%")
+    expect(page.locator("#about")).to_contain_text("a duplicate event of 2 board(s) a round")
+    shot = screenshot(page, "league-duplicate")
+    found_violations = violations(page)
+    assert not found_violations, f"{shot}: {found_violations}"
+    phone = browse.page(f"/leagues/{league_id}", PHONE)
+    expect(phone.locator("#boards .board")).to_have_count(2)
+    wide = phone.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1], wide
+    assert not violations(phone)

@@ -17,6 +17,7 @@ function about(league) {
   const rules = league.rules;
   return [
     h("p", {}, `${league.players.length} players, ${rules.preset} rules to ${rules.target}${rules.max_hands ? ` or ${rules.max_hands} hand(s)` : ""}, `,
+      league.format === "duplicate" ? `a duplicate event of ${league.boards_per_round} board(s) a round, ` :
       league.knockout && league.knockout.after_round === 0 ? "a knockout, " : `${league.pairing === "swiss" ? "Swiss pairing" : "round robin"}${league.knockout ? " then a knockout" : ""}, `,
       `${league.rounds_scheduled} of ${league.rounds === null ? "no fixed number of" : league.rounds} round(s) scheduled, `,
       `${league.rounds_finished} finished${league.finished ? ": the league is over" : ""}.`),
@@ -27,26 +28,61 @@ function about(league) {
   ];
 }
 
-function standings(table) {
+function standings(table, duplicate) {
   if (!table.players.length) return h("p", { class: "quiet" }, "No player yet.");
   // On a phone the table scrolls within its box (which the keyboard can reach), not the page.
   // The caption is said as the table's name, and shown above the box (inside, it would be as
   // wide as the table and scroll out of sight).
-  const ranking = `Counting ${table.version} finished game(s). Ranked by wins (a bye counts one), then points, then fewest forfeits, then rating.`;
+  const ranking = duplicate
+    ? `Counting the boards of every round all tables have finished. Ranked by percentage: matchpoints over tops (1 for each result of the same direction beaten on a board elsewhere, 1/2 for a tie).`
+    : `Counting ${table.version} finished game(s). Ranked by wins (a bye counts one), then points, then fewest forfeits, then rating.`;
+  const titles = duplicate
+    ? ["Rank", "Player", "Percentage", "Matchpoints", "Boards", "Rating"]
+    : ["Rank", "Player", "Wins", "Points", "Games", "Byes", "Forfeits", "Rating"];
+  const cells = (row) => duplicate
+    ? [
+      h("td", {}, row.percentage === null ? "–" : `${row.percentage.toFixed(1)}%`),
+      h("td", {}, `${row.matchpoints}${row.adjusted ? ` (adjusted ${row.adjusted > 0 ? "+" : ""}${row.adjusted})` : ""}`),
+      h("td", {}, String(row.boards)),
+    ]
+    : [
+      h("td", {}, String(row.wins)),
+      h("td", {}, row.adjusted ? `${row.points} (adjusted ${row.adjusted > 0 ? "+" : ""}${row.adjusted})` : String(row.points)),
+      h("td", {}, String(row.games)),
+      h("td", {}, String(row.byes)),
+      h("td", {}, String(row.forfeits)),
+    ];
   return [h("p", { class: "quiet", "aria-hidden": "true" }, ranking), h("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "Standings table" }, h("table", { class: "standings" },
     h("caption", { class: "visually-hidden" }, ranking),
-    h("thead", {}, h("tr", {}, ["Rank", "Player", "Wins", "Points", "Games", "Byes", "Forfeits", "Rating"].map((title) => h("th", { scope: "col" }, title)))),
+    h("thead", {}, h("tr", {}, titles.map((title) => h("th", { scope: "col" }, title)))),
     h("tbody", {}, table.players.map((row) =>
       h("tr", { dataset: { player: row.player } },
         h("td", {}, String(row.rank)),
         h("th", { scope: "row" }, row.withdrawn ? `${row.player} (withdrawn)` : row.player),
-        h("td", {}, String(row.wins)),
-        h("td", {}, row.adjusted ? `${row.points} (adjusted ${row.adjusted > 0 ? "+" : ""}${row.adjusted})` : String(row.points)),
-        h("td", {}, String(row.games)),
-        h("td", {}, String(row.byes)),
-        h("td", {}, String(row.forfeits)),
+        ...cells(row),
         h("td", { title: `mu ${row.rating.mu.toFixed(2)}, sigma ${row.rating.sigma.toFixed(2)}` },
           `${row.rating.ordinal.toFixed(1)} (μ ${row.rating.mu.toFixed(1)} ± ${row.rating.sigma.toFixed(1)})`))))))];
+}
+
+function boards(answer, league) {
+  const published = league.boards ? h("p", { class: "quiet" }, `${league.boards.commitments.length} boards committed to before the event (Merkle root ${league.boards.root.slice(0, 16)}…); each seed is revealed when every table has played its board.`) : null;
+  if (!answer.boards.length) return [published, h("p", { class: "quiet" }, "No board is over at every table yet.")];
+  return [published, ...answer.boards.map((board) => {
+    const caption = `Board ${board.board} (round ${board.round}), played at ${board.played} table(s)`;
+    return h("section", { class: "board", dataset: { board: board.board } },
+      h("h3", {}, caption),
+      h("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": `Board ${board.board} across the tables` }, h("table", { class: "standings" },
+        h("caption", { class: "visually-hidden" }, caption),
+        h("thead", {}, h("tr", {}, ["Direction", "Players", "Points", "Delta", "Matchpoints", "Table"].map((title) => h("th", { scope: "col" }, title)))),
+        h("tbody", {}, board.results.map((result) =>
+          h("tr", { dataset: { game: result.game_id, direction: result.direction } },
+            h("td", {}, String(result.direction + 1)),
+            h("th", { scope: "row" }, result.players.join(" & ")),
+            h("td", {}, String(result.points)),
+            h("td", {}, `${result.delta > 0 ? "+" : ""}${result.delta}`),
+            h("td", {}, `${result.matchpoints} of ${result.top}`),
+            h("td", {}, h("a", { href: `/replay/${encodeURIComponent(result.game_id)}?hand=${result.hand}${fragment}` }, "replay"))))))));
+  })];
 }
 
 function director(table) {
@@ -122,10 +158,12 @@ async function load() {
       ...Array.from({ length: league.rounds_scheduled }, (_, k) => get(`${base}/rounds/${k + 1}`, token)),
     ]);
     voided = new Set(table.voided.map((void_) => void_.game_id));
-    replaceChildren(byId("standings"), standings(table));
+    replaceChildren(byId("standings"), standings(table, league.format === "duplicate"));
     replaceChildren(byId("director"), director(table));
     byId("knockout-panel").hidden = !league.knockout;
     if (league.knockout) replaceChildren(byId("knockout"), bracket(league.knockout));
+    byId("boards-panel").hidden = league.format !== "duplicate";
+    if (league.format === "duplicate") replaceChildren(byId("boards"), boards(await get(`${base}/boards`, token), league));
     replaceChildren(byId("rounds"), rounds.length ? rounds.reverse().map(round) : h("p", { class: "quiet" }, "No round yet."));
   } catch (error) {
     replaceChildren(problem, h("p", {}, error instanceof Refusal ? refusalWords(error) : String(error)));
