@@ -187,3 +187,44 @@ async def test_a_simulated_duplicate_league_ranks_by_matchpoints_and_audits_clea
         for table in (await leagues.round(league_id, number)).tables:
             audit = await client.audit(table.game_id)
             assert audit.ok, audit
+
+
+@pytest.mark.parametrize(
+    ("preset", "players"),
+    [("cutthroat", 6), ("solo", 8), ("three-player-house", 6), ("six-player", 12)],
+)
+async def test_a_duplicate_event_of_every_preset_deals_each_table_the_boards(
+    stack: Stack, client: SpadesClient, preset: str, players: int
+) -> None:
+    """Duplicate beyond fixed pairs: a preset of single players seats each player as a side
+    of their own and compares each seat of a board with the same seat at the other tables;
+    six-player compares its partnerships of three."""
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", str(players), "--rounds", "1", "--bots", "--duplicate", "1"]
+    argv += ["--preset", preset, "--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
+    assert found, err.decode()[-2000:]
+    leagues = LeagueClient(client)
+    league = await leagues.league(found[1])
+    assert (league.format, league.finished) == ("duplicate", True)
+    assert await leagues.board_audit(league.league_id) == []
+    (board,) = (await leagues.boards(league.league_id)).boards
+    played = await leagues.round(league.league_id, 1)
+    assert board.played == len(played.tables) >= 2
+    units = len(league.rules.table.units)
+    assert len(board.results) == units * board.played  # every side of every table
+    for direction in range(units):
+        column = [r for r in board.results if r.direction == direction]
+        # each direction's sides share the matchpoints of their comparisons
+        assert sum(r.matchpoints for r in column) == pytest.approx(
+            board.played * (board.played - 1) / 2
+        )
+    standings = await leagues.standings(league.league_id)
+    assert all(row.percentage is not None for row in standings.players)
