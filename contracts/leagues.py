@@ -90,6 +90,14 @@ class League(msgspec.Struct, frozen=True, kw_only=True):
         PublishedBoards | None,
         msgspec.Meta(description="A duplicate league's boards as published when it was created."),
     ] = None
+    partners: Annotated[
+        Literal["fixed", "rotating"],
+        msgspec.Meta(description="A duplicate league's partners: fixed pairs, or rotating."),
+    ] = "fixed"
+    convention: Annotated[
+        Literal["as_scored", "transferred"],
+        msgspec.Meta(description="A duplicate league's sets and bags convention."),
+    ] = "as_scored"
     revealed: Annotated[
         list[RevealedBoard],
         msgspec.Meta(description="A duplicate league's boards revealed so far, board order."),

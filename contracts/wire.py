@@ -16,7 +16,8 @@ import msgspec
 from domain.clock import Clock
 from domain.errors import Code
 from domain.events import AnyEvent, DuplicateBoards
-from domain.league import AnyLeagueEvent, Format, KnockoutStage, PairingChoice
+from domain.league import AnyLeagueEvent, Format, KnockoutStage, PairingChoice, Partners
+from domain.matchpoints import Convention
 from domain.platforms import Seating, Visibility
 from domain.rules import rule_set_schema
 
@@ -315,6 +316,8 @@ class CreateLeagueRequest(msgspec.Struct, frozen=True, tag="create_league", kw_o
     format: Format = "standard"
     boards_per_round: int | None = None
     """A duplicate league's boards a round (default 2)."""
+    partners: Partners = "fixed"
+    convention: Convention = "as_scored"
 
 
 class ScheduleRoundRequest(msgspec.Struct, frozen=True, tag="schedule_round", kw_only=True):

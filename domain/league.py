@@ -58,6 +58,7 @@ from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
 from domain.knockout import KnockoutError, Match, first_round, places, seeded_by_rating
 from domain.knockout import next_round as next_knockout_round
+from domain.matchpoints import Convention
 from domain.movement import MAX_ROUNDS as MAX_MOVEMENT_ROUNDS
 from domain.movement import Movement, MovementError, Style, default_rounds, movement
 from domain.platforms import Visibility
@@ -96,6 +97,9 @@ Format = Literal["standard", "duplicate"]
 """``standard``: each table plays its own game to the rules' end; ``duplicate``: every table of
 a round plays the same boards, compared by matchpoints (see the duplicate block below)."""
 DEFAULT_BOARDS_PER_ROUND = 2
+Partners = Literal["fixed", "rotating"]
+"""A duplicate event at partnership tables: ``fixed`` pairs (players listed partner beside
+partner), or an individual event whose partners ``rotate`` round by round."""
 
 PairingChoice = Literal["auto", "round_robin", "swiss"]
 """How a league pairs its players; ``auto`` chooses by :func:`domain.schedule.choose_pairing`."""
@@ -272,6 +276,9 @@ class League(msgspec.Struct, frozen=True):
     """A duplicate event's published boards: the Merkle root and every board's commitment."""
     revealed: tuple[tuple[int, str], ...] = ()
     """A duplicate event's boards revealed so far: (board, seed in hex), board order."""
+    partners: Partners = "fixed"
+    convention: Convention = "as_scored"
+    """How a duplicate event counts sets and bags before it compares (:mod:`domain.matchpoints`)."""
 
     @property
     def next_round(self) -> int:
@@ -334,6 +341,8 @@ class CreateLeague(LeagueCommand, tag="create_league", frozen=True):
     knockout: KnockoutStage | None = None
     format: Format = "standard"
     boards_per_round: int | None = None
+    partners: Partners = "fixed"
+    convention: Convention = "as_scored"
 
 
 class ScheduleRound(LeagueCommand, tag="schedule_round", frozen=True):
@@ -412,6 +421,10 @@ class LeagueCreated(LeagueEvent, tag="league_created", frozen=True):
     boards_per_round: int | msgspec.UnsetType = msgspec.UNSET
     boards: BoardCommitments | msgspec.UnsetType = msgspec.UNSET
     """A duplicate event's boards, committed to before any is dealt (:mod:`domain.boards`)."""
+    partners: Partners | msgspec.UnsetType = msgspec.UNSET
+    """A duplicate event's partners, when they rotate (left out for fixed pairs)."""
+    convention: Convention | msgspec.UnsetType = msgspec.UNSET
+    """A duplicate event's sets and bags convention, when ``transferred`` (left out else)."""
 
 
 class RoundCompleted(LeagueEvent, tag="round_completed", frozen=True):
@@ -541,7 +554,8 @@ def decide(
         if command.format not in get_args(Format):
             choices = ", ".join(get_args(Format))
             raise RuleViolation("malformed", f"format {command.format!r} is not one of {choices}")
-        if command.format == "duplicate" or command.boards_per_round is not None:
+        duplicate_options = (command.boards_per_round, command.partners, command.convention)
+        if command.format == "duplicate" or duplicate_options != (None, "fixed", "as_scored"):
             if command.knockout is not None:
                 raise RuleViolation(
                     "invalid_rules",
@@ -1016,6 +1030,8 @@ def _created(event: LeagueCreated) -> League:
             event.boards_per_round if isinstance(event.boards_per_round, int) else None
         ),
         boards=event.boards if isinstance(event.boards, BoardCommitments) else None,
+        partners="rotating" if event.partners == "rotating" else "fixed",
+        convention="transferred" if event.convention == "transferred" else "as_scored",
     )
 
 
@@ -1143,9 +1159,10 @@ def table_result(game: Game) -> TableResult:
 # a withdrawal (the movement is fixed: ``wrong_phase``).
 
 
-def duplicate_style(rules: Rules) -> Style:
-    """How a duplicate event of ``rules`` moves: fixed pairs where there are partnerships."""
-    return "pairs" if rules.partnerships else "individual"
+def duplicate_style(rules: Rules, partners: Partners = "fixed") -> Style:
+    """How a duplicate event of ``rules`` moves: fixed pairs where there are partnerships,
+    unless its partners rotate (an individual event)."""
+    return "pairs" if rules.partnerships and partners == "fixed" else "individual"
 
 
 def duplicate_boards(command: CreateLeague) -> int:
@@ -1157,7 +1174,8 @@ def duplicate_boards(command: CreateLeague) -> int:
     rounds = command.rounds
     if rounds is None:
         try:
-            rounds = default_rounds(len(command.players), rules, duplicate_style(rules))
+            style = duplicate_style(rules, command.partners)
+            rounds = default_rounds(len(command.players), rules, style)
         except MovementError as error:
             raise RuleViolation("invalid_rules", error.detail) from None
     return max(1, min(rounds, MAX_MOVEMENT_ROUNDS)) * max(1, _boards_per_round(command))
@@ -1171,12 +1189,25 @@ def _boards_per_round(command: CreateLeague) -> int:
 
 def _movement_of(command: CreateLeague, rules: Rules) -> Movement:
     if command.format != "duplicate":
-        raise RuleViolation("invalid_rules", "boards_per_round is for a duplicate league only")
+        raise RuleViolation(
+            "invalid_rules",
+            "boards_per_round, partners and convention are for a duplicate league only",
+        )
+    if command.partners not in get_args(Partners):
+        raise RuleViolation("malformed", f"partners {command.partners!r}: fixed or rotating")
+    if command.convention not in get_args(Convention):
+        raise RuleViolation(
+            "malformed", f"convention {command.convention!r}: as_scored or transferred"
+        )
+    if command.partners == "rotating" and not rules.partnerships:
+        raise RuleViolation(
+            "invalid_rules", "partners rotate only at partnership tables: these have none"
+        )
     if command.pairing != "auto":
         raise RuleViolation(
             "invalid_rules", "a duplicate event is seated by its movement: pairing must be auto"
         )
-    style = duplicate_style(rules)
+    style = duplicate_style(rules, command.partners)
     rounds = command.rounds
     try:
         if rounds is None:
@@ -1195,7 +1226,10 @@ def _movement_of(command: CreateLeague, rules: Rules) -> Movement:
 def _create_duplicate(
     command: CreateLeague, seed: str, board_seeds: Mapping[int, bytes]
 ) -> LeagueCreated:
-    standard = _create(replace(command, format="standard", boards_per_round=None), seed)
+    plain = replace(
+        command, format="standard", boards_per_round=None, partners="fixed", convention="as_scored"
+    )
+    standard = _create(plain, seed)
     plan = _movement_of(command, standard.rules)
     per_round = _boards_per_round(command)
     count = len(plan.rounds) * per_round
@@ -1209,6 +1243,8 @@ def _create_duplicate(
         format="duplicate",
         boards_per_round=per_round,
         boards=commit([board_seeds[board] for board in range(1, count + 1)]),
+        partners=msgspec.UNSET if command.partners == "fixed" else command.partners,
+        convention=msgspec.UNSET if command.convention == "as_scored" else command.convention,
     )
 
 
@@ -1219,7 +1255,7 @@ def league_movement(state: League) -> Movement:
     return movement(
         len(state.players),
         state.rules,
-        duplicate_style(state.rules),
+        duplicate_style(state.rules, state.partners),
         rounds=state.planned,
         boards_per_round=state.boards_per_round or DEFAULT_BOARDS_PER_ROUND,
     )

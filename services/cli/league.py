@@ -126,6 +126,15 @@ def simulate(
         int | None,
         typer.Option("--duplicate", min=1, help="A duplicate event of this many boards a round."),
     ] = None,
+    rotating: Annotated[
+        bool,
+        typer.Option(
+            "--rotating", help="A duplicate event's partners rotate: an individual event."
+        ),
+    ] = False,
+    convention: Annotated[
+        str, typer.Option(help="A duplicate event's sets and bags: as_scored or transferred.")
+    ] = "as_scored",
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
@@ -154,6 +163,10 @@ def simulate(
                 round_timeout_s=round_timeout,
                 knockout=knockout,
                 duplicate_boards=duplicate_boards,
+                duplicate_options={
+                    "partners": "rotating" if rotating else "fixed",
+                    "convention": convention,
+                },
             )
             return await league.run(names, raw, rounds, pairing)
 
@@ -202,8 +215,10 @@ class LeagueSimulation:
         round_timeout_s: float = 1800.0,
         knockout: dict[str, Any] | None = None,
         duplicate_boards: int | None = None,
+        duplicate_options: dict[str, Any] | None = None,
     ) -> None:
         self.duplicate_boards = duplicate_boards
+        self.duplicate_options = duplicate_options or {}
         """A duplicate event of this many boards a round; None: a standard league."""
         self.leagues = leagues
         self.knockout = knockout
@@ -228,6 +243,7 @@ class LeagueSimulation:
             knockout=self.knockout,
             league_format=None if self.duplicate_boards is None else "duplicate",
             boards_per_round=self.duplicate_boards,
+            **(self.duplicate_options if self.duplicate_boards is not None else {}),
         )
         idle = f", {len(self.idle)} idle" if self.idle else ""
         console.print(f"league {league.league_id}: {len(names)} players, {league.pairing}{idle}")

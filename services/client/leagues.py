@@ -67,13 +67,16 @@ class LeagueClient:
         knockout: Mapping[str, Any] | None = None,
         league_format: Literal["standard", "duplicate"] | None = None,
         boards_per_round: int | None = None,
+        partners: Literal["fixed", "rotating"] | None = None,
+        convention: Literal["as_scored", "transferred"] | None = None,
     ) -> League:
         """Create a league. With ``idempotency_key`` a 503 is retried, and every retry gets the
         same league. ``visibility`` (of the league and its games) left out takes the server's
         default (`private` when it has platform keys); ``clock`` is every table's clock;
         ``knockout`` (``{"top"?, "deals" | "target", "ratings"?}``) the knockout it ends with,
         after ``rounds`` rounds. ``league_format`` (the body's ``format``) ``duplicate`` makes
-        a duplicate event of ``boards_per_round`` boards a round."""
+        a duplicate event of ``boards_per_round`` boards a round, its ``partners`` fixed or
+        rotating, its sets and bags counted by ``convention``."""
         body: dict[str, Any] = {"name": name, "rules": dict(rules), "players": list(players)}
         body["pairing"] = pairing
         if rounds is not None:
@@ -88,6 +91,10 @@ class LeagueClient:
             body["format"] = league_format
         if boards_per_round is not None:
             body["boards_per_round"] = boards_per_round
+        if partners is not None:
+            body["partners"] = partners
+        if convention is not None:
+            body["convention"] = convention
         response = await self.client.request(
             "POST",
             "/v1/leagues",

@@ -136,8 +136,10 @@ class LeagueEngine(
                 knockout=body.knockout,
                 format=body.format,
                 boards_per_round=body.boards_per_round,
+                partners=body.partners,
+                convention=body.convention,
             )
-            if body.format == "duplicate" or body.boards_per_round is not None:
+            if body.format == "duplicate":
                 # its movement takes up to a fraction of a second (64 players, 200 rounds)
                 return await asyncio.to_thread(self._create_duplicate, held, created)
             return decide(None, created, seed=self._seed().hex())

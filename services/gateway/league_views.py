@@ -100,6 +100,8 @@ def league_answer(league: League) -> shown.League:
         ],
         format=league.format,
         boards_per_round=league.boards_per_round,
+        partners=league.partners,
+        convention=league.convention,
         boards=(
             shown.PublishedBoards(
                 root=league.boards.root, commitments=list(league.boards.commitments)
@@ -275,7 +277,9 @@ def duplicate_results(
         tuple(
             matchpoints.BoardResults(board, tuple(tables))
             for board, tables in sorted(boards.items())
-        )
+        ),
+        convention=league.convention,
+        overtrick_points=league.rules.overtrick_points,
     )
 
 

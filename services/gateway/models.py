@@ -384,6 +384,18 @@ class CreateLeague(_Strict):
     boards_per_round: (
         Annotated[int, Field(ge=1, le=MAX_BOARDS_PER_ROUND), BeforeValidator(_whole)] | None
     ) = Field(default=None, description="A duplicate league's boards a round; absent: 2.")
+    partners: Literal["fixed", "rotating"] = Field(
+        default="fixed",
+        description="A duplicate league at partnership tables: `fixed` pairs (partners listed "
+        "side by side), or `rotating`: an individual event, each player ranked alone, partners "
+        "changing round by round.",
+    )
+    convention: Literal["as_scored", "transferred"] = Field(
+        default="as_scored",
+        description="How a duplicate league counts sets and bags before it compares: "
+        "`as_scored` as the table scored them, or `transferred` (a set's points go to the "
+        "other side; a bag is -1 to its taker and +1 to the others).",
+    )
 
 
 class ScheduleRound(_Strict):

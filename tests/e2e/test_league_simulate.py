@@ -198,7 +198,7 @@ async def test_a_duplicate_event_of_every_preset_deals_each_table_the_boards(
 ) -> None:
     """Duplicate beyond fixed pairs: a preset of single players seats each player as a side
     of their own and compares each seat of a board with the same seat at the other tables;
-    six-player compares its partnerships of three."""
+    six-player compares its three pairs."""
     argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
     argv += ["--players", str(players), "--rounds", "1", "--bots", "--duplicate", "1"]
     argv += ["--preset", preset, "--url", stack.base_url]
@@ -228,3 +228,37 @@ async def test_a_duplicate_event_of_every_preset_deals_each_table_the_boards(
         )
     standings = await leagues.standings(league.league_id)
     assert all(row.percentage is not None for row in standings.players)
+
+
+async def test_an_individual_duplicate_event_rotates_partners_through_the_stack(
+    stack: Stack, client: SpadesClient
+) -> None:
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "8", "--rounds", "3", "--bots", "--duplicate", "1", "--rotating"]
+    argv += ["--convention", "transferred", "--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
+    assert found, err.decode()[-2000:]
+    leagues = LeagueClient(client)
+    league = await leagues.league(found[1])
+    assert (league.partners, league.convention, league.finished) == (
+        "rotating",
+        "transferred",
+        True,
+    )
+    partners: dict[str, set[str]] = {}
+    for number in (1, 2, 3):
+        for table in (await leagues.round(league.league_id, number)).tables:
+            for seat, player in enumerate(table.players):
+                partners.setdefault(player, set()).add(table.players[(seat + 2) % 4])
+    assert all(len(theirs) == 3 for theirs in partners.values()), partners
+    assert await leagues.board_audit(league.league_id) == []
+    standings = await leagues.standings(league.league_id)
+    assert len(standings.players) == 8
+    assert all(row.boards == 3 for row in standings.players)

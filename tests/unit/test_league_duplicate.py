@@ -38,8 +38,10 @@ from domain.league import (
 )
 from domain.legal import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.movement import movement
+from domain.records import hand_records
 from domain.rules import resolve_rules
 from domain.state import cards_held
+from services.gateway.league_views import duplicate_results, duplicate_scores
 from services.webhooks.events import league_webhooks
 
 PLAYERS = tuple(f"p{n}" for n in range(8))
@@ -325,3 +327,64 @@ def test_an_odd_number_of_pairs_sits_one_out_each_round_in_turn() -> None:
             t.game_id: TableResult(t.game_id, (0, 0, 0, 0), (True,) * 4) for t in played.tables
         }
     assert len(set(resting)) == 5  # each pair sits out once
+
+
+def test_an_individual_event_rotates_partners_and_ranks_each_player_alone() -> None:
+    league = created(rounds=3, boards_per_round=1, partners="rotating")
+    assert league.partners == "rotating"
+    partners: dict[str, set[str]] = {player: set() for player in PLAYERS}
+    rng = random.Random(9)
+    hands: dict[str, list[Any]] = {}
+    for number in (1, 2, 3):
+        events = decide(league, ScheduleRound(number), results={}, board_seeds=seeds(3))
+        league = then(events, league)
+        played = league.rounds[-1]
+        games = []
+        for table in played.tables:
+            for seat, player in enumerate(table.players):
+                partners[player].add(table.players[(seat + 2) % 4])
+            game, kept = play_table(league, table, played.boards, rng, keep=True)
+            games.append(game)
+            hands[table.game_id] = hand_records(kept)
+        results = {game.game_id: table_result(game) for game in games}
+        league = then(
+            decide(league, FinishRound(number), results=results, board_seeds=seeds(3)), league
+        )
+    # three rounds, three different partners each (a fixed pairs event would give one)
+    assert all(len(theirs) == 3 for theirs in partners.values())
+    scored = duplicate_scores(league, hands)
+    assert set(scored) == set(PLAYERS)
+    assert all(standing.players == (player,) for player, standing in scored.items())
+
+
+def test_a_duplicate_event_counts_sets_and_bags_by_its_convention() -> None:
+    for convention in ("as_scored", "transferred"):
+        league = created(rounds=1, boards_per_round=1, convention=convention)
+        assert league.convention == convention
+        league = then(decide(league, ScheduleRound(1), results={}, board_seeds=seeds(1)), league)
+        played = league.rounds[-1]
+        rng = random.Random(3)
+        hands: dict[str, list[Any]] = {}
+        results = {}
+        for table in played.tables:
+            game, kept = play_table(league, table, played.boards, rng, keep=True)
+            hands[table.game_id] = hand_records(kept)
+            results[table.game_id] = table_result(game)
+        league = then(decide(league, FinishRound(1), results=results, board_seeds=seeds(1)), league)
+        counted = duplicate_results(league, hands)
+        assert counted is not None
+        assert (counted.convention, counted.overtrick_points) == (
+            convention,
+            league.rules.overtrick_points,
+        )
+    standard = CreateLeague("std", "Std", RULES, PLAYERS, convention="transferred")
+    with pytest.raises(RuleViolation) as refused:
+        decide(None, standard, seed="00")
+    assert refused.value.code == "invalid_rules"  # a convention is a duplicate event's
+    solo = CreateLeague(
+        "solo", "Solo", {"preset": "solo"}, PLAYERS, format="duplicate", partners="rotating"
+    )
+    solo_seeds = seeds(duplicate_boards(solo))
+    with pytest.raises(RuleViolation) as refused:
+        decide(None, solo, seed="00", board_seeds=solo_seeds)
+    assert refused.value.code == "invalid_rules"  # no partners to rotate

@@ -130,6 +130,8 @@ async def create_league(
         knockout=None if body.knockout is None else KnockoutStage(**body.knockout.model_dump()),
         format=body.format,
         boards_per_round=body.boards_per_round,
+        partners=body.partners,
+        convention=body.convention,
     )
     async with leagues_quota(services, platform):
         league_id, league = await operations.create_league(services, request, idempotency_key)
