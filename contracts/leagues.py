@@ -363,6 +363,10 @@ class VoidedTable(msgspec.Struct, frozen=True, kw_only=True):
     table: Annotated[int, msgspec.Meta(description="The table's number in its round, from 1.")]
     game_id: str
     reason: str
+    board: Annotated[
+        int | None,
+        msgspec.Meta(description="A duplicate event's one board voided there; null: the table."),
+    ] = None
 
 
 class Standings(msgspec.Struct, frozen=True, kw_only=True):

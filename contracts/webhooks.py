@@ -174,6 +174,8 @@ class AdjustedData(_Data, frozen=True, kw_only=True):
     player: str | None
     points: int | None
     game_id: str | None
+    board: int | None = None
+    """A duplicate event's one board voided at the table; null: the whole table."""
 
 
 class RevealedBoardData(_Data, frozen=True, kw_only=True):

@@ -361,6 +361,7 @@ class VoidTableRequest(msgspec.Struct, frozen=True, tag="void_table", kw_only=Tr
 
     game_id: str
     reason: str
+    board: int | None = None
 
 
 LeagueRequestBody = (

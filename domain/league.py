@@ -254,7 +254,12 @@ class League(msgspec.Struct, frozen=True):
         return replace(self.rules, target=self.stage.target, max_hands=None)
 
     def voided_game(self, game_id: str) -> bool:
-        return any(void.game_id == game_id for void in self.voided)
+        """Whether the whole table ``game_id`` is void."""
+        return any(void.game_id == game_id and void.board is None for void in self.voided)
+
+    def voided_board(self, game_id: str, board: int) -> bool:
+        """Whether board ``board`` counts for no one at the table ``game_id``."""
+        return any(void.game_id == game_id and void.board in (None, board) for void in self.voided)
 
     def table_named(self, game_id: str) -> tuple[Round, LeagueTable] | None:
         """The round and table whose game is ``game_id``, if the league scheduled it."""
@@ -388,10 +393,13 @@ class AdjustScore(LeagueCommand, tag="adjust_score", frozen=True):
 
 class VoidTable(LeagueCommand, tag="void_table", frozen=True):
     """The director voids the table ``game_id`` (its game must be over: the ``results`` input
-    says so): its result counts for no one, in the standings and in Swiss pairing."""
+    says so): its result counts for no one, in the standings and in Swiss pairing. In a
+    duplicate event, ``board`` voids that one board at the table: it is scored over the other
+    tables, and the table's other boards still count."""
 
     game_id: str
     reason: str
+    board: int | None = None
 
 
 class LeagueEvent(msgspec.Struct, frozen=True, tag_field="type"):
@@ -500,6 +508,8 @@ class TableVoided(LeagueEvent, tag="table_voided", frozen=True):
     game_id: str
     reason: str
     result: TableResult
+    board: int | None = None
+    """A duplicate event's one board voided at the table; None: the whole table."""
 
 
 class KnockoutSeeded(LeagueEvent, tag="knockout_seeded", frozen=True):
@@ -804,6 +814,15 @@ def _void(state: League, command: VoidTable, results: Mapping[str, TableResult])
         )
     if state.voided_game(table.game_id):
         raise RuleViolation("wrong_phase", f"{table.game_id} is void already")
+    if command.board is not None:
+        if state.format != "duplicate" or command.board not in played.boards:
+            raise RuleViolation(
+                "malformed", f"{table.game_id} plays no board {command.board} of a duplicate event"
+            )
+        if state.voided_board(table.game_id, command.board):
+            raise RuleViolation(
+                "wrong_phase", f"board {command.board} at {table.game_id} is void already"
+            )
     if played.finished:
         result = played.results[played.tables.index(table)]
     elif table.game_id in results:
@@ -812,7 +831,7 @@ def _void(state: League, command: VoidTable, results: Mapping[str, TableResult])
         raise RuleViolation(
             "wrong_phase", f"{table.game_id} is still being played: void it once it is over"
         )
-    return TableVoided(played.number, table.game_id, command.reason, result)
+    return TableVoided(played.number, table.game_id, command.reason, result, command.board)
 
 
 def _check_reason(reason: str) -> None:

@@ -545,14 +545,20 @@ def void(
     league_id: Annotated[str, typer.Argument(help="The league.")],
     game_id: Annotated[str, typer.Argument(help="The table's game, which must be over.")],
     reason: Annotated[str, typer.Option(help="Why: recorded, and shown with the standings.")],
+    board: Annotated[
+        int | None, typer.Option(help="A duplicate event's one board to void at the table.")
+    ] = None,
     key: Annotated[str | None, typer.Option(help="Idempotency-Key: recorded once.")] = None,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
-    """Void a finished table: its result counts for no one; prints the void as JSON."""
+    """Void a finished table (or one board of it): its result counts for no one; prints the
+    void as JSON."""
 
     async def work(leagues: LeagueClient) -> Any:
-        return await leagues.void_table(league_id, game_id, reason, idempotency_key=key)
+        return await leagues.void_table(
+            league_id, game_id, reason, idempotency_key=key, board=board
+        )
 
     typer.echo(msgspec.json.encode(_run(url, api_key, work)).decode())
 

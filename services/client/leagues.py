@@ -234,13 +234,22 @@ class LeagueClient:
         return self.client.decode(response, Adjustment)
 
     async def void_table(
-        self, league_id: str, game_id: str, reason: str, idempotency_key: str | None = None
+        self,
+        league_id: str,
+        game_id: str,
+        reason: str,
+        idempotency_key: str | None = None,
+        board: int | None = None,
     ) -> VoidedTable:
-        """The director voids the finished table ``game_id``: it counts for no one."""
+        """The director voids the finished table ``game_id``: it counts for no one (or, with
+        ``board``, that one board of a duplicate event's table)."""
+        body: dict[str, object] = {"game_id": game_id, "reason": reason}
+        if board is not None:
+            body["board"] = board
         response = await self.client.request(
             "POST",
             _path(league_id, "voids"),
-            body={"game_id": game_id, "reason": reason},
+            body=body,
             headers=keyed(self._platform(), idempotency_key),
             retry=idempotency_key is not None,
         )

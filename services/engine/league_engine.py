@@ -161,7 +161,7 @@ class LeagueEngine(
             command = SubstitutePlayer(body.player, body.substitute)
             played = state.current
         elif isinstance(body, VoidTableRequest):
-            command = VoidTable(body.game_id, body.reason)
+            command = VoidTable(body.game_id, body.reason, body.board)
             found = state.table_named(body.game_id)
             played = found[0] if found is not None else None
         elif isinstance(body, AdjustScoreRequest):

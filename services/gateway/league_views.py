@@ -258,11 +258,11 @@ def duplicate_results(
         if not played.finished:  # its boards are still being played somewhere
             continue
         for table in played.tables:
-            if league.voided_game(table.game_id):
-                continue  # the director voided it: its boards are scored over the others
             for record in hands.get(table.game_id, ()):
                 if not 1 <= record.hand <= len(played.boards):
                     continue
+                if league.voided_board(table.game_id, played.boards[record.hand - 1]):
+                    continue  # the director voided it: scored over the other tables
                 sides = tuple(
                     matchpoints.SideResult(
                         tuple(table.players[seat] for seat in seats), record.points[unit]
@@ -381,6 +381,7 @@ def voided_tables(league: League) -> list[shown.VoidedTable]:
                 table=played.tables.index(table) + 1,
                 game_id=void.game_id,
                 reason=void.reason,
+                board=void.board,
             )
         )
     return shown_tables
@@ -393,8 +394,8 @@ def _without_voided(
     model has counted: ``counted``)."""
     records = dict(played)
     for void in league.voided:
-        if void.game_id not in counted:
-            continue
+        if void.game_id not in counted or void.board is not None:
+            continue  # not counted yet; or one board of a duplicate table (matchpoints only)
         found = league.table_named(void.game_id)
         assert found is not None
         _, table = found

@@ -445,6 +445,11 @@ class VoidTable(_Strict):
         examples=["north-2-3"],
     )
     reason: Reason
+    board: Annotated[int, Field(ge=1, le=2**31), BeforeValidator(_whole)] | None = Field(
+        default=None,
+        description="A duplicate event's one board to void at the table (absent: the whole "
+        "table); it is then scored over the other tables.",
+    )
 
 
 League = Annotated[dict[str, Any], WithJsonSchema({DOMAIN_SCHEMA: "League"})]

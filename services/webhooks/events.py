@@ -415,6 +415,7 @@ def adjusted(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | N
             player=None,
             points=None,
             game_id=event.game_id,
+            board=event.board,
         )
     else:
         return None

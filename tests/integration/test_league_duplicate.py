@@ -243,18 +243,30 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         before = {row["player"]: row for row in rows}
         penalty = {"player": first, "points": -1, "reason": "slow play"}
         ok(await http.post(f"{url}/adjustments", json=penalty), 201)
-        void = {"game_id": f"{league_id}-2-1", "reason": "a board fouled"}
+        # one board of a table: scored over the other table alone, the table's other boards
+        # still count; then a whole table
+        fouled = {"game_id": f"{league_id}-1-1", "reason": "a board fouled", "board": 1}
+        made = ok(await http.post(f"{url}/voids", json=fouled), 201)
+        assert (made["board"], made["table"]) == (1, 1)
+        again = await http.post(f"{url}/voids", json=fouled)
+        assert (again.status_code, again.json()["code"]) == (409, "wrong_phase")
+        wrong = await http.post(f"{url}/voids", json={**fouled, "board": 3})  # a round-2 board
+        assert (wrong.status_code, wrong.json()["code"]) == (400, "malformed")
+        crossed = {b["board"]: b for b in ok(await http.get(f"{url}/boards"))["boards"]}
+        assert (crossed[1]["played"], crossed[2]["played"]) == (1, 2)
+        assert {r["game_id"] for r in crossed[1]["results"]} == {f"{league_id}-1-2"}
+        void = {"game_id": f"{league_id}-2-1", "reason": "a table fouled"}
         ok(await http.post(f"{url}/voids", json=void), 201)
         after = {row["player"]: row for row in ok(await http.get(f"{url}/standings"))["players"]}
         played_out = set(ok(await http.get(f"{url}/rounds/2"))["tables"][0]["players"])
+        fouled_at = set(ok(await http.get(f"{url}/rounds/1"))["tables"][0]["players"])
         for player, row in after.items():
-            lost = 1.0 if player == first else 0.0
-            if player in played_out:  # their round-2 boards have no other table to beat
-                assert row["boards"] == 2, row
-            else:
-                assert row["boards"] == 4, row
+            # a voided table's boards, and a voided board, count no more for its sides
+            gone = 2 * (player in played_out) + (player in fouled_at)
+            assert row["boards"] == 4 - gone, row
             assert row["adjusted"] == (-1 if player == first else 0)
-            if player not in played_out:
+            if not gone:  # their boards left with no one to beat score nothing more
+                lost = 1.0 if player == first else 0.0
                 assert row["matchpoints"] <= before[player]["matchpoints"] - lost, row
 
         leagues = LeagueClient(client)

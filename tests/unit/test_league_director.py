@@ -70,6 +70,7 @@ def test_an_adjusted_score_is_an_event_with_its_reason_and_counts_in_the_ranking
         (VoidTable("north-9-1", "why"), "malformed"),
         (VoidTable("elsewhere-1-1", "why"), "malformed"),
         (VoidTable("north-1-1", "\x00"), "malformed"),
+        (VoidTable("north-1-1", "why", board=1), "malformed"),  # a duplicate event's only
     ],
 )
 def test_a_director_command_that_makes_no_sense_is_refused(
@@ -171,6 +172,7 @@ def test_the_directors_changes_are_told_to_the_leagues_webhooks_with_their_reaso
         "player": None,
         "points": None,
         "game_id": first.game_id,
+        "board": None,
     }
     assert made[1]["data"]["kind"] == "score_adjusted"
     assert (made[1]["data"]["player"], made[1]["data"]["points"]) == ("ann", -15)

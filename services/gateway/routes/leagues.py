@@ -435,12 +435,16 @@ async def void_table(
     league = await _owned(services, league_id, platform)
     if league.table_named(body.game_id) is None:
         raise ProblemError("not_found", f"the league has no table {body.game_id!r}")
-    request = VoidTableRequest(game_id=body.game_id, reason=body.reason)
+    request = VoidTableRequest(game_id=body.game_id, reason=body.reason, board=body.board)
     void = await operations.void_table(services, league_id, platform, request, idempotency_key)
     log.info("table voided", game_id=void.game_id)
     after = (await services.leagues.latest(league_id)).state
     assert after is not None  # it has just recorded the void
-    (answer,) = [shown for shown in voided_tables(after) if shown.game_id == void.game_id]
+    (answer,) = [
+        shown
+        for shown in voided_tables(after)
+        if (shown.game_id, shown.board) == (void.game_id, void.board)
+    ]
     return as_json(answer)
 
 

@@ -97,7 +97,7 @@ function director(table) {
   if (table.voided.length) {
     parts.push(h("h3", {}, "Voided tables"), h("ul", { class: "list", id: "voided" }, table.voided.map((void_) =>
       h("li", { dataset: { voided: void_.game_id } },
-        h("strong", {}, `Round ${void_.round}, table ${void_.table}`),
+        h("strong", {}, `Round ${void_.round}, table ${void_.table}${void_.board ? `, board ${void_.board}` : ""}`),
         h("span", {}, "counts for no one"),
         h("span", {}, `why: ${void_.reason}`)))));
   }
