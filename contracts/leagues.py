@@ -105,15 +105,18 @@ class League(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class BracketMatch(msgspec.Struct, frozen=True, kw_only=True):
-    """A match of the knockout: its entrants (best seed first), its game, its winner."""
+    """A match of the knockout: its entrants (best seed first), its game, its winner. An
+    entrant is a side: one player of the two-player game, or a duplicate event's pair."""
 
     match: Annotated[int, msgspec.Meta(description="Its place in the round, from 1.")]
     seeds: list[int]
-    players: list[str]
+    sides: Annotated[list[list[str]], msgspec.Meta(description="Each entrant's players.")]
     game_id: Annotated[
         str | None, msgspec.Meta(description="Its game; null: a bye, or not started yet.")
     ]
-    winner: Annotated[str | None, msgspec.Meta(description="Who goes on; null: not decided.")]
+    winner: Annotated[
+        list[str] | None, msgspec.Meta(description="The side that goes on; null: not decided.")
+    ]
 
 
 class BracketRound(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,10 +136,11 @@ class Bracket(msgspec.Struct, frozen=True, kw_only=True):
     target: int | None
     seeding: Literal["standings", "ratings"]
     entrants: Annotated[
-        list[str], msgspec.Meta(description="Best seed first, once seeded; empty before.")
+        list[list[str]],
+        msgspec.Meta(description="Each entrant's players, best seed first, once seeded."),
     ]
     rounds: list[BracketRound]
-    champion: str | None
+    champion: list[str] | None
 
 
 class PublishedBoards(msgspec.Struct, frozen=True, kw_only=True):

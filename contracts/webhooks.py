@@ -159,8 +159,8 @@ class RoundFinishedData(_Data, frozen=True, kw_only=True):
 class LeagueFinishedData(_Data, frozen=True, kw_only=True):
     league_id: str
     rounds: int
-    champion: str | None = None
-    """The knockout's winner, for a league that ends with one; null otherwise."""
+    champion: list[str] | None = None
+    """The knockout's winning side (its players), for a league that ends with one."""
 
 
 class AdjustedData(_Data, frozen=True, kw_only=True):

@@ -179,9 +179,10 @@ class Standing(msgspec.Struct, frozen=True):
 
 class KnockoutStage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A knockout after the league's rounds (or instead of them: ``rounds`` 0): the first
-    ``top`` of the standings then (every player still in, when absent), or of ``ratings`` when
-    the organiser gives them, meet head to head in a bracket (:mod:`domain.knockout`), one
-    round of the league a bracket round. A match is a game of ``deals`` hands or to a
+    ``top`` of the standings then (every player still in, when absent; a duplicate event's
+    fixed pairs, by its matchpoints), or of ``ratings`` when the organiser gives them, meet
+    head to head in a bracket (:mod:`domain.knockout`), one round of the league a bracket
+    round. A match is a game of ``deals`` hands or to a
     ``target``; a tie on top plays on, a hand at a time, as the game's rules do, until one
     leads alone (or a clock forfeits someone)."""
 
@@ -192,10 +193,15 @@ class KnockoutStage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     """Seeds by these ratings (highest first, then by name), not by the standings."""
 
 
+Side = tuple[str, ...]
+"""A knockout's entrant: a player of the two-player game, or a fixed pair of a duplicate
+event (its players in seat order)."""
+
+
 class Knockout(msgspec.Struct, frozen=True):
     """A knockout under way: its entrants, best seed first, and its first round's number."""
 
-    entrants: tuple[str, ...]
+    entrants: tuple[Side, ...]
     first: int
 
     @property
@@ -243,6 +249,10 @@ class League(msgspec.Struct, frozen=True):
     def in_knockout(self, number: int) -> bool:
         """Whether round ``number`` is a round of the knockout."""
         return self.knockout is not None and number >= self.knockout.first
+
+    def knockout_round(self, number: int) -> bool:
+        """Whether round ``number`` comes after the rounds before the knockout (if any)."""
+        return self.stage is not None and number > self.before_knockout
 
     def rules_of_round(self, number: int) -> Rules:
         """The rules of round ``number``'s games: the league's, and a knockout's match length."""
@@ -513,11 +523,12 @@ class TableVoided(LeagueEvent, tag="table_voided", frozen=True):
 
 
 class KnockoutSeeded(LeagueEvent, tag="knockout_seeded", frozen=True):
-    """The knockout's entrants, best seed first, as its first round (``round``) is scheduled:
-    the standings' first (or the organiser's ratings'), of the players still in."""
+    """The knockout's entrants (players, or a duplicate event's pairs), best seed first, as its
+    first round (``round``) is scheduled: the standings' first (or the organiser's ratings'),
+    of those still in."""
 
     round: int
-    entrants: tuple[str, ...]
+    entrants: tuple[Side, ...]
 
 
 AnyLeagueCommand = (
@@ -553,6 +564,7 @@ def decide(
     seed: str = "",
     results: Mapping[str, TableResult] | None = None,
     board_seeds: Mapping[int, bytes] | None = None,
+    seeding: Sequence[Side] | None = None,
 ) -> list[AnyLeagueEvent]:
     """The events ``command`` causes in ``state``; raises RuleViolation when it is refused.
 
@@ -566,20 +578,28 @@ def decide(
             raise RuleViolation("malformed", f"format {command.format!r} is not one of {choices}")
         duplicate_options = (command.boards_per_round, command.partners, command.convention)
         if command.format == "duplicate" or duplicate_options != (None, "fixed", "as_scored"):
-            if command.knockout is not None:
-                raise RuleViolation(
-                    "invalid_rules",
-                    "a duplicate event ends with no knockout here: a knockout is of the "
-                    "two-player game, whose duplicate has no partnerships to enter",
-                )
             return [_create_duplicate(command, seed, board_seeds or {})]
         return [_create(command, seed)]
     if state is None:
         raise RuleViolation("wrong_phase", "no such league")
+    knockout = isinstance(command, ScheduleRound | FinishRound) and state.knockout_round(
+        command.round
+    )
     if state.format == "duplicate" and isinstance(command, ScheduleRound | FinishRound):
-        return _duplicate_round(state, command, results or {}, board_seeds or {})
+        if not knockout:
+            return _duplicate_round(state, command, results or {}, board_seeds or {})
+        if isinstance(command, ScheduleRound) and state.rounds and not state.rounds[-1].finished:
+            # the event's last round is recorded over, its boards revealed, before the knockout
+            last = FinishRound(state.rounds[-1].number)
+            over = _duplicate_round(state, last, results or {}, board_seeds or {})
+            if not over:
+                raise RuleViolation("wrong_phase", f"round {last.round} is still being played")
+            after = state
+            for event in over:
+                after = evolve(after, event)
+            return [*over, *_schedule(after, command.round, {}, seeding)]
     if isinstance(command, ScheduleRound):
-        return _schedule(state, command.round, results or {})
+        return _schedule(state, command.round, results or {}, seeding)
     if isinstance(command, FinishRound):
         return _finish(state, command.round, results or {})
     if isinstance(command, WithdrawPlayer):
@@ -679,7 +699,10 @@ def _check_players(players: tuple[str, ...], table_size: int) -> None:
 
 
 def _schedule(
-    state: League, number: int, results: Mapping[str, TableResult]
+    state: League,
+    number: int,
+    results: Mapping[str, TableResult],
+    seeding: Sequence[Side] | None = None,
 ) -> list[AnyLeagueEvent]:
     if state.over:
         raise RuleViolation("wrong_phase", f"all {state.planned} rounds are scheduled")
@@ -691,7 +714,7 @@ def _schedule(
         events.append(completed)
         state = evolve(state, completed)
     if state.stage is not None and number > state.before_knockout:
-        return [*events, *_knockout_round(state, number)]
+        return [*events, *_knockout_round(state, number, seeding)]
     playing = state.active
     if len(playing) < state.rules.players:
         raise RuleViolation(
@@ -839,13 +862,20 @@ def _check_reason(reason: str) -> None:
         raise RuleViolation("malformed", f"a reason is 1 to {MAX_REASON} printable characters")
 
 
-def _check_stage(stage: KnockoutStage, rules: Rules, players: Sequence[str]) -> None:
-    """A knockout the league can hold: head to head, a match length, a field of two or more."""
-    if rules.players != 2:
+def _check_stage(
+    stage: KnockoutStage, rules: Rules, players: Sequence[str], pairs: bool = False
+) -> None:
+    """A knockout the league can hold: head to head (two players, or two of a duplicate
+    event's fixed ``pairs``), a match length, a field of two or more."""
+    if rules.players != 2 and not (pairs and len(rules.table.units) == 2):
         raise RuleViolation(
             "invalid_rules",
-            "a knockout is head to head: the two-player game (a match of partnerships needs "
-            "fixed pairs, which a league of players does not have)",
+            "a knockout is head to head: the two-player game, or a duplicate event's fixed "
+            "pairs at a four-seat partnership table (a league of players has no fixed pairs)",
+        )
+    if pairs and stage.ratings is not None:
+        raise RuleViolation(
+            "malformed", "a duplicate event's knockout is seeded by its standings, not ratings"
         )
     try:
         if (stage.deals is None) == (stage.target is None):
@@ -856,8 +886,9 @@ def _check_stage(stage: KnockoutStage, rules: Rules, players: Sequence[str]) -> 
             resolve_rules(replace(rules, target=stage.target, max_hands=None))
     except msgspec.ValidationError as error:
         raise RuleViolation("invalid_rules", f"the knockout's match: {error}") from None
-    if stage.top is not None and not 2 <= stage.top <= len(players):
-        raise RuleViolation("malformed", f"a knockout of the top {stage.top} of {len(players)}")
+    field = len(players) // len(rules.table.units[0]) if pairs else len(players)
+    if stage.top is not None and not 2 <= stage.top <= field:
+        raise RuleViolation("malformed", f"a knockout of the top {stage.top} of {field}")
     if stage.ratings is not None:
         if set(stage.ratings) != set(players):
             raise RuleViolation("malformed", "the knockout's ratings rate every player, once")
@@ -865,13 +896,17 @@ def _check_stage(stage: KnockoutStage, rules: Rules, players: Sequence[str]) -> 
             raise RuleViolation("malformed", "a rating is a finite number")
 
 
-def _knockout_round(state: League, number: int) -> list[AnyLeagueEvent]:
+def _knockout_round(
+    state: League, number: int, seeding: Sequence[Side] | None = None
+) -> list[AnyLeagueEvent]:
     """Round ``number`` of a league in its knockout: the first seeds it (:class:`KnockoutSeeded`)
-    from the players still in; each later one pairs the winners of the one before."""
+    from those still in; each later one pairs the winners of the one before. A duplicate
+    event's pairs are seeded by its matchpoint standings, an input (``seeding``: every pair,
+    best first), which the league cannot count from its tables' results alone."""
     assert state.stage is not None
     events: list[AnyLeagueEvent] = []
     if state.knockout is None:
-        seeded = KnockoutSeeded(number, _entrants(state, state.stage))
+        seeded = KnockoutSeeded(number, _entrants(state, state.stage, seeding))
         events.append(seeded)
         state = evolve(state, seeded)
     knockout = state.knockout
@@ -883,29 +918,53 @@ def _knockout_round(state: League, number: int) -> list[AnyLeagueEvent]:
     matches = bracket[index]
     tables: list[LeagueTable] = []
     byes: list[str] = []
+    units = state.rules.table.units
     for played in matches:
-        players = tuple(knockout.entrants[seed - 1] for seed in played.match.seeds)
+        sides = [knockout.entrants[seed - 1] for seed in played.match.seeds]
         if played.match.bye:
-            byes.extend(players)
-        else:
-            game_id = table_game_id(state.league_id, number, len(tables) + 1)
-            tables.append(LeagueTable(game_id, players))
+            byes.extend(sides[0])
+            continue
+        seats = [""] * state.rules.players
+        for unit, side in zip(units, sides, strict=True):
+            for seat, player in zip(unit, side, strict=True):
+                seats[seat] = player
+        game_id = table_game_id(state.league_id, number, len(tables) + 1)
+        tables.append(LeagueTable(game_id, tuple(seats)))
     events.append(RoundScheduled(number, tuple(tables), tuple(byes)))
     return events
 
 
-def _entrants(state: League, stage: KnockoutStage) -> tuple[str, ...]:
-    """The knockout's field, best seed first: of the players still in, by the organiser's
-    ratings or by the standings of the rounds before, the first ``top``."""
+def _entrants(
+    state: League, stage: KnockoutStage, seeding: Sequence[Side] | None
+) -> tuple[Side, ...]:
+    """The knockout's field, best seed first: of those still in, by the organiser's ratings
+    or by the standings of the rounds before (a duplicate event's: ``seeding``), the first
+    ``top``."""
     still_in = set(state.active)
-    if stage.ratings is not None:
-        order = seeded_by_rating({p: r for p, r in stage.ratings.items() if p in still_in})
+    order: list[Side]
+    if state.format == "duplicate":
+        if seeding is None:
+            raise ValueError("a duplicate event's standings are an input of its knockout")
+        pairs = set(duplicate_pairs(state))
+        if sorted(seeding) != sorted(pairs):
+            raise RuleViolation("malformed", "the knockout's seeding names every pair once")
+        order = list(seeding)
+    elif stage.ratings is not None:
+        rated = seeded_by_rating({p: r for p, r in stage.ratings.items() if p in still_in})
+        order = [(player,) for player in rated]
     else:
-        order = [standing.player for standing in ranking(state) if standing.player in still_in]
+        order = [(s.player,) for s in ranking(state) if s.player in still_in]
     field = order[: stage.top or len(order)]
     if len(field) < 2:
-        raise RuleViolation("wrong_phase", "fewer than two players are left for the knockout")
+        raise RuleViolation("wrong_phase", "fewer than two are left for the knockout")
     return tuple(field)
+
+
+def duplicate_pairs(state: League) -> list[Side]:
+    """A duplicate event's fixed pairs, as listed (partner beside partner), each in the order
+    its players sit: what its knockout's entrants are."""
+    size = len(state.rules.table.units[0])
+    return [tuple(state.players[i : i + size]) for i in range(0, len(state.players), size)]
 
 
 class KnockoutMatch(msgspec.Struct, frozen=True):
@@ -954,12 +1013,18 @@ def _played(matches: Sequence[Match], scheduled: Round | None) -> list[KnockoutM
         winner = None
         if scheduled.finished:
             won = scheduled.results[index].won
-            winner = next(seed for seed, w in zip(match.seeds, won, strict=True) if w)
+            # a side's seats are its unit's: seed k of the match sits in unit k
+            winner = next(seed for seed, w in zip(match.seeds, _unit_wins(won), strict=True) if w)
         played.append(KnockoutMatch(match, game_id, winner))
     return played
 
 
-def champion(state: League) -> str | None:
+def _unit_wins(won: Sequence[bool]) -> list[bool]:
+    """Per unit of a head-to-head table (two units, seats alternating), whether it won."""
+    return [won[0], won[1]]
+
+
+def champion(state: League) -> Side | None:
     """The knockout's winner, once its final is recorded."""
     knockout = state.knockout
     bracket = knockout_rounds(state)
@@ -1027,6 +1092,8 @@ def _created(event: LeagueCreated) -> League:
     planned = event.rounds
     if isinstance(event.knockout, KnockoutStage):
         field = len(event.knockout.ratings or event.players)
+        if event.format == "duplicate":  # its fixed pairs enter
+            field = len(event.players) // len(event.rules.table.units[0])
         field = min(event.knockout.top or field, field)
         planned = (event.rounds or 0) + places(field).bit_length() - 1
     return League(
@@ -1246,9 +1313,17 @@ def _create_duplicate(
     command: CreateLeague, seed: str, board_seeds: Mapping[int, bytes]
 ) -> LeagueCreated:
     plain = replace(
-        command, format="standard", boards_per_round=None, partners="fixed", convention="as_scored"
+        command,
+        format="standard",
+        boards_per_round=None,
+        partners="fixed",
+        convention="as_scored",
+        knockout=None,
     )
     standard = _create(plain, seed)
+    if command.knockout is not None:
+        fixed = command.partners == "fixed"  # its sides keep their players: they can enter
+        _check_stage(command.knockout, standard.rules, command.players, pairs=fixed)
     plan = _movement_of(command, standard.rules)
     per_round = _boards_per_round(command)
     count = len(plan.rounds) * per_round
@@ -1264,6 +1339,7 @@ def _create_duplicate(
         boards=commit([board_seeds[board] for board in range(1, count + 1)]),
         partners=msgspec.UNSET if command.partners == "fixed" else command.partners,
         convention=msgspec.UNSET if command.convention == "as_scored" else command.convention,
+        knockout=msgspec.UNSET if command.knockout is None else command.knockout,
     )
 
 
@@ -1275,7 +1351,7 @@ def league_movement(state: League) -> Movement:
         len(state.players),
         state.rules,
         duplicate_style(state.rules, state.partners),
-        rounds=state.planned,
+        rounds=state.before_knockout if state.stage is not None else state.planned,
         boards_per_round=state.boards_per_round or DEFAULT_BOARDS_PER_ROUND,
     )
 

@@ -161,6 +161,8 @@ def audit_boards(
             else:
                 opened[board] = seed
     for played in event.rounds:
+        if not played.boards:
+            continue  # a knockout's round after the event: its games are dealt afresh
         for game_id in played.games:
             findings += _table(event, played, game_id, tables.get(game_id), opened, revealed_in)
     return findings

@@ -273,7 +273,8 @@ class LeagueSimulation:
         if self.knockout is not None:
             bracket = (await self.leagues.league(league.league_id)).knockout
             assert bracket is not None
-            console.print(f"the knockout's champion: {bracket.champion}")
+            won = " & ".join(bracket.champion or ["nobody"])
+            console.print(f"the knockout's champion: {won}")
         return await self.leagues.standings(league.league_id, min_version=self.games_ended)
 
     async def _play(self, table: StartedTable, games_task: TaskID) -> None:

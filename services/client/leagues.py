@@ -130,19 +130,16 @@ class LeagueClient:
         league = await self.league(league_id)
         if league.format != "duplicate" or league.boards is None:
             raise ValueError(f"league {league_id} is not a duplicate event")
-        per_round = league.boards_per_round or 1
         rounds = []
         tables: dict[str, list[TableHand]] = {}
         for number in range(1, league.rounds_scheduled + 1):
             played = await self.round(league_id, number)
-            first = (number - 1) * per_round + 1
+            if not played.boards:
+                continue  # a knockout's round after the event: its games are dealt afresh
             games = tuple(table.game_id for table in played.tables)
             rounds.append(
                 EventRound(
-                    number=number,
-                    games=games,
-                    boards=tuple(range(first, first + per_round)),
-                    over=played.finished,
+                    number=number, games=games, boards=tuple(played.boards), over=played.finished
                 )
             )
             for game_id in games:

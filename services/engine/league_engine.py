@@ -38,6 +38,7 @@ from contracts.wire import (
     encode_league_commit,
     league_request_decoder,
 )
+from domain.duplicate_standings import seeding
 from domain.league import (
     LEAGUE_ID,
     AdjustScore,
@@ -47,14 +48,17 @@ from domain.league import (
     League,
     Round,
     ScheduleRound,
+    Side,
     SubstitutePlayer,
     TableResult,
     VoidTable,
     WithdrawPlayer,
     decide,
     duplicate_boards,
+    fold,
     table_result,
 )
+from domain.records import hand_records
 from services.engine.boards import board_seeds
 from services.engine.handler import (
     CommandHandler,
@@ -150,8 +154,14 @@ class LeagueEngine(
             last = state.rounds[-1] if state.rounds else None
             results = await self.results(last)
             seeds = self.revealing(state, last)
+            seeding = await self.seeding(state, number, results, seeds)
             return await asyncio.to_thread(
-                decide, state, ScheduleRound(number), results=results, board_seeds=seeds
+                decide,
+                state,
+                ScheduleRound(number),
+                results=results,
+                board_seeds=seeds,
+                seeding=seeding,
             )
         command: AnyLeagueCommand
         if isinstance(body, FinishRoundRequest):
@@ -176,6 +186,35 @@ class LeagueEngine(
         count = duplicate_boards(created)  # refused here as decide would refuse it
         seeds = board_seeds(self.board_key, held.league_id, range(1, count + 1))
         return list(decide(None, created, seed=self._seed().hex(), board_seeds=seeds))
+
+    async def seeding(
+        self,
+        state: League,
+        number: int,
+        results: dict[str, TableResult],
+        seeds: dict[int, bytes] | None,
+    ) -> list[Side] | None:
+        """A duplicate event's sides best first by its matchpoint standings, read from its
+        tables' histories, when round ``number`` seeds the knockout after it (the league
+        records how each table ended, not how each board went); None otherwise."""
+        if not (
+            state.format == "duplicate"
+            and state.stage is not None
+            and state.knockout is None
+            and number == state.before_knockout + 1
+        ):
+            return None
+        if state.rounds and not state.rounds[-1].finished:  # recorded over with this command
+            over = decide(
+                state, FinishRound(state.rounds[-1].number), results=results, board_seeds=seeds
+            )
+            state = fold(over, state) or state
+        game_ids = [table.game_id for played in state.rounds for table in played.tables]
+        histories = await asyncio.gather(*(self._games.events(game) for game in game_ids))
+        hands = {
+            game: hand_records(events) for game, events in zip(game_ids, histories, strict=True)
+        }
+        return seeding(state, hands)
 
     def revealing(self, state: League, played: Round | None) -> dict[int, bytes] | None:
         """The seeds of ``played``'s boards, which its end reveals (a duplicate event's)."""

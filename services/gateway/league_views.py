@@ -36,6 +36,7 @@ import msgspec
 from contracts import leagues as shown
 from contracts.answers import GameSummary
 from domain import matchpoints
+from domain.duplicate_standings import duplicate_results, duplicate_scores
 from domain.league import BYE_WINS, League, champion, knockout_rounds, ranking
 from domain.records import HandRecord
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
@@ -131,9 +132,9 @@ def bracket_answer(league: League) -> shown.Bracket | None:
                     shown.BracketMatch(
                         match=played.match.number,
                         seeds=list(played.match.seeds),
-                        players=[entrants[seed - 1] for seed in played.match.seeds],
+                        sides=[list(entrants[seed - 1]) for seed in played.match.seeds],
                         game_id=played.game_id,
-                        winner=None if played.winner is None else entrants[played.winner - 1],
+                        winner=None if played.winner is None else list(entrants[played.winner - 1]),
                     )
                     for played in matches
                 ],
@@ -145,9 +146,9 @@ def bracket_answer(league: League) -> shown.Bracket | None:
         deals=stage.deals,
         target=stage.target,
         seeding="ratings" if stage.ratings is not None else "standings",
-        entrants=list(entrants),
+        entrants=[list(side) for side in entrants],
         rounds=rounds,
-        champion=champion(league),
+        champion=None if (won := champion(league)) is None else list(won),
     )
 
 
@@ -227,60 +228,6 @@ def _matchpoints(mine: matchpoints.Standing | None, adjusted: int) -> dict[str, 
         "matchpoints": float(points),
         "percentage": float(100 * points / mine.top) if mine.top else None,
     }
-
-
-def duplicate_scores(
-    league: League, hands: Mapping[str, Sequence[HandRecord]]
-) -> dict[str, matchpoints.Standing]:
-    """Each player's side's matchpoints (:mod:`domain.matchpoints`, ``as_scored``), over the
-    rounds every table has finished (:func:`duplicate_results`)."""
-    results = duplicate_results(league, hands)
-    if results is None:
-        return {}
-    scored: dict[str, matchpoints.Standing] = {}
-    for standing in matchpoints.standings(matchpoints.cross_tables(results)):
-        for player in standing.players:
-            scored[player] = standing
-    return scored
-
-
-def duplicate_results(
-    league: League, hands: Mapping[str, Sequence[HandRecord]]
-) -> matchpoints.EventResults | None:
-    """The boards of the rounds every table has finished (a round being played shows nothing
-    of how its boards went), each with every table's sides: hand ``k`` of a round's table is
-    the round's board ``k``, each side compared by its score delta with the same direction's
-    sides at the other tables; a substitute's hands count for the seat's player, and a voided
-    table's for no one. None before any board is over."""
-    boards: dict[int, list[matchpoints.TableResult]] = {}
-    units = league.rules.table.units
-    for played in league.rounds:
-        if not played.finished:  # its boards are still being played somewhere
-            continue
-        for table in played.tables:
-            for record in hands.get(table.game_id, ()):
-                if not 1 <= record.hand <= len(played.boards):
-                    continue
-                if league.voided_board(table.game_id, played.boards[record.hand - 1]):
-                    continue  # the director voided it: scored over the other tables
-                sides = tuple(
-                    matchpoints.SideResult(
-                        tuple(table.players[seat] for seat in seats), record.points[unit]
-                    )
-                    for unit, seats in enumerate(units)
-                )
-                board = played.boards[record.hand - 1]
-                boards.setdefault(board, []).append(matchpoints.TableResult(table.game_id, sides))
-    if not boards:
-        return None
-    return matchpoints.EventResults(
-        tuple(
-            matchpoints.BoardResults(board, tuple(tables))
-            for board, tables in sorted(boards.items())
-        ),
-        convention=league.convention,
-        overtrick_points=league.rules.overtrick_points,
-    )
 
 
 def boards_answer(league: League, hands: Mapping[str, Sequence[HandRecord]]) -> shown.LeagueBoards:

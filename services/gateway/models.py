@@ -370,8 +370,8 @@ class CreateLeague(_Strict):
     )
     knockout: KnockoutSettings | None = Field(
         default=None,
-        description="A knockout the league ends with, head to head (the two-player game): "
-        "docs/leagues.md, Knockouts.",
+        description="A knockout the league ends with, head to head (the two-player game, or a "
+        "duplicate event's fixed pairs): docs/leagues.md, Knockouts.",
     )
     format: Literal["standard", "duplicate"] = Field(
         default="standard",

@@ -46,3 +46,11 @@ class GameCache(AggregateCache[LoadedGame]):
 
     def __init__(self, stream: GameStore, capacity: int = CAPACITY) -> None:
         super().__init__(stream, LoadedGame, capacity)
+        self._games = stream
+
+    async def events(self, game_id: str) -> list[Any]:
+        """Every event of the game's history, read from its stream (this cache holds states,
+        not events): for the rare reader that needs the hands themselves."""
+        return [
+            event for stored in await self._games.read(game_id) for event in stored.commit.events
+        ]

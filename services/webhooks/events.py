@@ -388,9 +388,13 @@ def league_finished(league: League, event: AnyLeagueEvent, time: str) -> AnyWebh
     if not isinstance(event, LeagueFinishedEvent):
         return None
     data = LeagueFinishedData(
-        league_id=league.league_id, rounds=event.rounds, champion=champion(league)
+        league_id=league.league_id, rounds=event.rounds, champion=_listed(champion(league))
     )
     return LeagueFinished(timestamp=time, data=data)
+
+
+def _listed(side: tuple[str, ...] | None) -> list[str] | None:
+    return None if side is None else list(side)
 
 
 def adjusted(league: League, event: AnyLeagueEvent, time: str) -> AnyWebhook | None:

@@ -140,12 +140,12 @@ async def test_a_simulated_league_ends_with_a_knockout_of_its_top_four(
     assert (league.rounds, league.finished) == (3, True)  # a Swiss round, semifinals, final
     bracket = league.knockout
     assert bracket is not None
-    assert bracket.champion == champion[1]
+    assert bracket.champion == [champion[1]]
     semifinals, final = bracket.rounds
-    assert [len(m.players) for m in semifinals.matches] == [2, 2]
+    assert [len(m.sides) for m in semifinals.matches] == [2, 2]
     (decider,) = final.matches
     assert decider.winner == bracket.champion
-    assert {m.winner for m in semifinals.matches} == set(decider.players)
+    assert [m.winner for m in semifinals.matches] == decider.sides
     for played in (semifinals, final):
         for match in played.matches:
             assert match.game_id is not None
@@ -262,3 +262,47 @@ async def test_an_individual_duplicate_event_rotates_partners_through_the_stack(
     standings = await leagues.standings(league.league_id)
     assert len(standings.players) == 8
     assert all(row.boards == 3 for row in standings.players)
+
+
+async def test_a_duplicate_event_ends_with_a_knockout_of_its_top_pairs(
+    stack: Stack, client: SpadesClient
+) -> None:
+    """Stages: a duplicate event of fixed pairs, then a knockout of its best four pairs,
+    seeded by the event's matchpoint standings (which the engine reads from the tables'
+    histories), partners facing each other at every match."""
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
+    argv += ["--players", "8", "--rounds", "3", "--bots", "--duplicate", "1"]
+    argv += ["--knockout-top", "4", "--knockout-deals", "1", "--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
+    assert found, err.decode()[-2000:]
+    leagues = LeagueClient(client)
+    league = await leagues.league(found[1])
+    assert (league.format, league.rounds, league.finished) == ("duplicate", 5, True)
+    bracket = league.knockout
+    assert bracket is not None
+    assert bracket.after_round == 3
+    # seeded by the event's standings: the pairs in the order of their percentages
+    standings = await leagues.standings(league.league_id)
+    by_pair: list[list[str]] = []
+    for row in standings.players:
+        pair = next(side for side in bracket.entrants if row.player in side)
+        if pair not in by_pair:
+            by_pair.append(pair)
+    assert by_pair == bracket.entrants
+    semifinals, final = bracket.rounds
+    for match in semifinals.matches:
+        assert match.game_id is not None
+        table = (await client.state(match.game_id)).seats
+        first, second = match.sides
+        assert [seat.player for seat in table] == [first[0], second[0], first[1], second[1]]
+    (decider,) = final.matches
+    assert bracket.champion == decider.winner
+    assert bracket.champion in decider.sides
+    assert await leagues.board_audit(league.league_id) == []

@@ -577,17 +577,17 @@ async def test_a_knockout_is_played_through_the_service_to_its_champion(
     league = ok(await http.get(url))
     bracket = league["knockout"]
     assert league["finished"] is True
-    assert bracket["entrants"] == ["k1", "k2", "k3", "k4", "k5"]
+    assert bracket["entrants"] == [["k1"], ["k2"], ["k3"], ["k4"], ["k5"]]
     assert bracket["seeding"] == "ratings"
     assert [len(played["matches"]) for played in bracket["rounds"]] == [4, 2, 1]
     (decider,) = bracket["rounds"][-1]["matches"]
     assert decider["game_id"] == table["game_id"]
     assert bracket["champion"] == decider["winner"]
-    assert bracket["champion"] in decider["players"]
+    assert bracket["champion"] in decider["sides"]
     # each winner is the one the game names
     finished = ok(await http.get(f"/v1/games/{table['game_id']}"))
     (winning_unit,) = finished["winners"]
-    assert decider["players"][winning_unit] == bracket["champion"]
+    assert decider["sides"][winning_unit] == bracket["champion"]
     assert_problem(await http.post(f"{url}/rounds"), 409, "wrong_phase")
 
 

@@ -14,6 +14,7 @@ import pytest
 from contracts.wire import LeagueCommit
 from domain.boards import BoardSeeds, board_proof, check_seed, check_table_deal
 from domain.commands import AnyCommand, CreateGame, TakeSeat
+from domain.duplicate_standings import duplicate_results, duplicate_scores, seeding
 from domain.errors import RuleViolation
 from domain.events import DuplicateBoards, GameCreated, HandDealt
 from domain.game import decide as decide_game
@@ -22,6 +23,8 @@ from domain.league import (
     BoardsRevealed,
     CreateLeague,
     FinishRound,
+    KnockoutSeeded,
+    KnockoutStage,
     League,
     LeagueCreated,
     LeagueFinished,
@@ -31,8 +34,10 @@ from domain.league import (
     SubstitutePlayer,
     TableResult,
     WithdrawPlayer,
+    champion,
     decide,
     duplicate_boards,
+    duplicate_pairs,
     fold,
     table_result,
 )
@@ -41,7 +46,6 @@ from domain.movement import movement
 from domain.records import hand_records
 from domain.rules import resolve_rules
 from domain.state import cards_held
-from services.gateway.league_views import duplicate_results, duplicate_scores
 from services.webhooks.events import league_webhooks
 
 PLAYERS = tuple(f"p{n}" for n in range(8))
@@ -388,3 +392,52 @@ def test_a_duplicate_event_counts_sets_and_bags_by_its_convention() -> None:
     with pytest.raises(RuleViolation) as refused:
         decide(None, solo, seed="00", board_seeds=solo_seeds)
     assert refused.value.code == "invalid_rules"  # no partners to rotate
+
+
+def test_a_knockout_of_the_top_pairs_follows_a_duplicate_event() -> None:
+    league = created(rounds=3, boards_per_round=1, knockout=KnockoutStage(top=4, deals=1))
+    assert (league.before_knockout, league.planned) == (3, 5)  # then semifinals and a final
+    rng = random.Random(4)
+    hands: dict[str, list[Any]] = {}
+    for number in (1, 2, 3):
+        league = then(
+            decide(league, ScheduleRound(number), results={}, board_seeds=seeds(3)), league
+        )
+        played = league.rounds[-1]
+        results = {}
+        for table in played.tables:
+            game, kept = play_table(league, table, played.boards, rng, keep=True)
+            hands[table.game_id] = hand_records(kept)
+            results[table.game_id] = table_result(game)
+        ended = decide(league, FinishRound(number), results=results, board_seeds=seeds(3))
+        assert not any(isinstance(event, LeagueFinished) for event in ended)  # a knockout next
+        league = then(ended, league)
+    order = seeding(league, hands)
+    assert sorted(order) == sorted(duplicate_pairs(league))  # every pair, once
+    with pytest.raises(ValueError, match="input"):
+        decide(league, ScheduleRound(4))  # the standings are the engine's to read
+    events = decide(league, ScheduleRound(4), seeding=order)
+    seeded = events[0]
+    assert isinstance(seeded, KnockoutSeeded)
+    assert seeded.entrants == tuple(order)
+    league = then(events, league)
+    one, two, three, four = order
+    # partners face each other: the better seed's pair in seats 0 and 2
+    assert [t.players for t in league.rounds[-1].tables] == [
+        (one[0], four[0], one[1], four[1]),
+        (two[0], three[0], two[1], three[1]),
+    ]
+    assert league.rounds[-1].boards == ()  # knockout matches are dealt afresh
+    assert league.rules_of_round(4).max_hands == 1
+    for number in (4, 5):
+        played = league.rounds[-1]
+        won = {  # the second seed of each match wins: its unit sits in seats 1 and 3
+            t.game_id: TableResult(t.game_id, (10, 90, 10, 90), (False, True, False, True))
+            for t in played.tables
+        }
+        ended = decide(league, FinishRound(number), results=won)
+        league = then(ended, league)
+        if number == 4:
+            league = then(decide(league, ScheduleRound(5)), league)
+    assert league.finished
+    assert champion(league) == four  # four beat one, three beat two, then four beat three

@@ -71,9 +71,9 @@ def test_a_knockout_after_swiss_seeds_the_top_of_the_standings_and_plays_to_a_ch
     standings = [standing.player for standing in ranking(league)]
     events = decide(league, ScheduleRound(3))
     seeded, scheduled = events
-    assert seeded == KnockoutSeeded(3, tuple(standings[:4]))
+    assert seeded == KnockoutSeeded(3, tuple((player,) for player in standings[:4]))
     assert isinstance(scheduled, RoundScheduled)
-    one, two, three, four = seeded.entrants
+    (one,), (two,), (three,), (four,) = seeded.entrants
     assert [table.players for table in scheduled.tables] == [(one, four), (two, three)]
     assert scheduled.byes == ()
     league = apply(league, events)
@@ -86,7 +86,7 @@ def test_a_knockout_after_swiss_seeds_the_top_of_the_standings_and_plays_to_a_ch
     assert not league.finished
     league = play_round(league, lambda players: 1)
     assert [table.players for table in league.rounds[-1].tables] == [(three, four)]
-    assert champion(league) == four
+    assert champion(league) == (four,)
     assert league.finished
     assert league.over
     rounds = knockout_rounds(league)
@@ -99,7 +99,7 @@ def test_a_knockout_alone_gives_byes_to_the_best_seeds() -> None:
     league = play_round(league, lambda players: 0)
     first = league.rounds[0]
     assert league.knockout is not None
-    entrants = league.knockout.entrants
+    entrants = [player for (player,) in league.knockout.entrants]
     assert set(entrants) == set(SIX)
     # byes go to the two best seeds; the others play 3-6 and 4-5
     assert first.byes == (entrants[0], entrants[1])
@@ -109,7 +109,7 @@ def test_a_knockout_alone_gives_byes_to_the_best_seeds() -> None:
     ]
     league = play_round(league, lambda players: 0)
     league = play_round(league, lambda players: 0)
-    assert champion(league) == entrants[0]
+    assert champion(league) == (entrants[0],)
     assert league.finished
     with pytest.raises(RuleViolation) as refused:
         decide(league, ScheduleRound(4))
@@ -122,7 +122,7 @@ def test_a_knockout_seeded_by_the_organisers_ratings() -> None:
     events = decide(league, ScheduleRound(1))
     seeded = events[0]
     assert isinstance(seeded, KnockoutSeeded)
-    assert seeded.entrants == ("bob", "dan", "cat", "ann", "eve")  # ties by name
+    assert seeded.entrants == (("bob",), ("dan",), ("cat",), ("ann",), ("eve",))  # ties by name
     league = apply(league, events)
     rules = league.rules_of_round(1)
     assert (rules.target, rules.max_hands) == (200, None)
@@ -194,4 +194,4 @@ def test_the_league_finished_webhook_names_the_knockouts_champion() -> None:
     )
     made = [msgspec.to_builtins(m.webhook) for m in league_webhooks(league, commit)[1]]
     assert made[-1]["type"] == "league.finished"
-    assert made[-1]["data"]["champion"] == table.players[1]
+    assert made[-1]["data"]["champion"] == [table.players[1]]

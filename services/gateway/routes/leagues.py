@@ -112,9 +112,9 @@ async def create_league(
     the cap: `SPADES_MAX_LEAGUE_PLAYERS`, `SPADES_MAX_ROUND_TABLES`); a platform may have so
     many leagues not finished at once (429 `rate_limited` naming `SPADES_MAX_LEAGUES_GOING_ON`).
     A ``knockout`` ends the league with a bracket, after ``rounds`` rounds (or alone): 422
-    `invalid_rules` unless its games are head to head (the two-player game) and its match
-    length is a valid rule; 400 `malformed` for a ``top`` past the players, or ratings that do
-    not rate every player once."""
+    `invalid_rules` unless its games are head to head (the two-player game, or a duplicate
+    event's fixed pairs) and its match length is a valid rule; 400 `malformed` for a ``top``
+    past the field, or ratings that do not rate every player once."""
     _check_caps(services, body.rules, len(body.players))
     clock = msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None
     check_turn(services, clock)

@@ -110,18 +110,20 @@ function bracket(knockout) {
   const by = knockout.seeding === "ratings" ? "the organiser's ratings" : "the standings";
   const intro = h("p", {}, `A knockout after ${knockout.after_round} round(s): ${field}, seeded by ${by}; a match is ${length}, a tie on top plays on a hand at a time.`);
   if (!knockout.entrants.length) return [intro, h("p", { class: "quiet" }, "Seeded when its first round starts.")];
-  const seedOf = (player) => knockout.entrants.indexOf(player) + 1;
+  const named = (side) => side.join(" & ");
   return [
     intro,
-    knockout.champion ? h("p", { id: "champion" }, h("strong", {}, `Champion: ${knockout.champion}`)) : null,
+    knockout.champion ? h("p", { id: "champion" }, h("strong", {}, `Champion: ${named(knockout.champion)}`)) : null,
     h("ol", { class: "bracket" }, knockout.rounds.map((played) =>
       h("li", { class: "bracket-round", dataset: { round: played.round } },
         h("h3", {}, `Round ${played.round}`),
         h("ul", { class: "list" }, played.matches.map((match) =>
-          h("li", { dataset: { match: match.match, winner: match.winner || "" } },
-            match.players.map((player) => h(player === match.winner ? "strong" : "span", {},
-              `${seedOf(player)}. ${player}${player === match.winner ? " (goes on)" : ""}`)),
-            match.players.length === 1 ? h("span", { class: "quiet" }, "a bye") : null,
+          h("li", { dataset: { match: match.match, winner: match.winner ? named(match.winner) : "" } },
+            match.sides.map((side, index) => {
+              const won = match.winner !== null && named(side) === named(match.winner);
+              return h(won ? "strong" : "span", {}, `${match.seeds[index]}. ${named(side)}${won ? " (goes on)" : ""}`);
+            }),
+            match.sides.length === 1 ? h("span", { class: "quiet" }, "a bye") : null,
             match.game_id ? h("a", { href: `/watch/${encodeURIComponent(match.game_id)}${fragment}` }, "the match") : null)))))),
   ];
 }
