@@ -19,6 +19,25 @@ pytestmark = pytest.mark.e2e
 SIMULATE_TIMEOUT_S = 600
 
 
+async def simulate(
+    stack: Stack, *options: str, env: dict[str, str] | None = None
+) -> tuple[str, str, str]:
+    """``spades league simulate --bots OPTIONS`` against the stack: the league's id, and what
+    the command printed (standard output, standard error)."""
+    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate", "--bots", *options]
+    argv += ["--url", stack.base_url]
+    if stack.api_key:
+        argv += ["--api-key", stack.api_key]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
+    assert process.returncode == 0, err.decode()[-4000:]
+    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
+    assert found, err.decode()[-2000:]
+    return found[1], out.decode(), err.decode()
+
+
 async def test_a_simulated_league_plays_every_round_and_prints_its_standings(
     stack: Stack, client: SpadesClient
 ) -> None:
@@ -120,23 +139,25 @@ async def test_a_round_with_idle_players_still_finishes_on_its_clocks(
 async def test_a_simulated_league_ends_with_a_knockout_of_its_top_four(
     stack: Stack, client: SpadesClient
 ) -> None:
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "6", "--rounds", "1", "--bots", "--url", stack.base_url]
-    argv += ["--preset", "two-player", "--rules", '{"max_hands": 1}']
-    argv += ["--knockout-top", "4", "--knockout-deals", "1"]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    league_id, out, err = await simulate(
+        stack,
+        "--players",
+        "6",
+        "--rounds",
+        "1",
+        "--preset",
+        "two-player",
+        "--rules",
+        '{"max_hands": 1}',
+        "--knockout-top",
+        "4",
+        "--knockout-deals",
+        "1",
     )
-    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    found = re.search(r"league ([0-9a-f]{16}): 6 players", err.decode())
-    assert found, err.decode()[-2000:]
-    champion = re.search(r"the knockout's champion: (player \d)", err.decode())
-    assert champion, err.decode()[-2000:]
+    champion = re.search(r"the knockout's champion: (player \d)", err)
+    assert champion, err[-2000:]
 
-    league = await LeagueClient(client).league(found[1])
+    league = await LeagueClient(client).league(league_id)
     assert (league.rounds, league.finished) == (3, True)  # a Swiss round, semifinals, final
     bracket = league.knockout
     assert bracket is not None
@@ -150,7 +171,7 @@ async def test_a_simulated_league_ends_with_a_knockout_of_its_top_four(
         for match in played.matches:
             assert match.game_id is not None
             assert (await client.audit(match.game_id)).ok
-    assert out.decode()  # the standings were printed too
+    assert out  # the standings were printed too
 
 
 async def test_a_simulated_duplicate_league_ranks_by_matchpoints_and_audits_clean(
@@ -159,21 +180,11 @@ async def test_a_simulated_duplicate_league_ranks_by_matchpoints_and_audits_clea
     """A duplicate event on the whole stack (``spades up``: its engines derive the boards from
     the stack's key file): 8 players in fixed pairs, 2 rounds of 2 boards, every table of a
     round dealt the same boards, the standings by matchpoints."""
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "8", "--rounds", "2", "--bots", "--duplicate", "2"]
-    argv += ["--url", stack.base_url]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
     wide = {**os.environ, "COLUMNS": "200"}  # the standings' every column, headers whole
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=wide
+    league_id, out, _ = await simulate(
+        stack, "--players", "8", "--rounds", "2", "--duplicate", "2", env=wide
     )
-    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    found = re.search(r"league ([0-9a-f]{16}): 8 players", err.decode())
-    assert found, err.decode()[-2000:]
-    league_id = found[1]
-    assert "matchpoints" in out.decode()
+    assert "matchpoints" in out
 
     leagues = LeagueClient(client)
     league = await leagues.league(league_id)
@@ -199,20 +210,11 @@ async def test_a_duplicate_event_of_every_preset_deals_each_table_the_boards(
     """Duplicate beyond fixed pairs: a preset of single players seats each player as a side
     of their own and compares each seat of a board with the same seat at the other tables;
     six-player compares its three pairs."""
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", str(players), "--rounds", "1", "--bots", "--duplicate", "1"]
-    argv += ["--preset", preset, "--url", stack.base_url]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    league_id, _, _ = await simulate(
+        stack, "--players", str(players), "--rounds", "1", "--duplicate", "1", "--preset", preset
     )
-    _, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
-    assert found, err.decode()[-2000:]
     leagues = LeagueClient(client)
-    league = await leagues.league(found[1])
+    league = await leagues.league(league_id)
     assert (league.format, league.finished) == ("duplicate", True)
     assert await leagues.board_audit(league.league_id) == []
     (board,) = (await leagues.boards(league.league_id)).boards
@@ -233,20 +235,20 @@ async def test_a_duplicate_event_of_every_preset_deals_each_table_the_boards(
 async def test_an_individual_duplicate_event_rotates_partners_through_the_stack(
     stack: Stack, client: SpadesClient
 ) -> None:
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "8", "--rounds", "3", "--bots", "--duplicate", "1", "--rotating"]
-    argv += ["--convention", "transferred", "--url", stack.base_url]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    league_id, _, _ = await simulate(
+        stack,
+        "--players",
+        "8",
+        "--rounds",
+        "3",
+        "--duplicate",
+        "1",
+        "--rotating",
+        "--convention",
+        "transferred",
     )
-    _, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
-    assert found, err.decode()[-2000:]
     leagues = LeagueClient(client)
-    league = await leagues.league(found[1])
+    league = await leagues.league(league_id)
     assert (league.partners, league.convention, league.finished) == (
         "rotating",
         "transferred",
@@ -270,20 +272,21 @@ async def test_a_duplicate_event_ends_with_a_knockout_of_its_top_pairs(
     """Stages: a duplicate event of fixed pairs, then a knockout of its best four pairs,
     seeded by the event's matchpoint standings (which the engine reads from the tables'
     histories), partners facing each other at every match."""
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "8", "--rounds", "3", "--bots", "--duplicate", "1"]
-    argv += ["--knockout-top", "4", "--knockout-deals", "1", "--url", stack.base_url]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    league_id, _, _ = await simulate(
+        stack,
+        "--players",
+        "8",
+        "--rounds",
+        "3",
+        "--duplicate",
+        "1",
+        "--knockout-top",
+        "4",
+        "--knockout-deals",
+        "1",
     )
-    _, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    found = re.search(r"league ([0-9a-f]{16}):", err.decode())
-    assert found, err.decode()[-2000:]
     leagues = LeagueClient(client)
-    league = await leagues.league(found[1])
+    league = await leagues.league(league_id)
     assert (league.format, league.rounds, league.finished) == ("duplicate", 5, True)
     bracket = league.knockout
     assert bracket is not None
