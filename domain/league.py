@@ -56,7 +56,7 @@ from msgspec.structs import replace
 from domain.boards import BoardCommitments, commit
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
-from domain.knockout import KnockoutError, Match, first_round, places, seeded_by_rating
+from domain.knockout import Match, first_round, places, seeded_by_rating
 from domain.knockout import next_round as next_knockout_round
 from domain.matchpoints import Convention
 from domain.movement import MAX_ROUNDS as MAX_MOVEMENT_ROUNDS
@@ -633,7 +633,10 @@ def _create(command: CreateLeague, seed: str) -> LeagueCreated:
         if not 0 <= rounds <= MAX_ROUNDS:
             raise RuleViolation("malformed", f"rounds before a knockout is 0 to {MAX_ROUNDS}")
     elif rounds is not None and not 1 <= rounds <= MAX_ROUNDS:
-        raise RuleViolation("malformed", f"rounds is 1 to {MAX_ROUNDS}, or absent for no end")
+        raise RuleViolation(
+            "invalid_rules",  # well formed (0 is a knockout's), but a league of no round
+            f"rounds is 1 to {MAX_ROUNDS}, or absent for no end (0: a knockout alone)",
+        )
     if command.pairing not in get_args(PairingChoice):
         choices = ", ".join(get_args(PairingChoice))
         raise RuleViolation("malformed", f"pairing {command.pairing!r} is not one of {choices}")
@@ -819,7 +822,7 @@ def _adjust(state: League, command: AdjustScore) -> ScoreAdjusted:
         )
     _check_reason(command.reason)
     if command.round is not None and not 1 <= command.round <= len(state.rounds):
-        raise RuleViolation("malformed", f"the league has no round {command.round} yet")
+        raise RuleViolation("wrong_phase", f"the league has no round {command.round} yet")
     return ScoreAdjusted(
         len(state.adjustments) + 1, command.player, command.points, command.reason, command.round
     )
@@ -875,11 +878,13 @@ def _check_stage(
         )
     if pairs and stage.ratings is not None:
         raise RuleViolation(
-            "malformed", "a duplicate event's knockout is seeded by its standings, not ratings"
+            "invalid_rules", "a duplicate event's knockout is seeded by its standings, not ratings"
         )
     try:
         if (stage.deals is None) == (stage.target is None):
-            raise KnockoutError("a match is of a number of deals or to a target score, not both")
+            raise RuleViolation(
+                "invalid_rules", "a match is of a number of deals or to a target score, one"
+            )
         if stage.deals is not None:
             resolve_rules(replace(rules, max_hands=stage.deals))
         else:
@@ -888,10 +893,10 @@ def _check_stage(
         raise RuleViolation("invalid_rules", f"the knockout's match: {error}") from None
     field = len(players) // len(rules.table.units[0]) if pairs else len(players)
     if stage.top is not None and not 2 <= stage.top <= field:
-        raise RuleViolation("malformed", f"a knockout of the top {stage.top} of {field}")
+        raise RuleViolation("invalid_rules", f"a knockout of the top {stage.top} of {field}")
     if stage.ratings is not None:
         if set(stage.ratings) != set(players):
-            raise RuleViolation("malformed", "the knockout's ratings rate every player, once")
+            raise RuleViolation("invalid_rules", "the knockout's ratings rate every player, once")
         if not all(math.isfinite(rating) for rating in stage.ratings.values()):
             raise RuleViolation("malformed", "a rating is a finite number")
 

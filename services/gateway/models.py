@@ -429,9 +429,10 @@ Reason = Annotated[
 
 class AdjustScore(_Strict):
     player: PlayerName = Field(description="A player of the league.")
-    points: Annotated[
-        int, Field(ge=-MAX_ADJUSTMENT, le=MAX_ADJUSTMENT), BeforeValidator(_whole)
-    ] = Field(description="Added to the player's points (negative: taken); not 0.")
+    points: (
+        Annotated[int, Field(ge=1, le=MAX_ADJUSTMENT), BeforeValidator(_whole)]
+        | Annotated[int, Field(ge=-MAX_ADJUSTMENT, le=-1), BeforeValidator(_whole)]
+    ) = Field(description="Added to the player's points (negative: taken); not 0.")
     reason: Reason
     round: Annotated[int, Field(ge=1, le=MAX_ROUNDS), BeforeValidator(_whole)] | None = Field(
         default=None, description="The round it concerns, if one; it must be scheduled."

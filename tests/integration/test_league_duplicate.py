@@ -251,7 +251,7 @@ async def test_a_duplicate_league_played_by_bots_deals_every_table_the_same_boar
         again = await http.post(f"{url}/voids", json=fouled)
         assert (again.status_code, again.json()["code"]) == (409, "wrong_phase")
         wrong = await http.post(f"{url}/voids", json={**fouled, "board": 3})  # a round-2 board
-        assert (wrong.status_code, wrong.json()["code"]) == (400, "malformed")
+        assert (wrong.status_code, wrong.json()["code"]) == (404, "not_found")
         crossed = {b["board"]: b for b in ok(await http.get(f"{url}/boards"))["boards"]}
         assert (crossed[1]["played"], crossed[2]["played"]) == (1, 2)
         assert {r["game_id"] for r in crossed[1]["results"]} == {f"{league_id}-1-2"}

@@ -504,7 +504,7 @@ async def test_the_director_voids_a_table_and_adjusts_a_score_in_the_history_and
     for wrong, status, code in [
         ({**adjustment, "points": 0}, 400, "malformed"),
         ({**adjustment, "reason": "tab\there"}, 400, "malformed"),
-        ({**adjustment, "round": 9}, 400, "malformed"),
+        ({**adjustment, "round": 9}, 409, "wrong_phase"),
         ({**adjustment, "player": "nobody"}, 404, "not_found"),
         ({**adjustment, "points": "5"}, 400, "malformed"),
     ]:
@@ -603,10 +603,10 @@ async def test_a_knockout_needs_head_to_head_games_and_a_match_length(
     players = ["a1", "a2", "a3", "a4"]
     for rules, knockout, status, code in [
         ({"preset": "partnership"}, {"deals": 2}, 422, "invalid_rules"),
-        ({"preset": "two-player"}, {}, 400, "malformed"),
-        ({"preset": "two-player"}, {"deals": 2, "target": 100}, 400, "malformed"),
-        ({"preset": "two-player"}, {"deals": 2, "top": 5}, 400, "malformed"),
-        ({"preset": "two-player"}, {"deals": 2, "ratings": {"a1": 1.0}}, 400, "malformed"),
+        ({"preset": "two-player"}, {}, 422, "invalid_rules"),
+        ({"preset": "two-player"}, {"deals": 2, "target": 100}, 422, "invalid_rules"),
+        ({"preset": "two-player"}, {"deals": 2, "top": 5}, 422, "invalid_rules"),
+        ({"preset": "two-player"}, {"deals": 2, "ratings": {"a1": 1.0}}, 422, "invalid_rules"),
         ({"preset": "two-player"}, {"deals": 0}, 400, "malformed"),
     ]:
         body = {"name": "Cup", "rules": rules, "players": players, "knockout": knockout}

@@ -118,7 +118,7 @@ def test_a_league_has_its_rules_resolved_and_its_players_shuffled_by_the_seed() 
         (CreateLeague("north", "N", {}, ("ann", "bob", "cat")), "invalid_rules", "needs 4"),
         (CreateLeague("north", "N", {}, ("ann", "", "cat", "dan")), "malformed", "name"),
         (CreateLeague("north", "N", {}, ("ann", "b\nb", "c", "d")), "malformed", "printable"),
-        (CreateLeague("north", "N", {}, PLAYERS, rounds=0), "malformed", "rounds"),
+        (CreateLeague("north", "N", {}, PLAYERS, rounds=0), "invalid_rules", "rounds"),
         (CreateLeague("north", "N", {}, PLAYERS, pairing="ladder"), "malformed", "pairing"),  # type: ignore[arg-type]
     ],
 )

@@ -66,7 +66,7 @@ def test_an_adjusted_score_is_an_event_with_its_reason_and_counts_in_the_ranking
         (AdjustScore("ann", 5, "   "), "malformed"),
         (AdjustScore("ann", 5, "line\nbreak"), "malformed"),
         (AdjustScore("ann", 5, "x" * 501), "malformed"),
-        (AdjustScore("ann", 5, "why", round=2), "malformed"),  # not scheduled yet
+        (AdjustScore("ann", 5, "why", round=2), "wrong_phase"),  # not scheduled yet
         (VoidTable("north-9-1", "why"), "malformed"),
         (VoidTable("elsewhere-1-1", "why"), "malformed"),
         (VoidTable("north-1-1", "\x00"), "malformed"),

@@ -133,12 +133,12 @@ def test_a_knockout_seeded_by_the_organisers_ratings() -> None:
 def test_a_knockout_refuses_what_it_cannot_hold() -> None:
     refusals = [
         ({"preset": "partnership"}, KnockoutStage(deals=2), "invalid_rules"),
-        ({"preset": "two-player"}, KnockoutStage(), "malformed"),
-        ({"preset": "two-player"}, KnockoutStage(deals=2, target=100), "malformed"),
+        ({"preset": "two-player"}, KnockoutStage(), "invalid_rules"),
+        ({"preset": "two-player"}, KnockoutStage(deals=2, target=100), "invalid_rules"),
         ({"preset": "two-player"}, KnockoutStage(deals=0), "invalid_rules"),
-        ({"preset": "two-player"}, KnockoutStage(deals=2, top=1), "malformed"),
-        ({"preset": "two-player"}, KnockoutStage(deals=2, top=7), "malformed"),
-        ({"preset": "two-player"}, KnockoutStage(deals=2, ratings={"ann": 1.0}), "malformed"),
+        ({"preset": "two-player"}, KnockoutStage(deals=2, top=1), "invalid_rules"),
+        ({"preset": "two-player"}, KnockoutStage(deals=2, top=7), "invalid_rules"),
+        ({"preset": "two-player"}, KnockoutStage(deals=2, ratings={"ann": 1.0}), "invalid_rules"),
     ]
     for rules, stage, code in refusals:
         command = CreateLeague(

@@ -113,8 +113,8 @@ async def create_league(
     many leagues not finished at once (429 `rate_limited` naming `SPADES_MAX_LEAGUES_GOING_ON`).
     A ``knockout`` ends the league with a bracket, after ``rounds`` rounds (or alone): 422
     `invalid_rules` unless its games are head to head (the two-player game, or a duplicate
-    event's fixed pairs) and its match length is a valid rule; 400 `malformed` for a ``top``
-    past the field, or ratings that do not rate every player once."""
+    event's fixed pairs), its match length is a valid rule, its ``top`` is within the field
+    and its ratings rate every player once; `rounds` 0 is a knockout's alone."""
     _check_caps(services, body.rules, len(body.players))
     clock = msgspec.convert(body.clock.model_dump(), Clock) if body.clock else None
     check_turn(services, clock)
@@ -396,7 +396,8 @@ async def adjust_score(
     The standings count it in the player's points (``adjusted`` says how much) and list every
     adjustment with its reason; Swiss pairing ranks by it. A retry with the same
     ``Idempotency-Key`` records it once. 404 `not_found` for a name that is not the league's;
-    400 `malformed` for 0 points, a reason of a control character, or a round not scheduled."""
+    400 `malformed` for 0 points or a reason of a control character; 409 `wrong_phase` for a
+    round not scheduled yet."""
     _of_the_league(await _owned(services, league_id, platform), body.player)
     request = AdjustScoreRequest(
         player=body.player, points=body.points, reason=body.reason, round=body.round
@@ -430,11 +431,15 @@ async def void_table(
     """The director voids a table, for the league's platform: its game's result counts in no
     player's wins, points, games or forfeits, in the standings, the results export (marked
     ``voided``) and Swiss pairing; the reason is recorded in the league's history. 404
-    `not_found` for a game that is not a table of the league; 409 `wrong_phase` while the
-    table is still being played, or when it is void already."""
+    `not_found` for a game that is not a table of the league, or a board it does not play; 409
+    `wrong_phase` while the table is still being played, or when it (or the board) is void
+    already."""
     league = await _owned(services, league_id, platform)
-    if league.table_named(body.game_id) is None:
+    found = league.table_named(body.game_id)
+    if found is None:
         raise ProblemError("not_found", f"the league has no table {body.game_id!r}")
+    if body.board is not None and body.board not in found[0].boards:
+        raise ProblemError("not_found", f"{body.game_id} plays no board {body.board}")
     request = VoidTableRequest(game_id=body.game_id, reason=body.reason, board=body.board)
     void = await operations.void_table(services, league_id, platform, request, idempotency_key)
     log.info("table voided", game_id=void.game_id)
