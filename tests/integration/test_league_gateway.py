@@ -187,7 +187,7 @@ async def test_league_refusals_are_problems(http: httpx.AsyncClient) -> None:
     assert_problem(twice, 400, "malformed")
     few = await http.post("/v1/leagues", json={**base, "players": ["a", "b", "c"]})
     assert "needs 4" in assert_problem(few, 422, "invalid_rules")["detail"]
-    assert_problem(await http.post("/v1/leagues", json={**base, "rounds": 0}), 400, "malformed")
+    assert_problem(await http.post("/v1/leagues", json={**base, "rounds": 0}), 422, "invalid_rules")
     assert_problem(await http.get("/v1/leagues/no-such-league"), 404, "league_not_found")
     assert_problem(await http.get("/v1/leagues/not%20an%20id"), 404, "league_not_found")
     assert_problem(await http.post("/v1/leagues/nope/rounds"), 404, "league_not_found")
