@@ -20,15 +20,17 @@ forfeits, then the higher rating ``ordinal``, then the player's name.
 - The director's adjusted scores are added to the points (``adjusted`` says how much of them),
   and a voided table counts in no one's wins, points, games or forfeits: the read model counted
   its game when it ended, and the answer takes the result the league recorded with the void
-  back out. Ratings keep it (openskill's, over every game played). Both are listed, with their
-  reasons, in the standings and (``voided``) in the results.
+  back out. Its rating cannot be taken back out, so such a league's ratings (and a duplicate
+  event's, which must not move before every table has played the round) are rated again from
+  the league's history (:func:`shown_ratings`). Both are listed, with their reasons, in the
+  standings and (``voided``) in the results.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -39,9 +41,10 @@ from domain import matchpoints
 from domain.duplicate_standings import duplicate_results, duplicate_scores
 from domain.league import BYE_WINS, League, champion, knockout_rounds, ranking
 from domain.records import HandRecord
+from domain.table import table_for
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
 from services.integrity.signals import FDR, HandFacts, report
-from services.store.ratings import Standing
+from services.store.ratings import MODEL, RatedGame, Rating, Standing, rate_in_order
 
 STANDINGS_CSV = (
     "rank",
@@ -189,8 +192,12 @@ def standings_answer(
     league: League,
     standings: LeagueStandings,
     hands: Mapping[str, Sequence[HandRecord]] | None = None,
+    ratings: Mapping[str, Rating] | None = None,
 ) -> shown.Standings:
-    """The standings; a duplicate league's ranked by matchpoints from its tables' ``hands``."""
+    """The standings; a duplicate league's ranked by matchpoints from its tables' ``hands``.
+    ``ratings``, when given, are shown rather than the read model's (:func:`shown_ratings`)."""
+    if ratings is not None:
+        standings = _rated_anew(standings, ratings)
     answer = _standings_answer(league, standings)
     if league.format != "duplicate":
         return answer
@@ -217,6 +224,52 @@ def standings_answer(
     rows.sort(key=lambda r: (-(r.percentage or 0.0), -(r.matchpoints or 0.0), r.player))
     ranked = [msgspec.structs.replace(row, rank=rank) for rank, row in enumerate(rows, start=1)]
     return msgspec.structs.replace(answer, players=ranked)
+
+
+def rated_again(league: League) -> bool:
+    """Whether the standings' ratings must be rated again from the league's history rather
+    than read from the read model, which rates each game as it ends: a duplicate event's (a
+    table's result says how the round's boards went while other tables still play them), and
+    a league's whose director voided a whole table (its game rated out)."""
+    return league.format == "duplicate" or any(void.board is None for void in league.voided)
+
+
+def shown_ratings(league: League, ended: Mapping[str, GameSummary]) -> dict[str, Rating]:
+    """The ratings a league whose ratings are :func:`rated_again` shows: its tables' games
+    rated in the league's order (round, then table), as the read model rates them, with every
+    voided table left out; a duplicate event's of the rounds every table has finished, any
+    other's with the games of the round under way that have ``ended`` (the game list's
+    summaries)."""
+    return rate_in_order(_rated_tables(league, {} if league.format == "duplicate" else ended))
+
+
+def _rated_tables(league: League, ended: Mapping[str, GameSummary]) -> Iterator[RatedGame]:
+    for played in league.rounds:
+        units = table_for(league.rules_of_round(played.number)).units
+        results = {result.game_id: result for result in played.results}
+        for table in played.tables:
+            if league.voided_game(table.game_id):
+                continue
+            players = [[league.sitting(table, seat) for seat in unit] for unit in units]
+            result = results.get(table.game_id)
+            if result is not None:
+                scores = [result.points[unit[0]] for unit in units]
+                winners = [n for n, unit in enumerate(units) if result.won[unit[0]]]
+                yield players, scores, winners
+            elif (summary := ended.get(table.game_id)) and summary.status == "finished":
+                yield players, summary.scores, summary.winners
+
+
+def _rated_anew(standings: LeagueStandings, ratings: Mapping[str, Rating]) -> LeagueStandings:
+    """The read model's records with ``ratings`` in place of its own (a player none of whose
+    games is rated has the starting rating)."""
+    start = (MODEL.mu, MODEL.sigma)
+    records = []
+    for record in standings.players:
+        mu, sigma = ratings.get(record.player, start)
+        ordinal = MODEL.rating(mu, sigma).ordinal()
+        records.append(msgspec.structs.replace(record, mu=mu, sigma=sigma, ordinal=ordinal))
+    return msgspec.structs.replace(standings, players=records)
 
 
 def _matchpoints(mine: matchpoints.Standing | None, adjusted: int) -> dict[str, float | None]:

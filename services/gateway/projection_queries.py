@@ -74,6 +74,11 @@ class ReadModels(Protocol):
 
     async def hand_record(self, game_id: str, hand: int) -> HandRecord | None: ...
 
+    async def hands_of(self, game_ids: Sequence[str]) -> dict[str, list[HandRecord]]:
+        """The finished hands of each of ``game_ids``, by game, in one read (none for a game
+        with none)."""
+        ...
+
     async def wait_for_version(self, game_id: str, version: int, timeout_s: float) -> bool:
         """Wait until the game's version ``version`` is visible; False if it was not in time."""
         ...
@@ -141,6 +146,10 @@ class ProjectionReadModels:
     async def hand_record(self, game_id: str, hand: int) -> HandRecord | None:
         record = await queries.hand_record(self._engine, game_id, hand, in_loop=self._in_loop)
         return msgspec.convert(record, HandRecord) if record is not None else None
+
+    async def hands_of(self, game_ids: Sequence[str]) -> dict[str, list[HandRecord]]:
+        found = await queries.hands_of(self._engine, game_ids)
+        return {game_id: msgspec.convert(r, list[HandRecord]) for game_id, r in found.items()}
 
     async def wait_for_version(self, game_id: str, version: int, timeout_s: float) -> bool:
         return await queries.wait_for_version(

@@ -143,6 +143,30 @@ async def hand_records(
     return [row[0] for row in await _rows(engine, in_loop, query, None)]
 
 
+HANDS_BATCH = 500
+"""Games a read of many games' hands names at once (SQLite binds at most 999 values in older
+builds)."""
+
+
+async def hands_of(engine: AsyncEngine, game_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """The records of the finished hands of each of ``game_ids`` (a duplicate league's tables),
+    in hand order, by game: one read per :data:`HANDS_BATCH` games, not one per game; a game
+    with no finished hand has none."""
+    records = tables.hand_records
+    found: dict[str, list[dict[str, Any]]] = {game_id: [] for game_id in game_ids}
+    async with engine.connect() as conn:
+        for start in range(0, len(game_ids), HANDS_BATCH):
+            batch = list(game_ids[start : start + HANDS_BATCH])
+            query = (
+                sa.select(records.c.game_id, records.c.record)
+                .where(records.c.game_id.in_(batch))
+                .order_by(records.c.game_id, records.c.hand)
+            )
+            for game_id, record in await conn.execute(query):
+                found[game_id].append(record)
+    return found
+
+
 async def hand_record(
     engine: AsyncEngine, game_id: str, n: int, *, in_loop: InLoop | None = None
 ) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ in, so a rebuild of the read model gives exactly the numbers it had.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from openskill.models import PlackettLuce
@@ -89,3 +89,21 @@ def rate(
     teams = [[MODEL.rating(mu, sigma) for mu, sigma in unit] for unit in before]
     rated = MODEL.rate(teams, ranks=[float(rank) for rank in unit_ranks(scores, winners)])
     return [[(rating.mu, rating.sigma) for rating in unit] for unit in rated]
+
+
+RatedGame = tuple[Sequence[Sequence[str]], Sequence[int], Sequence[int]]
+"""A finished game as the ratings see it: each unit's players, each unit's final score, and
+the units that won."""
+
+
+def rate_in_order(games: Iterable[RatedGame]) -> dict[str, Rating]:
+    """Every player's rating after ``games``, rated one after another from the start (what
+    the standings projection arrives at for the same games in the same order)."""
+    ratings: dict[str, Rating] = {}
+    start = (MODEL.mu, MODEL.sigma)
+    for units, scores, winners in games:
+        before = [[ratings.get(player, start) for player in unit] for unit in units]
+        after = rate(before, scores, winners)
+        for players, rated in zip(units, after, strict=True):
+            ratings.update(zip(players, rated, strict=True))
+    return ratings

@@ -381,3 +381,39 @@ async def test_a_duplicate_table_is_kept_from_other_readers_until_its_round_is_o
             async with SpadesClient(served.url) as anyone:  # no key, no seat: the public
                 assert len(await records(anyone, one["game_id"], 1)) == 1
             ok(await http.get(f"{game}/events"))
+
+
+async def test_a_duplicate_events_ratings_move_only_when_every_table_has_played_the_round(
+    gateway: str, http: httpx.AsyncClient
+) -> None:
+    """A table's result says how the round's boards went, so a rating that moved as one table
+    ended would tell the tables still playing them: the ratings shown are those of the rounds
+    every table has finished, as the read model would rate the same games in the same order."""
+    body = {
+        "name": "Quiet ratings",
+        "rules": RULES,
+        "players": PLAYERS,
+        "rounds": 1,
+        "format": "duplicate",
+        "boards_per_round": 1,
+    }
+    league_id = ok(await http.post("/v1/leagues", json=body), 201)["league_id"]
+    url = f"/v1/leagues/{league_id}"
+    started = ok(await http.post(f"{url}/rounds"), 201)
+    one, _ = started["tables"]
+    await play_round(gateway, {"tables": [one]})
+    # the read model has rated the finished table; the standings still show nobody rated
+    halfway = ok(await http.get(f"{url}/standings", params={"min_version": 1}))
+    assert halfway["version"] == 1
+    start = {(row["rating"]["mu"], row["rating"]["sigma"]) for row in halfway["players"]}
+    assert len(start) == 1, halfway["players"]
+    await play_round(gateway, started)
+    await until_round_over(http, league_id, 1)
+    over = ok(await http.get(f"{url}/standings", params={"min_version": 2}))
+    rated = {row["player"]: row["rating"] for row in over["players"]}
+    assert all((r["mu"], r["sigma"]) not in start for r in rated.values()), rated
+    # each side's two partners are rated as one team: the same figures
+    for table in started["tables"]:
+        seats = [seat["player"] for seat in table["seats"]]
+        assert rated[seats[0]] == rated[seats[2]]
+        assert rated[seats[1]] == rated[seats[3]]

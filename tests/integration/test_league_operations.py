@@ -35,6 +35,7 @@ from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.runtime.league_stream import LeagueStream
 from services.runtime.nats_server import EmbeddedNats
+from services.store.ratings import Standing
 from tests.e2e.secrecy import cards_shown
 from tests.integration import stack
 from tests.integration.support import (
@@ -517,9 +518,18 @@ async def test_the_director_voids_a_table_and_adjusts_a_score_in_the_history_and
 
     standings = ok(await http.get(f"{url}/standings"))
     rows = {row["player"]: row for row in standings["players"]}
-    for seat in one["seats"]:  # the voided table counts for no one
+    start = Standing()
+    for seat in one["seats"]:  # the voided table counts for no one, its rating included
         assert (rows[seat["player"]]["games"], rows[seat["player"]]["points"]) == (0, 0)
         assert rows[seat["player"]]["wins"] == 0
+        assert records[seat["player"]]["rating"]["mu"] != start.mu
+        assert rows[seat["player"]]["rating"] == {
+            "mu": start.mu,
+            "sigma": start.sigma,
+            "ordinal": start.ordinal,
+        }
+    for seat in other["seats"]:  # the other table's game is rated as it was
+        assert rows[seat["player"]]["rating"] == records[seat["player"]]["rating"]
     mine = rows[someone]
     assert (mine["points"], mine["adjusted"]) == (records[someone]["points"] - 25, -25)
     assert standings["adjustments"] == [made]

@@ -277,19 +277,25 @@ async def test_another_platform_neither_reads_a_league_nor_starts_its_rounds(
     assert again.json()["tables"][0]["game_id"] == table["game_id"]  # the owner's retry
 
 
-async def test_another_platform_can_neither_withdraw_substitute_nor_export(
+async def test_another_platform_can_neither_withdraw_substitute_direct_nor_export(
     http: httpx.AsyncClient, house: Client
 ) -> None:
     league_id = await league(http, ACME)
     path = f"/v1/leagues/{league_id}"
     started = await http.post(f"{path}/rounds", headers=bearer(ACME))
     assert started.status_code == 201, started.text
-    player = started.json()["tables"][0]["seats"][0]["player"]
+    table = started.json()["tables"][0]
+    player = table["seats"][0]["player"]
     seen = (await http.get(path, headers=bearer(ACME))).json()
+    standings = (await http.get(f"{path}/standings", headers=bearer(ACME))).json()
     nobody = f"{path}-none"
     operations = [
         ("POST", "/withdrawals", {"player": player}),
         ("POST", "/substitutions", {"player": player, "substitute": "mole"}),
+        ("POST", "/adjustments", {"player": player, "points": 50, "reason": "mole bonus"}),
+        ("POST", "/voids", {"game_id": table["game_id"], "reason": "mole says so"}),
+        ("GET", "/boards", None),
+        ("GET", "/integrity", None),
         ("GET", "/exports/standings", None),
         ("GET", "/exports/results", None),
         ("GET", "/exports/results?format=csv", None),
@@ -303,7 +309,9 @@ async def test_another_platform_can_neither_withdraw_substitute_nor_export(
                 unknown = await http.request(
                     method, f"{nobody}{operation}", json=body, headers=stranger
                 )
-                if stranger:
+                # ``/boards`` is read by anyone a league's visibility lets read it: a private
+                # league is unknown to a caller of no key, as to another platform
+                if stranger or operation == "/boards":
                     assert_problem(answer, 404, "league_not_found")
                     same_problem(answer, unknown, (league_id, f"{league_id}-none"))
                 else:
@@ -313,6 +321,8 @@ async def test_another_platform_can_neither_withdraw_substitute_nor_export(
         await sentinel(http, watch)
     assert not [s for s in watch.subjects() if league_id in s]
     assert (await http.get(path, headers=bearer(ACME))).json() == seen
+    # no adjustment, no void: the owner's standings are as they were
+    assert (await http.get(f"{path}/standings", headers=bearer(ACME))).json() == standings
     # the owner, under either key, does all of it
     for key in (ACME, ACME_ROTATED):
         exported = await http.get(f"{path}/exports/standings?format=csv", headers=bearer(key))

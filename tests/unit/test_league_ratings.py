@@ -10,7 +10,7 @@ import pytest
 from openskill.models import PlackettLuce
 
 import services.store.ratings
-from services.store.ratings import MODEL, Standing, record_game, unit_ranks
+from services.store.ratings import MODEL, Standing, rate_in_order, record_game, unit_ranks
 
 
 def fresh(*players: str) -> dict[str, Standing]:
@@ -102,3 +102,21 @@ def test_the_same_games_in_the_same_order_give_the_same_numbers_to_the_bit() -> 
     for units, scores, winners in reversed(games):
         record_game(standings, units, scores, winners)
     assert {p: s.mu for p, s in standings.items()} != {p: v[0] for p, v in first.items()}
+
+
+def test_rating_a_leagues_games_again_in_order_gives_what_the_standings_gave() -> None:
+    """The standings that rate a league again from its history (a duplicate event's, a league
+    with a voided table) reach the figures the read model reached for the same games."""
+    rng = random.Random(8)
+    players = [f"p{n}" for n in range(7)]
+    games = []
+    for _ in range(30):
+        seated = rng.sample(players, 4)
+        scores = [rng.randrange(-200, 600, 10) for _ in range(2)]
+        games.append(([seated[0::2], seated[1::2]], scores, [scores.index(max(scores))]))
+    standings = fresh(*players)
+    for units, scores, winners in games:
+        record_game(standings, units, scores, winners)
+    again = rate_in_order(games)
+    assert again == {p: (s.mu, s.sigma) for p, s in standings.items() if s.games}
+    assert rate_in_order(games[1:]) != again

@@ -48,9 +48,11 @@ from services.gateway.league_views import (
     boards_answer,
     integrity_answer,
     league_answer,
+    rated_again,
     results_cells,
     results_rows,
     round_answer,
+    shown_ratings,
     standings_answer,
     standings_rows,
     to_csv,
@@ -209,7 +211,12 @@ async def _standings(services: Services, league: League) -> shown.Standings:
     voided tables (from the league's history) applied."""
     voided = [void.game_id for void in league.voided]
     counted = await services.read_models.league_standings(league.league_id, voided)
-    return standings_answer(league, counted, await _table_hands(services, league))
+    ratings = None
+    if rated_again(league):
+        under_way = [] if not league.rounds else league.rounds[-1].tables
+        ended = await services.read_models.game_summaries([t.game_id for t in under_way])
+        ratings = shown_ratings(league, ended)
+    return standings_answer(league, counted, await _table_hands(services, league), ratings)
 
 
 def _of_the_league(league: League, player: str) -> None:
@@ -296,8 +303,7 @@ async def _table_hands(services: Gateway, league: League) -> dict[str, list[Hand
     if league.format != "duplicate":
         return None
     game_ids = [table.game_id for played in league.rounds for table in played.tables]
-    found = await asyncio.gather(*(services.read_models.hand_records(g) for g in game_ids))
-    return {game_id: records or [] for game_id, records in zip(game_ids, found, strict=True)}
+    return await services.read_models.hands_of(game_ids)
 
 
 # --------------------------------------------------------------------------- the platform's
