@@ -127,14 +127,23 @@ class BracketRound(msgspec.Struct, frozen=True, kw_only=True):
 class Bracket(msgspec.Struct, frozen=True, kw_only=True):
     """A knockout: after ``after_round`` rounds, the first ``top`` (by the standings, or the
     organiser's ratings) meet head to head, two at a table, byes to the best seeds, each round's
-    winners paired in the next; a match is ``deals`` hands or to ``target``, a tie on top
-    playing on a hand at a time."""
+    winners paired in the next; a match is ``deals`` hands or to ``target``, a tie on top at
+    its end decided by ``tie_break``."""
 
     after_round: int
     top: int | None
     deals: int | None
     target: int | None
     seeding: Literal["standings", "ratings"]
+    tie_break: Annotated[
+        Literal["play_on", "extra_deal", "higher_seed"],
+        msgspec.Meta(
+            description="A match tied on top at its end: `play_on` a hand at a time until one "
+            "side leads alone; `extra_deal` so for up to `extra_deals` hands, then the better "
+            "seed wins; `higher_seed` the better seed wins at once."
+        ),
+    ] = "play_on"
+    extra_deals: int = 3
     entrants: Annotated[
         list[list[str]],
         msgspec.Meta(description="Each entrant's players, best seed first, once seeded."),

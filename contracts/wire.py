@@ -15,7 +15,7 @@ import msgspec
 
 from domain.clock import Clock
 from domain.errors import Code
-from domain.events import AnyEvent, DuplicateBoards
+from domain.events import AnyEvent, DuplicateBoards, TieRule
 from domain.league import AnyLeagueEvent, Format, KnockoutStage, PairingChoice, Partners
 from domain.matchpoints import Convention
 from domain.platforms import Seating, Visibility
@@ -133,6 +133,9 @@ class CreateGameRequest(msgspec.Struct, frozen=True, tag="create_game", kw_only=
     duplicate: DuplicateBoards | None = None
     """Set only by a duplicate league's round (the gateway refuses it from a client): the
     table's boards (:class:`domain.events.DuplicateBoards`)."""
+    ties: TieRule | None = None
+    """Set only by a knockout's round (the gateway refuses it from a client): how a tie on top
+    ends the match (:class:`domain.events.TieRule`)."""
 
 
 class TakeSeatRequest(msgspec.Struct, frozen=True, tag="take_seat", kw_only=True):

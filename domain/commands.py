@@ -17,7 +17,7 @@ from domain.bids import Bid, read_bid
 from domain.cards import Card
 from domain.clock import Clock
 from domain.errors import RuleViolation
-from domain.events import DuplicateBoards
+from domain.events import DuplicateBoards, TieRule
 from domain.platforms import Seating, Visibility
 from domain.shuffle import DealSource
 
@@ -39,6 +39,7 @@ class CreateGame(Command, tag="create_game", frozen=True):
     seating: Seating = "platform"
     clock: Clock | None = None
     duplicate: DuplicateBoards | None = None
+    ties: TieRule | None = None
 
 
 class TakeSeat(Command, tag="take_seat", frozen=True):

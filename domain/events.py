@@ -14,6 +14,7 @@ import msgspec
 from domain.bids import Bid
 from domain.cards import Card
 from domain.clock import Clock
+from domain.knockout import TieBreak
 from domain.platforms import Seating, Visibility
 from domain.rules import Rules
 
@@ -30,6 +31,18 @@ class DuplicateBoards(msgspec.Struct, frozen=True):
     event: str
     first: int
     count: int
+
+
+class TieRule(msgspec.Struct, frozen=True):
+    """A knockout match's table (:mod:`domain.knockout`): how a tie on top is broken once the
+    match is over (its ``max_hands`` played, its ``target`` reached). ``extra_deal`` plays
+    another hand, up to ``extra_deals`` of them, and gives a tie still standing to unit
+    ``better`` (the better seed's); ``higher_seed`` gives it to unit ``better`` at once. A game
+    without one plays on, a hand at a time, until one unit leads alone."""
+
+    tie_break: TieBreak
+    extra_deals: int = 3
+    better: int = 0
 
 
 class GameCreated(Event, tag="game_created", frozen=True):
@@ -52,6 +65,9 @@ class GameCreated(Event, tag="game_created", frozen=True):
     duplicate: DuplicateBoards | msgspec.UnsetType = msgspec.UNSET
     """Set for a table of a duplicate event only; left out of the bytes otherwise, so a game
     created before duplicate events existed is recorded exactly as it was."""
+    ties: TieRule | msgspec.UnsetType = msgspec.UNSET
+    """Set for a knockout match whose ties are broken by a rule other than playing on; left
+    out of the bytes otherwise, as ``duplicate`` is."""
 
 
 class SeatTaken(Event, tag="seat_taken", frozen=True):

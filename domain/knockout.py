@@ -44,6 +44,8 @@ from domain.errors import RuleViolation
 
 TieBreak = Literal["extra_deal", "higher_seed"]
 TIE_BREAKS: tuple[TieBreak, ...] = ("extra_deal", "higher_seed")
+MAX_EXTRA_DEALS = 100
+"""The most hands a match plays past its end to break a tie."""
 MAX_ENTRANTS = 4096
 
 
@@ -71,8 +73,8 @@ class MatchFormat(msgspec.Struct, frozen=True, kw_only=True):
             raise KnockoutError(f"a match of {self.deals} deals")
         if self.target is not None and self.target < 1:
             raise KnockoutError(f"a match to {self.target} points")
-        if not 0 <= self.extra_deals <= 100:
-            raise KnockoutError(f"{self.extra_deals} extra deals: 0 to 100")
+        if not 0 <= self.extra_deals <= MAX_EXTRA_DEALS:
+            raise KnockoutError(f"{self.extra_deals} extra deals: 0 to {MAX_EXTRA_DEALS}")
 
 
 class Match(msgspec.Struct, frozen=True):

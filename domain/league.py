@@ -56,7 +56,16 @@ from msgspec.structs import replace
 from domain.boards import BoardCommitments, commit
 from domain.clock import Clock, OnTimeout
 from domain.errors import RuleViolation
-from domain.knockout import Match, first_round, places, seeded_by_rating
+from domain.events import TieRule
+from domain.knockout import (
+    MAX_EXTRA_DEALS,
+    TIE_BREAKS,
+    Match,
+    TieBreak,
+    first_round,
+    places,
+    seeded_by_rating,
+)
 from domain.knockout import next_round as next_knockout_round
 from domain.matchpoints import Convention
 from domain.movement import MAX_ROUNDS as MAX_MOVEMENT_ROUNDS
@@ -191,6 +200,19 @@ class KnockoutStage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     target: int | None = None
     ratings: dict[str, float] | None = None
     """Seeds by these ratings (highest first, then by name), not by the standings."""
+    tie_break: TieBreak | Literal["play_on"] = "play_on"
+    """How a match tied on top at its end is decided: ``play_on`` a hand at a time until one
+    leads alone; ``extra_deal`` so for up to ``extra_deals`` hands, then the better seed;
+    ``higher_seed`` the better seed at once (:class:`domain.events.TieRule`)."""
+    extra_deals: int = 3
+
+    @property
+    def ties(self) -> TieRule | None:
+        """The tie rule of its matches' games (the better seed sits in the first unit); None:
+        they play on."""
+        if self.tie_break == "play_on":
+            return None
+        return TieRule(self.tie_break, self.extra_deals)
 
 
 Side = tuple[str, ...]
@@ -262,6 +284,13 @@ class League(msgspec.Struct, frozen=True):
             return replace(self.rules, max_hands=self.stage.deals)
         assert self.stage.target is not None
         return replace(self.rules, target=self.stage.target, max_hands=None)
+
+    def ties_of_round(self, number: int) -> TieRule | None:
+        """How a tie on top ends round ``number``'s games: a knockout's tie rule; None (play
+        on) for any other round."""
+        if self.stage is None or not self.in_knockout(number):
+            return None
+        return self.stage.ties
 
     def voided_game(self, game_id: str) -> bool:
         """Whether the whole table ``game_id`` is void."""
@@ -876,6 +905,10 @@ def _check_stage(
             "a knockout is head to head: the two-player game, or a duplicate event's fixed "
             "pairs at a four-seat partnership table (a league of players has no fixed pairs)",
         )
+    if stage.tie_break not in ("play_on", *TIE_BREAKS):
+        raise RuleViolation("invalid_rules", f"a tie break is play_on or one of {TIE_BREAKS}")
+    if not 0 <= stage.extra_deals <= MAX_EXTRA_DEALS:
+        raise RuleViolation("invalid_rules", f"a match plays 0 to {MAX_EXTRA_DEALS} extra deals")
     if pairs and stage.ratings is not None:
         raise RuleViolation(
             "invalid_rules", "a duplicate event's knockout is seeded by its standings, not ratings"

@@ -14,7 +14,7 @@ from msgspec.structs import replace
 
 from domain.commands import RecordTally
 from domain.errors import RuleViolation
-from domain.events import AnyEvent, GameEnded, HandScored
+from domain.events import AnyEvent, GameEnded, HandScored, TieRule
 from domain.rules import Rules
 from domain.scoring import score_hand
 from domain.state import Game, Hand, in_hand
@@ -57,25 +57,45 @@ def end_of_hand(state: Game, hand: Hand, won: list[int], reneged: int) -> list[A
         hand.seed if state.duplicate is None else None,  # a board's: its league reveals it
     )
     winners = (
-        _winners(rules, result.scores, state.hands_played + 1)
+        winners_after(rules, result.scores, state.hands_played + 1, state.ties, state.tied_ends)
         if state.duplicate is None
         else _duplicate_winners(state.duplicate.count, result.scores, state.hands_played + 1)
     )
     return [scored, GameEnded(winners, result.scores)] if winners else [scored]
 
 
-def _winners(rules: Rules, scores: Sequence[int], hands_played: int) -> tuple[Unit, ...]:
-    """The winning unit when the game ends after this hand, else (); a tie on top plays on."""
-    over = (
+def winners_after(
+    rules: Rules,
+    scores: Sequence[int],
+    hands_played: int,
+    ties: TieRule | None = None,
+    tied_ends: int = 0,
+) -> tuple[Unit, ...]:
+    """The winning unit when the game ends after this hand, else (). A tie on top plays on;
+    a knockout match's ``ties`` rule gives it to its better seed at once (``higher_seed``) or
+    once ``tied_ends`` (the hands already played on for a tie) reaches its ``extra_deals``."""
+    if not _over(rules, scores, hands_played):
+        return ()
+    leaders = _leaders(scores)
+    if len(leaders) == 1:
+        return leaders
+    if ties is not None and (ties.tie_break == "higher_seed" or tied_ends >= ties.extra_deals):
+        return (ties.better,) if ties.better in leaders else (min(leaders),)
+    return ()
+
+
+def _over(rules: Rules, scores: Sequence[int], hands_played: int) -> bool:
+    """Whether the game would end after this hand but for a tie on top."""
+    return (
         max(scores) >= rules.target
         or (rules.lose_at is not None and min(scores) <= rules.lose_at)
         or (rules.max_hands is not None and hands_played >= rules.max_hands)
     )
-    if not over:
-        return ()
+
+
+def _leaders(scores: Sequence[int]) -> tuple[Unit, ...]:
     top = max(scores)
-    leaders = tuple(unit for unit, score in enumerate(scores) if score == top)
-    return leaders if len(leaders) == 1 else ()
+    return tuple(unit for unit, score in enumerate(scores) if score == top)
 
 
 def _duplicate_winners(boards: int, scores: Sequence[int], hands_played: int) -> tuple[Unit, ...]:
@@ -91,12 +111,19 @@ def _duplicate_winners(boards: int, scores: Sequence[int], hands_played: int) ->
 
 
 def hand_scored(state: Game, event: HandScored) -> Game:
+    hands_played = state.hands_played + 1
+    # a knockout match over but for a tie plays on: one more hand towards its tie rule's cap
+    tied = state.ties is not None and state.duplicate is None
+    tied = (
+        tied and _over(state.rules, event.scores, hands_played) and len(_leaders(event.scores)) > 1
+    )
     return replace(
         state,
         scores=event.scores,
         bags=event.bags,
-        hands_played=state.hands_played + 1,
+        hands_played=hands_played,
         hand=None,
+        tied_ends=state.tied_ends + tied,
     )
 
 

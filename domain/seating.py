@@ -20,7 +20,9 @@ from domain.events import (
     GameCreated,
     SeatTaken,
     SeatTokenReissued,
+    TieRule,
 )
+from domain.knockout import MAX_EXTRA_DEALS, TIE_BREAKS
 from domain.platforms import Seating, Visibility
 from domain.rules import resolve_rules
 from domain.state import Game, Player, at_seat
@@ -98,6 +100,8 @@ def create_game(command: CreateGame) -> GameCreated:
         check_clock(command.clock)
     if command.duplicate is not None:
         _check_duplicate(command, rules.players)
+    if command.ties is not None:
+        _check_ties(command.ties, units)
     return GameCreated(
         game_id=command.game_id,
         rules=rules,
@@ -111,6 +115,7 @@ def create_game(command: CreateGame) -> GameCreated:
         seating=command.seating,
         clock=command.clock,
         duplicate=command.duplicate if command.duplicate is not None else msgspec.UNSET,
+        ties=command.ties if command.ties is not None else msgspec.UNSET,
     )
 
 
@@ -132,6 +137,17 @@ def _check_duplicate(command: CreateGame, players: int) -> None:
             "malformed",
             f"board {duplicate.first} is dealt by seat {(duplicate.first - 1) % players}",
         )
+
+
+def _check_ties(ties: TieRule, units: int) -> None:
+    """A knockout match's tie rule: a rule of :data:`~domain.knockout.TIE_BREAKS`, its extra
+    deals within bounds, its better seed a unit of the table."""
+    if ties.tie_break not in TIE_BREAKS:
+        raise RuleViolation("malformed", f"tie break {ties.tie_break!r} is not one of {TIE_BREAKS}")
+    if not 0 <= ties.extra_deals <= MAX_EXTRA_DEALS:
+        raise RuleViolation("malformed", f"extra deals are 0 to {MAX_EXTRA_DEALS}")
+    if not 0 <= ties.better < units:
+        raise RuleViolation("malformed", f"unit {ties.better} is not a unit of this table")
 
 
 def _check_access(command: CreateGame) -> None:
@@ -198,6 +214,7 @@ def game_created(event: GameCreated) -> Game:
         timing=timing_for(event.clock, rules.players),
         league=event.league,
         duplicate=event.duplicate if isinstance(event.duplicate, DuplicateBoards) else None,
+        ties=event.ties if isinstance(event.ties, TieRule) else None,
     )
 
 

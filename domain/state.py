@@ -21,7 +21,7 @@ from domain.bids import Bid
 from domain.cards import Card, CardSet, cards_in, set_of
 from domain.clock import Timing
 from domain.errors import RuleViolation
-from domain.events import DuplicateBoards
+from domain.events import DuplicateBoards, TieRule
 from domain.platforms import FIRST_ISSUE, Seating, Visibility
 from domain.rules import Rules
 from domain.table import Seat
@@ -115,6 +115,10 @@ class Game(msgspec.Struct, frozen=True, gc=False):
     duplicate: DuplicateBoards | None = None
     """The boards a duplicate event's table plays (:mod:`domain.boards`); None: a game whose
     hands are dealt from fresh seeds and which ends by its rules."""
+    ties: TieRule | None = None
+    """A knockout match's tie rule; None: a tie on top plays on."""
+    tied_ends: int = 0
+    """The hands after which the game was over but for a tie on top (each played on)."""
 
 
 def in_hand(state: Game) -> Hand:

@@ -99,6 +99,13 @@ def simulate(
         typer.Option(min=2, help="End with a knockout of the standings' top N (two-player games)."),
     ] = None,
     knockout_deals: Annotated[int, typer.Option(min=1, help="Deals of a knockout match.")] = 2,
+    knockout_ties: Annotated[
+        str,
+        typer.Option(
+            help="A knockout match tied at its end: play_on, extra_deal (3 more at most, "
+            "then the better seed) or higher_seed."
+        ),
+    ] = "play_on",
     bots: Annotated[
         bool,
         typer.Option(
@@ -142,7 +149,11 @@ def simulate(
     standings (a duplicate event's by matchpoints; and the knockout's champion, with
     ``--knockout-top``)."""
     names = [f"player {number}" for number in range(1, players + 1)]
-    knockout = None if knockout_top is None else {"top": knockout_top, "deals": knockout_deals}
+    knockout = (
+        None
+        if knockout_top is None
+        else {"top": knockout_top, "deals": knockout_deals, "tie_break": knockout_ties}
+    )
     if knockout is None and rounds == 0:
         raise typer.BadParameter("a league without a knockout plays 1 round or more")
     raw = _rules(preset, rules)

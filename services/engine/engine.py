@@ -161,6 +161,7 @@ class Engine(CommandHandler[CommandRequest, CommandReply, Commit, LoadedGame]):
                 seating=body.seating,
                 clock=body.clock,
                 duplicate=body.duplicate,
+                ties=body.ties,
             )
             return list(decide(None, command))
         if state is None:

@@ -149,6 +149,8 @@ def bracket_answer(league: League) -> shown.Bracket | None:
         deals=stage.deals,
         target=stage.target,
         seeding="ratings" if stage.ratings is not None else "standings",
+        tie_break=stage.tie_break,
+        extra_deals=stage.extra_deals,
         entrants=[list(side) for side in entrants],
         rounds=rounds,
         champion=None if (won := champion(league)) is None else list(won),

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from domain.bids import BID_PATTERN
+from domain.knockout import MAX_EXTRA_DEALS
 from domain.league import (
     MAX_ADJUSTMENT,
     MAX_PLAYERS,
@@ -336,6 +337,15 @@ class KnockoutSettings(_Strict):
         default=None,
         description="Seed by these ratings (every player's, highest first, ties by name) "
         "rather than by the standings of the rounds before.",
+    )
+    tie_break: Literal["play_on", "extra_deal", "higher_seed"] = Field(
+        default="play_on",
+        description="A match tied on top at its end: `play_on` a hand at a time until one "
+        "side leads alone; `extra_deal` so for up to `extra_deals` hands, then the better "
+        "seed wins; `higher_seed` the better seed wins at once.",
+    )
+    extra_deals: Annotated[int, Field(ge=0, le=MAX_EXTRA_DEALS), BeforeValidator(_whole)] = Field(
+        default=3, description="Under `extra_deal`: the most hands played on for a tie."
     )
 
 

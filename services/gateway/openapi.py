@@ -42,7 +42,7 @@ from contracts.answers import (
 )
 from contracts.audit_log import ConsistencyProof, InclusionProof, Logs
 from contracts.webhooks import AnyWebhook, WebhookType
-from domain.events import AnyEvent
+from domain.events import AnyEvent, GameCreated
 from domain.rules import Rules
 from domain.views import ClockView, PublicState, SeatInfo, SeatView, TrickCard
 from services.audit.report import AuditReport
@@ -519,9 +519,16 @@ def reached_from(roots: set[str], schemas: dict[str, Any]) -> set[str]:
     return seen
 
 
-LEFT_OUT_WHEN_UNSET: dict[str, frozenset[str]] = {"GameCreated": frozenset({"duplicate"})}
+LEFT_OUT_WHEN_UNSET: dict[str, frozenset[str]] = {
+    "GameCreated": frozenset(
+        field.name
+        for field in msgspec.structs.fields(GameCreated)
+        if field.default is msgspec.UNSET
+    )
+}
 """The fields an answer leaves out rather than sending a default (``msgspec.UNSET``): a game
-created before duplicate events existed is recorded, and shown, exactly as it was."""
+created before duplicate events and knockout tie rules existed is recorded, and shown, exactly
+as it was."""
 
 
 def _settle_required(document: dict[str, Any]) -> None:

@@ -286,6 +286,8 @@ async def test_a_duplicate_event_ends_with_a_knockout_of_its_top_pairs(
         "4",
         "--knockout-deals",
         "1",
+        "--knockout-ties",
+        "extra_deal",
     )
     leagues = LeagueClient(client)
     league = await leagues.league(league_id)
@@ -293,6 +295,7 @@ async def test_a_duplicate_event_ends_with_a_knockout_of_its_top_pairs(
     bracket = league.knockout
     assert bracket is not None
     assert bracket.after_round == 3
+    assert (bracket.tie_break, bracket.extra_deals) == ("extra_deal", 3)
     # seeded by the event's standings: the pairs in the order of their percentages
     standings = await leagues.standings(league.league_id)
     by_pair: list[list[str]] = []

@@ -27,7 +27,7 @@ from typer.testing import CliRunner, Result
 
 from contracts.wire import league_subject
 from domain.clock import Clock
-from domain.events import GameCreated
+from domain.events import GameCreated, TieRule
 from domain.league import RoundCompleted
 from services.bots.runner import play_game
 from services.bots.strategy import Bot
@@ -563,7 +563,7 @@ async def test_a_knockout_is_played_through_the_service_to_its_champion(
         "name": "Cup",
         "rules": {"preset": "two-player"},
         "players": list(ratings),
-        "knockout": {"deals": 1, "ratings": ratings},
+        "knockout": {"deals": 1, "ratings": ratings, "tie_break": "higher_seed"},
     }
     created = ok(await http.post("/v1/leagues", json=body), 201)
     league_id, url = created["league_id"], f"/v1/leagues/{created['league_id']}"
@@ -578,6 +578,7 @@ async def test_a_knockout_is_played_through_the_service_to_its_champion(
         (made,) = (await history(house, match["game_id"]))[0].commit.events
         assert isinstance(made, GameCreated)
         assert made.rules.max_hands == 1  # a match of one deal
+        assert made.ties == TieRule("higher_seed")  # level after it: the better seed goes on
         await play_tables(gateway, first["tables"])
         await watch.until("round_completed")
         semis = ok(await http.post(f"{url}/rounds"), 201)
@@ -595,6 +596,7 @@ async def test_a_knockout_is_played_through_the_service_to_its_champion(
     assert league["finished"] is True
     assert bracket["entrants"] == [["k1"], ["k2"], ["k3"], ["k4"], ["k5"]]
     assert bracket["seeding"] == "ratings"
+    assert (bracket["tie_break"], bracket["extra_deals"]) == ("higher_seed", 3)
     assert [len(played["matches"]) for played in bracket["rounds"]] == [4, 2, 1]
     (decider,) = bracket["rounds"][-1]["matches"]
     assert decider["game_id"] == table["game_id"]
@@ -618,6 +620,8 @@ async def test_a_knockout_needs_head_to_head_games_and_a_match_length(
         ({"preset": "two-player"}, {"deals": 2, "top": 5}, 422, "invalid_rules"),
         ({"preset": "two-player"}, {"deals": 2, "ratings": {"a1": 1.0}}, 422, "invalid_rules"),
         ({"preset": "two-player"}, {"deals": 0}, 400, "malformed"),
+        ({"preset": "two-player"}, {"deals": 2, "tie_break": "coin"}, 400, "malformed"),
+        ({"preset": "two-player"}, {"deals": 2, "extra_deals": 101}, 400, "malformed"),
     ]:
         body = {"name": "Cup", "rules": rules, "players": players, "knockout": knockout}
         response = await http.post("/v1/leagues", json=body)

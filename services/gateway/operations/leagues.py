@@ -29,7 +29,7 @@ from contracts.wire import (
     WithdrawPlayerRequest,
 )
 from domain.boards import board_dealer
-from domain.events import DuplicateBoards, SeatTokenReissued
+from domain.events import DuplicateBoards, SeatTokenReissued, TieRule
 from domain.league import (
     League,
     LeagueTable,
@@ -110,10 +110,11 @@ async def _start_tables(
 ) -> list[TableStarted]:
     gate = asyncio.Semaphore(TABLES_AT_ONCE)
     rules = league.rules_of_round(round_number)
+    ties = league.ties_of_round(round_number)
 
     async def start(number: int, table: LeagueTable) -> TableStarted:
         async with gate:
-            return await _start_table(services, league, rules, number, table, boards)
+            return await _start_table(services, league, rules, number, table, boards, ties)
 
     return list(await asyncio.gather(*(start(n, table) for n, table in enumerate(tables, start=1))))
 
@@ -125,10 +126,12 @@ async def _start_table(
     number: int,
     table: LeagueTable,
     boards: tuple[int, ...] = (),
+    ties: TieRule | None = None,
 ) -> TableStarted:
     """Create the table's game in the league, by the round's ``rules``, and seat its players,
     each seat's command id fixed so that starting the table again changes nothing. A duplicate
-    event's table plays the round's ``boards``, from the first board's dealer."""
+    event's table plays the round's ``boards``, from the first board's dealer; a knockout
+    match's game ends a tie by the knockout's ``ties``."""
     duplicate = (
         DuplicateBoards(league.league_id, boards[0], len(boards))
         if league.format == "duplicate" and boards
@@ -143,6 +146,7 @@ async def _start_table(
         seating="platform",
         clock=league.clock,
         duplicate=duplicate,
+        ties=ties,
     )
     await services.commands.send(table.game_id, create_game, CREATE_COMMAND)
     seats = []
