@@ -247,7 +247,8 @@ async def test_the_hand_record_names_the_moves_the_service_made(
         if response.status_code != 503:
             break
     assert response.status_code == 200, response.text
-    [record] = response.json()["hands"]
+    # one hand, or more when the sides were level after it (a tie on top plays on)
+    record = response.json()["hands"][0]
     moves = record["timed_out"]
     assert len(moves) == 4 + 52
     assert sum(move["move"] == "bid" for move in moves) == 4

@@ -54,6 +54,7 @@ from domain.events import (
     CardsPassed,
     GameEnded,
     HandLooked,
+    HandScored,
     SeatAway,
     SeatReturned,
     TimedOut,
@@ -164,9 +165,15 @@ def moves_and_timeouts(commits: list[StoredCommit]) -> tuple[int, int]:
 
 def assert_every_move_timed_out_once(commits: list[StoredCommit]) -> None:
     """Each move was the service's, made once: one TimedOut per move, each commit of a
-    timeout holding one move, the record replaying clean."""
+    timeout holding one move, the record replaying clean. A game of one hand whose sides are
+    level after it plays another (a tie on top plays on): 56 moves a hand, 4 bids and 52
+    cards."""
     moves, timeouts = moves_and_timeouts(commits)
-    assert moves == timeouts == 4 + 52
+    scored = [e for stored in commits for e in stored.commit.events if isinstance(e, HandScored)]
+    hands = len(scored)
+    assert hands >= 1
+    assert all(len(set(hand.scores)) == 1 for hand in scored[:-1])  # each played on for a tie
+    assert moves == timeouts == (4 + 52) * hands
     for stored in commits:
         events = stored.commit.events
         if events and isinstance(events[0], TimedOut):
