@@ -1026,7 +1026,7 @@ def knockout_rounds(state: League) -> list[list[KnockoutMatch]]:
     number = knockout.first
     while True:
         scheduled = state.rounds[number - 1] if number <= len(state.rounds) else None
-        played = _played(matches, scheduled)
+        played = _played(matches, scheduled, state.rules.table.units)
         rounds.append(played)
         if scheduled is None or not scheduled.finished or len(matches) == 1:
             return rounds
@@ -1036,7 +1036,9 @@ def knockout_rounds(state: League) -> list[list[KnockoutMatch]]:
         number += 1
 
 
-def _played(matches: Sequence[Match], scheduled: Round | None) -> list[KnockoutMatch]:
+def _played(
+    matches: Sequence[Match], scheduled: Round | None, units: Sequence[Sequence[int]]
+) -> list[KnockoutMatch]:
     """The matches with their games and, once their round is recorded, their winners."""
     if scheduled is None:
         return [KnockoutMatch(m, None, m.seeds[0] if m.bye else None) for m in matches]
@@ -1052,14 +1054,10 @@ def _played(matches: Sequence[Match], scheduled: Round | None) -> list[KnockoutM
         if scheduled.finished:
             won = scheduled.results[index].won
             # a side's seats are its unit's: seed k of the match sits in unit k
-            winner = next(seed for seed, w in zip(match.seeds, _unit_wins(won), strict=True) if w)
+            unit_won = [won[seats[0]] for seats in units]
+            winner = next(seed for seed, w in zip(match.seeds, unit_won, strict=True) if w)
         played.append(KnockoutMatch(match, game_id, winner))
     return played
-
-
-def _unit_wins(won: Sequence[bool]) -> list[bool]:
-    """Per unit of a head-to-head table (two units, seats alternating), whether it won."""
-    return [won[0], won[1]]
 
 
 def champion(state: League) -> Side | None:

@@ -39,7 +39,7 @@ from contracts import leagues as shown
 from contracts.answers import GameSummary
 from domain import matchpoints
 from domain.duplicate_standings import duplicate_results, duplicate_scores
-from domain.league import BYE_WINS, League, champion, knockout_rounds, ranking
+from domain.league import BYE_WINS, League, TableVoided, champion, knockout_rounds, ranking
 from domain.records import HandRecord
 from domain.table import table_for
 from services.gateway.projection_queries import LeagueStandings, PlayerRecord
@@ -372,21 +372,21 @@ def _standings_answer(league: League, standings: LeagueStandings) -> shown.Stand
 
 def voided_tables(league: League) -> list[shown.VoidedTable]:
     """The tables the director voided, in the order voided."""
-    shown_tables = []
-    for void in league.voided:
-        found = league.table_named(void.game_id)
-        assert found is not None  # the league voided only a table of its own
-        played, table = found
-        shown_tables.append(
-            shown.VoidedTable(
-                round=void.round,
-                table=played.tables.index(table) + 1,
-                game_id=void.game_id,
-                reason=void.reason,
-                board=void.board,
-            )
-        )
-    return shown_tables
+    return [voided_table(league, void) for void in league.voided]
+
+
+def voided_table(league: League, void: TableVoided) -> shown.VoidedTable:
+    """A void of one of ``league``'s tables, the table numbered in its round."""
+    found = league.table_named(void.game_id)
+    assert found is not None  # the league voids only a table of its own
+    played, table = found
+    return shown.VoidedTable(
+        round=void.round,
+        table=played.tables.index(table) + 1,
+        game_id=void.game_id,
+        reason=void.reason,
+        board=void.board,
+    )
 
 
 def _without_voided(

@@ -56,7 +56,7 @@ from services.gateway.league_views import (
     standings_answer,
     standings_rows,
     to_csv,
-    voided_tables,
+    voided_table,
 )
 from services.gateway.models import (
     Adjustment,
@@ -449,14 +449,7 @@ async def void_table(
     request = VoidTableRequest(game_id=body.game_id, reason=body.reason, board=body.board)
     void = await operations.void_table(services, league_id, platform, request, idempotency_key)
     log.info("table voided", game_id=void.game_id)
-    after = (await services.leagues.latest(league_id)).state
-    assert after is not None  # it has just recorded the void
-    (answer,) = [
-        shown
-        for shown in voided_tables(after)
-        if (shown.game_id, shown.board) == (void.game_id, void.board)
-    ]
-    return as_json(answer)
+    return as_json(voided_table(league, void))
 
 
 @router.get(
