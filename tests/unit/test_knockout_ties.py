@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.commands import AnyCommand, CreateGame, TakeSeat
+from domain.commands import CreateGame, TakeSeat
 from domain.errors import RuleViolation
 from domain.events import GameCreated, GameEnded, HandScored, TieRule
 from domain.game import decide, fold
 from domain.knockout import MatchFormat
 from domain.knockout import decide as decide_match
-from domain.legal import DiscardDue, PassDue, legal_actions, seat_to_act
 from domain.results import hand_scored, winners_after
 from domain.shuffle import SeededDeal
-from domain.state import Game, cards_held
+from domain.state import Game
+from tests.unit.random_play import play_at_random
 
 RULES = {"preset": "two-player", "max_hands": 1}
 
@@ -36,18 +36,8 @@ def play(create: CreateGame, choices: int, hands: int | None = None) -> tuple[Ga
         events += new
         game = fold(new, game)
     assert game is not None
-    while game.status != "finished" and (hands is None or game.hands_played < hands):
-        seat = seat_to_act(game)
-        assert seat is not None
-        action: Any = rng.choice(legal_actions(game, seat))
-        if type(action) is PassDue or type(action) is DiscardDue:
-            assert game.hand is not None
-            action = action.choose(tuple(rng.sample(cards_held(game.hand, seat), action.count)))
-        command: AnyCommand = action
-        new = decide(game, command, deal=deal)
-        events += new
-        game = fold(new, game)
-        assert game is not None
+    game, played = play_at_random(game, deal, rng, hands)
+    events += played
     return game, events
 
 

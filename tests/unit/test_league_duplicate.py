@@ -13,7 +13,7 @@ import pytest
 
 from contracts.wire import LeagueCommit
 from domain.boards import BoardSeeds, board_proof, check_seed, check_table_deal
-from domain.commands import AnyCommand, CreateGame, TakeSeat
+from domain.commands import CreateGame, TakeSeat
 from domain.duplicate_standings import duplicate_results, duplicate_scores, seeding
 from domain.errors import RuleViolation
 from domain.events import DuplicateBoards, GameCreated, HandDealt
@@ -41,12 +41,12 @@ from domain.league import (
     fold,
     table_result,
 )
-from domain.legal import DiscardDue, PassDue, legal_actions, seat_to_act
+from domain.legal import legal_actions, seat_to_act
 from domain.movement import movement
 from domain.records import hand_records
 from domain.rules import resolve_rules
-from domain.state import cards_held
 from services.webhooks.events import league_webhooks
+from tests.unit.random_play import play_at_random
 
 PLAYERS = tuple(f"p{n}" for n in range(8))
 RULES = {"preset": "partnership"}
@@ -95,18 +95,8 @@ def play_table(
         kept += new
         game = fold_game(new, game)
     assert game is not None
-    while game.status != "finished":
-        seat = seat_to_act(game)
-        assert seat is not None
-        action: Any = rng.choice(legal_actions(game, seat))
-        if type(action) is PassDue or type(action) is DiscardDue:
-            assert game.hand is not None
-            action = action.choose(tuple(rng.sample(cards_held(game.hand, seat), action.count)))
-        command: AnyCommand = action
-        new = decide_game(game, command, deal=deal)
-        kept += new
-        game = fold_game(new, game)
-        assert game is not None
+    game, played = play_at_random(game, deal, rng)
+    kept += played
     return (game, kept) if keep else game
 
 

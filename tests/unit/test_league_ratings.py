@@ -10,7 +10,14 @@ import pytest
 from openskill.models import PlackettLuce
 
 import services.store.ratings
-from services.store.ratings import MODEL, Standing, rate_in_order, record_game, unit_ranks
+from services.store.ratings import (
+    MODEL,
+    RatedGame,
+    Standing,
+    rate_in_order,
+    record_game,
+    unit_ranks,
+)
 
 
 def fresh(*players: str) -> dict[str, Standing]:
@@ -79,16 +86,21 @@ def test_ratings_start_where_the_model_starts() -> None:
     assert (start.mu, start.sigma, start.ordinal) == (25.0, 25.0 / 3, 0.0)
 
 
-def test_the_same_games_in_the_same_order_give_the_same_numbers_to_the_bit() -> None:
-    """Rebuilding standings replays the games in the order they ended: the numbers must not
-    depend on anything else (a fresh model, fresh objects)."""
-    rng = random.Random(3)
-    players = [f"p{n}" for n in range(6)]
-    games = []
-    for _ in range(40):
+def partnership_games(rng: random.Random, players: list[str], count: int) -> list[RatedGame]:
+    """``count`` partnership games among ``players`` at random, each won by the higher score."""
+    games: list[RatedGame] = []
+    for _ in range(count):
         seated = rng.sample(players, 4)
         scores = [rng.randrange(-200, 600, 10) for _ in range(2)]
         games.append(([seated[0::2], seated[1::2]], scores, [scores.index(max(scores))]))
+    return games
+
+
+def test_the_same_games_in_the_same_order_give_the_same_numbers_to_the_bit() -> None:
+    """Rebuilding standings replays the games in the order they ended: the numbers must not
+    depend on anything else (a fresh model, fresh objects)."""
+    players = [f"p{n}" for n in range(6)]
+    games = partnership_games(random.Random(3), players, 40)
 
     def replay() -> dict[str, tuple[float, float, float, int]]:
         standings = fresh(*players)
@@ -107,13 +119,8 @@ def test_the_same_games_in_the_same_order_give_the_same_numbers_to_the_bit() -> 
 def test_rating_a_leagues_games_again_in_order_gives_what_the_standings_gave() -> None:
     """The standings that rate a league again from its history (a duplicate event's, a league
     with a voided table) reach the figures the read model reached for the same games."""
-    rng = random.Random(8)
     players = [f"p{n}" for n in range(7)]
-    games = []
-    for _ in range(30):
-        seated = rng.sample(players, 4)
-        scores = [rng.randrange(-200, 600, 10) for _ in range(2)]
-        games.append(([seated[0::2], seated[1::2]], scores, [scores.index(max(scores))]))
+    games = partnership_games(random.Random(8), players, 30)
     standings = fresh(*players)
     for units, scores, winners in games:
         record_game(standings, units, scores, winners)
