@@ -41,20 +41,10 @@ async def simulate(
 async def test_a_simulated_league_plays_every_round_and_prints_its_standings(
     stack: Stack, client: SpadesClient
 ) -> None:
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "8", "--rounds", "2", "--bots", "--url", stack.base_url]
-    argv += ["--rules", '{"max_hands": 3}']  # whole games to 500 are `spades bots`' test
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    printed = out.decode()
-    found = re.search(r"league ([0-9a-f]{16}): 8 players, (swiss|round_robin)", err.decode())
-    assert found, err.decode()[-2000:]
-    league_id = found[1]
+    # whole games to 500 are `spades bots`' test
+    options = ("--players", "8", "--rounds", "2", "--rules", '{"max_hands": 3}')
+    league_id, printed, err = await simulate(stack, *options)
+    assert re.search(rf"league {league_id}: 8 players, (swiss|round_robin)", err), err[-2000:]
     assert f"standings of league {league_id} (4 games)" in printed
     assert all(f"player {n} " in printed for n in range(1, 9))
 
@@ -77,20 +67,10 @@ async def test_a_simulated_league_plays_every_round_and_prints_its_standings(
 async def test_a_six_player_league_seats_teams_of_facing_partners(
     stack: Stack, client: SpadesClient
 ) -> None:
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "6", "--rounds", "2", "--bots", "--preset", "six-player"]
-    argv += ["--rules", '{"max_hands": 1}', "--url", stack.base_url]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    assert process.returncode == 0, err.decode()[-4000:]
-    found = re.search(r"league ([0-9a-f]{16}): 6 players", err.decode())
-    assert found, err.decode()[-2000:]
-    league_id = found[1]
-    assert f"standings of league {league_id} (2 games)" in out.decode()
+    options = ("--players", "6", "--rounds", "2", "--preset", "six-player")
+    league_id, out, err = await simulate(stack, *options, "--rules", '{"max_hands": 1}')
+    assert f"league {league_id}: 6 players" in err
+    assert f"standings of league {league_id} (2 games)" in out
     leagues = LeagueClient(client)
     standings = await leagues.standings(league_id, min_version=2)
     assert [row.games for row in standings.players] == [2] * 6
@@ -111,22 +91,14 @@ async def test_a_round_with_idle_players_still_finishes_on_its_clocks(
 ) -> None:
     """A quarter of the players never act: their seats are played by the league clock
     (``auto``), so every round still finishes and the league with it."""
-    argv = [sys.executable, "-m", "services.cli.main", "league", "simulate"]
-    argv += ["--players", "8", "--rounds", "2", "--bots", "--idle", "0.25"]
-    argv += ["--rules", '{"max_hands": 1}', "--turn-s", "0.5", "--round-timeout", "60"]
-    argv += ["--url", stack.base_url]
-    if stack.api_key:
-        argv += ["--api-key", stack.api_key]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    league_id, out, err = await simulate(
+        stack,
+        *("--players", "8", "--rounds", "2", "--idle", "0.25", "--rules", '{"max_hands": 1}'),
+        *("--turn-s", "0.5", "--round-timeout", "60"),
     )
-    out, err = await asyncio.wait_for(process.communicate(), SIMULATE_TIMEOUT_S)
-    found = re.search(r"league ([0-9a-f]{16}): 8 players, \w+, 2 idle", err.decode())
-    assert found, err.decode()[-2000:]
-    assert process.returncode == 0, err.decode()[-4000:]
-    league_id = found[1]
-    assert "round 2 finished" in err.decode()
-    assert f"standings of league {league_id} (4 games)" in out.decode()
+    assert re.search(rf"league {league_id}: 8 players, \w+, 2 idle", err), err[-2000:]
+    assert "round 2 finished" in err
+    assert f"standings of league {league_id} (4 games)" in out
     leagues = LeagueClient(client)
     league = await leagues.league(league_id)
     assert (league.rounds_finished, league.finished) == (2, True)
