@@ -9,7 +9,9 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from nats.aio.client import Client
 
@@ -71,3 +73,38 @@ async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
     connection = await connected(shared_nats.url)
     yield connection
     await connection.close()
+
+
+def served_gateway(min_version_wait_s: float, **settings: Any) -> Any:
+    """A module's ``gateway`` fixture: a gateway served over the module's engine, projection
+    workers and read models (``settings``: :func:`~tests.integration.test_gateway.gateway_settings`'
+    changes), its URL. A module takes it with ``gateway = stack.served_gateway(...)``."""
+
+    @pytest.fixture(scope="module")
+    def gateway(
+        shared_nats: EmbeddedNats,
+        engine: EngineProcess,
+        projections: ProjectionsProcess,
+        data_dir: Path,
+    ) -> Iterator[str]:
+        from tests.integration.test_gateway import ServedGateway, gateway_settings
+
+        served_settings = gateway_settings(shared_nats.url, data_dir, **settings)
+        with ServedGateway(served_settings, min_version_wait_s=min_version_wait_s) as served:
+            yield served.url
+
+    return gateway
+
+
+@pytest.fixture
+async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the module's gateway."""
+    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
+        yield client
+
+
+def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
+    """The answer's JSON body, once its status is ``status``."""
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    return body

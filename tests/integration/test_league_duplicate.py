@@ -7,7 +7,6 @@ matchpoints, and the audit is clean until what it reads is tampered with."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,28 +46,9 @@ data_dir = stack.data_dir
 projections = stack.projections
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir)
-    with ServedGateway(settings, min_version_wait_s=MIN_VERSION_WAIT_S) as served:
-        yield served.url
-
-
-@pytest.fixture
-async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
-        yield client
-
-
-def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    return body
+gateway = stack.served_gateway(MIN_VERSION_WAIT_S)
+http = stack.http
+ok = stack.ok
 
 
 async def play_round(gateway: str, started: dict[str, Any], api_key: str | None = None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from services.bots.strategy import Bot
 from services.client import SpadesClient
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ProjectionsProcess
+from tests.integration.support import EngineProcess
 from tests.integration.test_gateway import (
     ServedGateway,
     assert_problem,
@@ -37,28 +36,9 @@ data_dir = stack.data_dir
 projections = stack.projections
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir)
-    with ServedGateway(settings, min_version_wait_s=MIN_VERSION_WAIT_S) as served:
-        yield served.url
-
-
-@pytest.fixture
-async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
-        yield client
-
-
-def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    return body
+gateway = stack.served_gateway(MIN_VERSION_WAIT_S)
+http = stack.http
+ok = stack.ok
 
 
 async def play_round(gateway: str, started: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,14 +18,10 @@ from services.bots.runner import play_game
 from services.bots.strategy import Bot
 from services.cli.main import app as cli
 from services.client import SpadesClient
-from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ProjectionsProcess
 from tests.integration.test_gateway import (
-    ServedGateway,
     assert_problem,
     bearer,
-    gateway_settings,
 )
 
 pytestmark = pytest.mark.integration
@@ -44,28 +37,9 @@ data_dir = stack.data_dir
 projections = stack.projections
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir, api_keys=f"{OWNER}, {OTHER}")
-    with ServedGateway(settings, min_version_wait_s=WITHIN_S) as served:
-        yield served.url
-
-
-@pytest.fixture
-async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
-        yield client
-
-
-def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    return body
+gateway = stack.served_gateway(WITHIN_S, api_keys=f"{OWNER}, {OTHER}")
+http = stack.http
+ok = stack.ok
 
 
 async def test_the_leagues_platform_alone_reads_its_integrity_report(

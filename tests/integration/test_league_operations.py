@@ -16,7 +16,6 @@ import asyncio
 import csv
 import io
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +33,16 @@ from services.bots.strategy import Bot
 from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.runtime.league_stream import LeagueStream
-from services.runtime.nats_server import EmbeddedNats
 from services.store.ratings import Standing
 from tests.e2e.secrecy import cards_shown
 from tests.integration import stack
 from tests.integration.support import (
-    EngineProcess,
-    ProjectionsProcess,
     forfeit_on_time,
     history,
 )
 from tests.integration.test_gateway import (
-    ServedGateway,
     assert_problem,
     bearer,
-    gateway_settings,
 )
 
 pytestmark = pytest.mark.integration
@@ -63,28 +57,9 @@ projections = stack.projections
 house = stack.house
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir)
-    with ServedGateway(settings, min_version_wait_s=5.0) as served:
-        yield served.url
-
-
-@pytest.fixture
-async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
-        yield client
-
-
-def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    return body
+gateway = stack.served_gateway(5.0)
+http = stack.http
+ok = stack.ok
 
 
 async def create_league(
