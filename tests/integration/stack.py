@@ -75,10 +75,12 @@ async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
     await connection.close()
 
 
-def served_gateway(min_version_wait_s: float, **settings: Any) -> Any:
+def served_gateway(app: dict[str, float] | None = None, **settings: Any) -> Any:
     """A module's ``gateway`` fixture: a gateway served over the module's engine, projection
-    workers and read models (``settings``: :func:`~tests.integration.test_gateway.gateway_settings`'
-    changes), its URL. A module takes it with ``gateway = stack.served_gateway(...)``."""
+    workers and read models, its URL. ``settings`` are changes to
+    :func:`~tests.integration.test_gateway.gateway_settings`, ``app`` the app's own options
+    (``min_version_wait_s``, ``keep_alive_s``). A module takes it with
+    ``gateway = stack.served_gateway(...)``."""
 
     @pytest.fixture(scope="module")
     def gateway(
@@ -90,7 +92,7 @@ def served_gateway(min_version_wait_s: float, **settings: Any) -> Any:
         from tests.integration.test_gateway import ServedGateway, gateway_settings
 
         served_settings = gateway_settings(shared_nats.url, data_dir, **settings)
-        with ServedGateway(served_settings, min_version_wait_s=min_version_wait_s) as served:
+        with ServedGateway(served_settings, **(app or {})) as served:
             yield served.url
 
     return gateway

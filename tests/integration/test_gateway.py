@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,7 +40,6 @@ from services.runtime.settings import Settings
 from tests.integration import stack
 from tests.integration.support import (
     EngineProcess,
-    ProjectionsProcess,
     connected,
     credentials_of,
     history,
@@ -113,17 +112,9 @@ projections = stack.projections
 house = stack.house
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir)
-    options = {"keep_alive_s": KEEP_ALIVE_S, "min_version_wait_s": MIN_VERSION_WAIT_S}
-    with ServedGateway(settings, **options) as served:
-        yield served.url
+gateway = stack.served_gateway(
+    {"keep_alive_s": KEEP_ALIVE_S, "min_version_wait_s": MIN_VERSION_WAIT_S}
+)
 
 
 @pytest.fixture

@@ -58,15 +58,7 @@ def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[Projectio
         yield process
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    with ServedGateway(gateway_settings(shared_nats.url, data_dir, log_origin=ORIGIN)) as served:
-        yield served.url
+gateway = stack.served_gateway(log_origin=ORIGIN)
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ data_dir = stack.data_dir
 projections = stack.projections
 
 
-gateway = stack.served_gateway(MIN_VERSION_WAIT_S)
+gateway = stack.served_gateway({"min_version_wait_s": MIN_VERSION_WAIT_S})
 http = stack.http
 ok = stack.ok
 

@@ -37,7 +37,7 @@ data_dir = stack.data_dir
 projections = stack.projections
 
 
-gateway = stack.served_gateway(WITHIN_S, api_keys=f"{OWNER}, {OTHER}")
+gateway = stack.served_gateway({"min_version_wait_s": WITHIN_S}, api_keys=f"{OWNER}, {OTHER}")
 http = stack.http
 ok = stack.ok
 

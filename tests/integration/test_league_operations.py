@@ -57,7 +57,7 @@ projections = stack.projections
 house = stack.house
 
 
-gateway = stack.served_gateway(5.0)
+gateway = stack.served_gateway({"min_version_wait_s": 5.0})
 http = stack.http
 ok = stack.ok
 

@@ -5,17 +5,13 @@ limits, short caps, a second gateway) serve their own on the same engine."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
 from tests.integration.conftest import shared_nats
-from tests.integration.support import EngineProcess, ProjectionsProcess
-from tests.integration.test_gateway import ServedGateway, gateway_settings
 from tests.security.tenants import KEYS
 
 __all__ = ["shared_nats"]
@@ -26,16 +22,7 @@ projections = stack.projections
 house = stack.house
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    shared_nats: EmbeddedNats,
-    engine: EngineProcess,
-    projections: ProjectionsProcess,
-    data_dir: Path,
-) -> Iterator[str]:
-    settings = gateway_settings(shared_nats.url, data_dir, api_keys=KEYS)
-    with ServedGateway(settings, min_version_wait_s=5.0) as served:
-        yield served.url
+gateway = stack.served_gateway({"min_version_wait_s": 5.0}, api_keys=KEYS)
 
 
 @pytest.fixture
