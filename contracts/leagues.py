@@ -370,7 +370,7 @@ class Adjustment(msgspec.Struct, frozen=True, kw_only=True):
 
 class VoidedTable(msgspec.Struct, frozen=True, kw_only=True):
     """A table the director voided: its game's result counts in no player's wins, points,
-    games or forfeits (the ratings, openskill's over every game played, keep it)."""
+    games, forfeits or ratings."""
 
     round: int
     table: Annotated[int, msgspec.Meta(description="The table's number in its round, from 1.")]
