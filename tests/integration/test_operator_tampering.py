@@ -82,6 +82,8 @@ class Kept:
     partition: int
     documents: Documents
     """The player's folder: ``hand-N.json`` (a record with its receipt), ``proof-N.json``."""
+    hands: int
+    """The game's hands: :data:`HANDS`, or more when the sides were level after them."""
     entries: list[bytes]
     """The operator's: every leaf of the log, in order."""
 
@@ -133,7 +135,10 @@ async def played(gateway: str, settings: Any) -> Kept:
         documents: Documents = {}
         entropies = await entropies_seen(table)
         before: dict[str, Any] | None = None
-        for hand in range(1, HANDS + 1):
+        hand = 0
+        # HANDS hands, or more while the sides are level after them (a tie on top plays on)
+        while hand < HANDS or (await table.public())["status"] != "finished":
+            hand += 1
             await table.play_hand(rng)
             record = await record_of(client, table, hand)
             # What a player keeps to check the deal as well: the rules and the entropies it saw.
@@ -161,7 +166,8 @@ async def played(gateway: str, settings: Any) -> Kept:
             entries = [bytes(row[0]) for row in await conn.execute(query)]
     finally:
         await store.close()
-    return Kept(table.game_id, logs[partition]["verifier"], partition, documents, entries)
+    verifier = logs[partition]["verifier"]
+    return Kept(table.game_id, verifier, partition, documents, hand, entries)
 
 
 runner = CliRunner()
@@ -202,9 +208,9 @@ def test_the_honest_folder_holds_and_the_operator_recomputes_the_same_log(
 ) -> None:
     code, report = verify(tmp_path / "kept", kept.documents, kept.key)
     assert (code, report["findings"]) == (0, []), report
-    assert report["receipts"] == HANDS
-    last = kept.documents[f"hand-{HANDS}.json"]["receipt"]
-    recomputed = kept.operator().receipt(kept.game_id, HANDS, last["tree_size"])
+    assert report["receipts"] == kept.hands
+    last = kept.documents[f"hand-{kept.hands}.json"]["receipt"]
+    recomputed = kept.operator().receipt(kept.game_id, kept.hands, last["tree_size"])
     assert json.loads(json.dumps(recomputed)) == last
 
 
@@ -267,28 +273,28 @@ def test_a_games_end_changed_is_caught(kept: Kept, tmp_path: Path) -> None:
     code, report = verify(tmp_path / "kept", {**kept.documents, "shown-1.json": lie}, kept.key)
     assert code == 1
     (fork,) = [f for f in caught(report) if f["check"] == "fork"]
-    size = kept.documents[f"hand-{HANDS}.json"]["receipt"]["tree_size"]
+    size = kept.documents[f"hand-{kept.hands}.json"]["receipt"]["tree_size"]
     assert (fork["file"], fork["hand"]) == ("shown-1.json", 1)
     assert f"two different trees of size {size}" in fork["detail"]
-    assert f"hand-{HANDS}.json (game {kept.game_id} hand {HANDS})" in fork["detail"]
+    assert f"hand-{kept.hands}.json (game {kept.game_id} hand {kept.hands})" in fork["detail"]
 
 
 def test_a_fork_between_two_players_is_caught_when_they_compare(kept: Kept, tmp_path: Path) -> None:
     """One player is shown the log as it is; another, hand 3 with other bids' points. Each
     folder holds alone; put together (two platforms comparing), the fork shows."""
     log = kept.operator()
-    at = kept.index(HANDS)
+    at = kept.index(kept.hands)
     entry = read_entry(log.entries[at])
     assert isinstance(entry, HandEnd)
     bags = tuple(b + 1 for b in entry.bags)
     log.entries[at] = edited(log.entries[at], bags=bags)
-    other = {f"other-{HANDS}.json": shown(kept, log, HANDS, bags=list(bags))}
+    other = {f"other-{kept.hands}.json": shown(kept, log, kept.hands, bags=list(bags))}
     assert verify(tmp_path / "other", other, kept.key)[0] == 0
     code, report = verify(tmp_path / "both", {**kept.documents, **other}, kept.key)
     assert code == 1
     checks = {(f["check"], f["file"], f["hand"]) for f in caught(report)}
-    assert ("fork", f"other-{HANDS}.json", HANDS) in checks
-    assert ("rewritten", f"other-{HANDS}.json", HANDS) in checks
+    assert ("fork", f"other-{kept.hands}.json", kept.hands) in checks
+    assert ("rewritten", f"other-{kept.hands}.json", kept.hands) in checks
 
 
 def test_a_deal_not_derived_from_its_committed_seed_is_caught(kept: Kept, tmp_path: Path) -> None:
