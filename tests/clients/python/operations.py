@@ -20,7 +20,7 @@ from typing import Any
 from play import main as play_game
 from play import parsed, play_out, retrying
 from spades_client import AuthenticatedClient
-from spades_client.api.games import create_game
+from spades_client.api.games import create_game, get_game
 from spades_client.api.leagues import (
     adjust_score,
     create_league,
@@ -147,6 +147,11 @@ def league_operations(platform: AuthenticatedClient, base_url: str) -> dict[str,
     tokens = [seat.token for seat in sorted(seated.seats, key=lambda seat: seat.seat)]
     tokens[substituted.seat] = substituted.token
     play_out(base_url, seated.game_id, tokens)
+    played = parsed(
+        retrying(partial(get_game.sync_detailed, seated.game_id, client=platform)),
+        PublicState,
+        "getGame",
+    )
     voided = parsed(
         retrying(
             partial(
@@ -243,6 +248,7 @@ def league_operations(platform: AuthenticatedClient, base_url: str) -> dict[str,
         "league_withdrawn": list(again.withdrawn),
         "league_substitutions": len(again.substitutions),
         "integrity": [integrity.league_id, integrity.hands],
+        "played_hands": played.hand_number,
         "duplicate_boards": [str(event.format_), len(crossed.boards)],
         "voided": [voided.game_id, voided.round_, voided.table],
         "adjusted": [adjusted.number, adjusted.player, adjusted.points],
