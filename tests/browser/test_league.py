@@ -105,7 +105,7 @@ def test_the_league_page_shows_the_knockout_bracket_to_its_champion(
         "name": "Cup",
         "rules": {"preset": "two-player"},
         "players": list(ratings),
-        "knockout": {"deals": 1, "ratings": ratings},
+        "knockout": {"deals": 1, "ratings": ratings, "tie_break": "extra_deal", "extra_deals": 2},
     }
     with httpx.Client(base_url=stack.base_url, timeout=15.0) as http:
         created = http.post("/v1/leagues", json=body)
@@ -133,6 +133,9 @@ def test_the_league_page_shows_the_knockout_bracket_to_its_champion(
     expect(decided).to_contain_text("(goes on)")
     expect(decided.locator("a")).to_have_attribute("href", f"/watch/{final.game_id}")
     expect(page.locator("#knockout")).to_contain_text("seeded by the organiser's ratings")
+    expect(page.locator("#knockout")).to_contain_text(
+        "plays on, 2 extra deal(s) at most, then goes to the better seed"
+    )
     screenshot(page, "league-knockout")
     phone = browse.page(f"/leagues/{league_id}", PHONE)
     expect(phone.locator("#champion")).to_be_visible()

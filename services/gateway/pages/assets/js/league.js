@@ -104,11 +104,20 @@ function director(table) {
   return parts;
 }
 
+// The knockout's stated tie rule, as a director would read it out.
+function tieRule(knockout) {
+  if (knockout.tie_break === "higher_seed") return "a tie on top at its end goes to the better seed";
+  if (knockout.tie_break === "extra_deal") {
+    return `a tie on top at its end plays on, ${knockout.extra_deals} extra deal(s) at most, then goes to the better seed`;
+  }
+  return "a tie on top at its end plays on a hand at a time";
+}
+
 function bracket(knockout) {
   const length = knockout.deals ? `${knockout.deals} deal(s)` : `to ${knockout.target} points`;
   const field = knockout.top ? `the top ${knockout.top}` : "every player";
   const by = knockout.seeding === "ratings" ? "the organiser's ratings" : "the standings";
-  const intro = h("p", {}, `A knockout after ${knockout.after_round} round(s): ${field}, seeded by ${by}; a match is ${length}, a tie on top plays on a hand at a time.`);
+  const intro = h("p", {}, `A knockout after ${knockout.after_round} round(s): ${field}, seeded by ${by}; a match is ${length}; ${tieRule(knockout)}.`);
   if (!knockout.entrants.length) return [intro, h("p", { class: "quiet" }, "Seeded when its first round starts.")];
   const named = (side) => side.join(" & ");
   return [
