@@ -59,7 +59,11 @@ async def test_a_whole_game_of_every_preset_over_nats(
     replayed = fold(events)
     assert replayed == table.state
     scored = [event for event in events if isinstance(event, HandScored)]
-    assert len(scored) >= 2
+    assert table.state is not None
+    assert len(scored) == table.state.hands_played
+    # two hands (more while the leaders were level: a tie on top plays on), or fewer when a
+    # side reached the target (a made nil beside a made bid passes 150 in one partnership hand)
+    assert len(scored) >= 2 or max(table.state.scores) >= 150, table.state.scores
     assert all(event.seed for event in scored)
 
 

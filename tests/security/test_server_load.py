@@ -131,7 +131,9 @@ async def test_concurrent_audits_compute_once_and_do_not_starve_actions(
 ) -> None:
     async with httpx.AsyncClient(base_url=platform_server.base_url, timeout=120) as http:
         audited = await open_table(http, ACME)
-        await audited.play_hands(3)  # the whole game: three hands of history to replay
+        # three hands of history to replay: the whole game, or its first three and the fourth
+        # dealt when the sides are level after them (a tie on top plays on; every seat bids nil)
+        await audited.play_hands(3)
         state = await audited.state()
         seen = await http.get(
             f"{audited.url}/scoreboard",
