@@ -1,19 +1,22 @@
-"""Checking what players and platforms kept of the audit log, offline, with nothing of ours but
-the log's public keys (``spades verify``).
+"""Checking what players and platforms kept of the audit log, offline, with nothing of ours but the
+log's public keys (``spades verify``).
 
 A folder holds what was kept: hand records with their ``receipt`` (``GET .../hands/{n}``), bare
-receipts (``GET .../hands/{n}/receipt``) and consistency proofs (``GET /v1/log/{p}/proofs/
-consistency``). Each receipt is checked alone: its checkpoint is a note signed by a given key,
-for the receipt's origin and size; its entry is the leaf at its index in that tree (RFC 6962
-inclusion) and says what the receipt says; its deal's commitment is the one signed before the
-first bid and the revealed seed opens it; with witnesses' keys given (``--witness``), it carries
-a valid cosignature of each (C2SP ``tlog-cosignature``: the witness saw that tree, and cosigns
-no other history of the log). A hand record is checked against its entry and replayed under its
-rules (:func:`~services.audit.hand_record.audit_hand_records`). Then the
-receipts of one log are checked together: two trees of one size with different heads are a
-fork; trees of different sizes must be proven consistent by a proof in the folder (else the
-pair is reported unproven, with the request that fetches the proof); one hand shown at two
-places or with two entries is history rewritten.
+receipts (``GET .../hands/{n}/receipt``) and consistency proofs (``GET
+/v1/log/{p}/proofs/consistency``). Each receipt is checked alone: its checkpoint is a note
+signed by a given key, for the receipt's origin and size; its entry is the leaf at its index in
+that tree (RFC 6962 inclusion) and says what the receipt says; its deal's commitment is the one
+signed before the first bid and the revealed seed opens it (a duplicate event's hand, scored
+without its seed: the board's seed its league revealed, from a league's answer kept in the
+folder, opens it under the event's published root and deals the record's cards); with witnesses'
+keys given (``--witness``), it carries a valid cosignature of each (C2SP ``tlog-cosignature``:
+the witness saw that tree, and cosigns no other history of the log). A hand record is checked
+against its entry and replayed under its rules
+(:func:`~services.audit.hand_record.audit_hand_records`). Then the receipts of one log are
+checked together: two trees of one size with different heads are a fork; trees of different
+sizes must be proven consistent by a proof in the folder (else the pair is reported unproven,
+with the request that fetches the proof); one hand shown at two places or with two entries is
+history rewritten.
 
 Everything here is pure: :func:`read_kept` turns parsed JSON documents into what was kept,
 :func:`verify_kept` returns the findings. Each finding names the file, the game and hand, and
@@ -30,9 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from contracts.log_entries import HandEnd, read_entry
+from domain.boards import BoardMismatch, board_proof, check_seed, check_table_deal
+from domain.records import HandRecord
+from domain.rules import resolve_rules
 from domain.shuffle import commitment
+from services.audit.boards import hands_of_records
 from services.audit.deals import COMMITMENT_RULE, seed_bytes
 from services.audit.hand_record import audit_hand_records
 from services.audit.record_file import UnreadableRecord
@@ -40,6 +48,8 @@ from services.transparency.checkpoint import Checkpoint
 from services.transparency.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
 from services.transparency.note import SIGNATURE_MARK, NoteError, Verifier, open_note
 
+HAND_RECORD_FIELDS = frozenset(known.encode_name for known in msgspec.structs.fields(HandRecord))
+"""A hand record's own fields (what a kept record holds besides: its receipt, rules, ...)."""
 RECORD_FIELDS = ("bids", "points", "scores", "bags")
 """What a hand record and its log entry both say, under the same names (tricks are the
 record's ``tricks_won``; the seed and commitment are its ``deal``'s)."""
@@ -97,10 +107,31 @@ class KeptProof:
     proof: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class KeptBoards:
+    """A duplicate event's boards as its league's answer (``GET /v1/leagues/{id}``) published
+    them: the Merkle root over every board's commitment, and the seeds revealed so far. A
+    duplicate hand is scored without its seed (every table of the round holds the board); its
+    league reveals it once every table has played it."""
+
+    file: str
+    league_id: str
+    rules: Mapping[str, Any]
+    root: str
+    commitments: tuple[str, ...]
+    revealed: Mapping[int, str]
+
+    def board_of(self, promised: str) -> int | None:
+        """The board whose commitment ``promised`` is, if it is one of these."""
+        return self.commitments.index(promised) + 1 if promised in self.commitments else None
+
+
 @dataclass
 class Kept:
     """What a folder holds, sorted by kind; ``findings`` are documents it could not take."""
 
+    boards: list[KeptBoards] = field(default_factory=list)
+    """Duplicate events' leagues, whose boards open their hands' deals."""
     receipts: list[KeptReceipt] = field(default_factory=list)
     records: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     """Hand records without a receipt: kept before the log held the hand, or exported alone."""
@@ -109,8 +140,9 @@ class Kept:
 
 
 def read_kept(documents: Iterable[tuple[str, Any]]) -> Kept:
-    """Sort parsed JSON documents (each named by its file) into receipts, records and proofs. A
-    file may hold one document, a list of them, or ``{"hands": [...]}`` (a game's records)."""
+    """Sort parsed JSON documents (each named by its file) into receipts, records, proofs and
+    duplicate leagues' answers. A file may hold one document, a list of them, or ``{"hands":
+    [...]}`` (a game's records)."""
     kept = Kept()
     for name, document in documents:
         if isinstance(document, Mapping) and isinstance(document.get("hands"), list):
@@ -142,8 +174,33 @@ def _sort(kept: Kept, name: str, item: Any) -> None:
             )
     elif isinstance(item, Mapping) and {"old", "new", "old_root", "new_root"} <= item.keys():
         kept.proofs.append(KeptProof(name, item))
+    elif (
+        isinstance(item, Mapping)
+        and "league_id" in item
+        and isinstance(item.get("boards"), Mapping)
+    ):
+        _league(kept, name, item)
     else:
-        detail = "neither a hand record, a receipt nor a consistency proof"
+        detail = "neither a hand record, a receipt, a consistency proof nor a duplicate league"
+        kept.findings.append(Finding(name, None, None, "unreadable", detail))
+
+
+def _league(kept: Kept, name: str, league: Mapping[str, Any]) -> None:
+    """A duplicate league's answer: its published boards and the seeds revealed so far."""
+    boards = league["boards"]
+    try:
+        kept.boards.append(
+            KeptBoards(
+                file=name,
+                league_id=str(league["league_id"]),
+                rules=dict(league["rules"]),
+                root=str(boards["root"]),
+                commitments=tuple(str(promised) for promised in boards["commitments"]),
+                revealed={int(shown["board"]): str(shown["seed"]) for shown in league["revealed"]},
+            )
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        detail = f"a league's answer without its boards and revealed seeds: {error!r}"
         kept.findings.append(Finding(name, None, None, "unreadable", detail))
 
 
@@ -216,7 +273,7 @@ def verify_kept(
     heads: list[Head] = []
     shown = _Shown()
     for kept_receipt in kept.receipts:
-        check = _ReceiptCheck(kept_receipt, keys, rules, witnesses)
+        check = _ReceiptCheck(kept_receipt, keys, rules, witnesses, kept.boards)
         head = check.run()
         findings += check.findings
         if head is None:
@@ -249,11 +306,16 @@ class _ReceiptCheck:
         keys: Sequence[Verifier],
         rules: Mapping[str, Any] | None,
         witnesses: Sequence[Verifier] = (),
+        boards: Sequence[KeptBoards] = (),
     ) -> None:
         self.kept = kept
         self.keys = keys
         self.rules = rules
         self.witnesses = witnesses
+        self.boards = boards
+        self.board: tuple[KeptBoards, int, bytes] | None = None
+        """A duplicate hand's event, board and the board's revealed seed, once they open its
+        commitment."""
         self.findings: list[Finding] = []
         receipt = kept.receipt
         game_id, hand = receipt.get("game_id"), receipt.get("hand")
@@ -278,9 +340,12 @@ class _ReceiptCheck:
         self._deal(entry)
         if self.kept.record is not None:
             self._record(entry, self.kept.record)
-            self.findings.extend(
-                _replayed(self.kept.file, self.game_id, self.kept.record, self.rules)
-            )
+            if self.board is not None:
+                self._board_deal(self.kept.record, *self.board)
+            else:
+                self.findings.extend(
+                    _replayed(self.kept.file, self.game_id, self.kept.record, self.rules)
+                )
         return head
 
     def _signed(self) -> Head | None:
@@ -383,9 +448,14 @@ class _ReceiptCheck:
                     f"holds (version {entry.dealt_version}, commitment {entry.commitment[:16]}...)",
                 )
         seed = seed_bytes(entry.seed)
+        if seed is None and entry.seed is None and self._opened_by_its_board(entry.commitment):
+            return
         if seed is None:
             self.caught(
-                "deal", f"the hand was scored without a hex seed revealed ({COMMITMENT_RULE})"
+                "deal",
+                f"the hand was scored without a hex seed revealed ({COMMITMENT_RULE}); a "
+                "duplicate event's board is revealed by its league: keep the league's answer "
+                "(GET /v1/leagues/{id}, after the hand's round) in the folder",
             )
         elif commitment(seed) != entry.commitment:
             self.caught(
@@ -393,6 +463,59 @@ class _ReceiptCheck:
                 f"the revealed seed hashes to {commitment(seed)[:16]}..., not to the commitment "
                 f"{entry.commitment[:16]}... ({COMMITMENT_RULE})",
             )
+
+    def _opened_by_its_board(self, promised: str) -> bool:
+        """Whether the hand is a board of a kept duplicate event (its commitment is one of the
+        event's published boards); if so, the board's revealed seed must open it, under the
+        event's root (:func:`domain.boards.check_seed`)."""
+        found = [(event, board) for event in self.boards if (board := event.board_of(promised))]
+        if not found:
+            return False
+        event, board = found[0]
+        text = event.revealed.get(board)
+        if text is None:
+            self.caught(
+                "deal",
+                f"board {board} of league {event.league_id} is not revealed in {event.file}: "
+                "keep the league's answer from after the board's round",
+            )
+            return True
+        seed = seed_bytes(text)
+        try:
+            if seed is None:
+                raise BoardMismatch(f"board {board}'s revealed seed is not hex")
+            check_seed(
+                seed,
+                board,
+                board_proof(event.commitments, board),
+                event.root,
+                len(event.commitments),
+            )
+        except (BoardMismatch, ValueError) as error:
+            self.caught("deal", f"league {event.league_id} ({event.file}): {error}")
+            return True
+        self.board = (event, board, seed)
+        return True
+
+    def _board_deal(
+        self, record: Mapping[str, Any], event: KeptBoards, board: int, seed: bytes
+    ) -> None:
+        """A duplicate hand's record: dealt as the board from its revealed seed (the same
+        dealer, hands and draw pile at every table), and replayed to its score under the
+        event's rules."""
+        try:
+            rules = resolve_rules(dict(event.rules))
+            bare = {name: value for name, value in record.items() if name in HAND_RECORD_FIELDS}
+            (hand,) = hands_of_records([msgspec.convert(bare, HandRecord)], rules)
+            check_table_deal(rules, seed, board, replace(hand.dealt, hand=board))
+        except BoardMismatch as error:
+            self.caught("deal", f"league {event.league_id}: {error}")
+        except (ValueError, TypeError, msgspec.ValidationError) as error:
+            self.caught("unreadable", f"the record cannot be read as a hand record: {error}")
+            return
+        opened = {**record, "deal": {**record["deal"], "seed": seed.hex()}}
+        opened.pop("entropies", None)  # a board is shuffled by its number, with none
+        self.findings.extend(_replayed(self.kept.file, self.game_id, opened, event.rules))
 
     def _record(self, entry: HandEnd, record: Mapping[str, Any]) -> None:
         logged = msgspec.to_builtins(entry)

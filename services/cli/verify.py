@@ -51,7 +51,8 @@ def verify(
     witness: WitnessOption = None,
 ) -> None:
     """Check a folder of receipts offline: signatures, inclusion, each deal against its
-    revealed seed, each hand record against its log entry and replayed to its score, the
+    revealed seed (a duplicate hand's: its board's, from the league's answer kept beside it),
+    each hand record against its log entry and replayed to its score, the
     trees of one log against each other (forks, consistency proofs), and with ``--witness``
     each receipt's cosignature by that witness. Exit 0 all holds, 1 caught, 2 unreadable."""
     keys = _keys(key)
