@@ -226,8 +226,10 @@ RATED_KEPT = 64
 async def _rated_again(services: Gateway, league: League) -> dict[str, Rating]:
     """:func:`shown_ratings`, worked out once for a league's version and its running round's
     ended games (64 players over 200 rounds rate 3,200 games: about 0.12 s here, off the loop)."""
-    under_way = [] if not league.rounds else league.rounds[-1].tables
-    ended = await services.read_models.game_summaries([t.game_id for t in under_way])
+    # a duplicate event's ratings count only the rounds every table has finished
+    running = league.format != "duplicate" and bool(league.rounds)
+    under_way = [t.game_id for t in league.rounds[-1].tables] if running else []
+    ended = await services.read_models.game_summaries(under_way) if under_way else {}
     key = (
         league.league_id,
         league.version,
