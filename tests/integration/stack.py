@@ -6,7 +6,7 @@ and serves its own gateway with the options it needs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,19 @@ def keeping_the_log(
         process.stop()
 
 
+def projections_keeping_the_log(key: Signer, origin: str) -> Any:
+    """A module's ``projections`` fixture: the projection workers of :func:`keeping_the_log`,
+    once per module. A module takes it with ``projections = stack.projections_keeping_the_log(
+    KEY, ORIGIN)``."""
+
+    @pytest.fixture(scope="module")
+    def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
+        with keeping_the_log(shared_nats.url, data_dir, key, origin) as process:
+            yield process
+
+    return projections
+
+
 @pytest.fixture
 async def house(shared_nats: EmbeddedNats) -> AsyncIterator[Client]:
     """A NATS connection of the test's own: the truth of every game, and a watch on commands."""
@@ -110,3 +123,38 @@ def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
     assert response.status_code == status, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+async def play_tables(
+    gateway: str,
+    tables: Sequence[Mapping[str, Any]],
+    tokens: Mapping[tuple[str, int], str] | None = None,
+    api_key: str | None = None,
+) -> list[Any]:
+    """Bots in every seat of ``tables`` (a round's, as ``POST …/rounds`` answered), each with
+    its seat's token (``tokens`` replaces some: a substitute's), read as the platform of
+    ``api_key``; the games' outcomes."""
+    from services.bots.runner import play_game
+    from services.bots.strategy import Bot
+    from services.client import SpadesClient
+
+    replaced = tokens or {}
+    async with SpadesClient(gateway, api_key=api_key) as client:
+        return list(
+            await asyncio.gather(
+                *(
+                    play_game(
+                        client,
+                        table["game_id"],
+                        {
+                            seat["seat"]: replaced.get(
+                                (table["game_id"], seat["seat"]), seat["token"]
+                            )
+                            for seat in table["seats"]
+                        },
+                        Bot,
+                    )
+                    for table in tables
+                )
+            )
+        )

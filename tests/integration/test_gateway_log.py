@@ -9,7 +9,7 @@ import base64
 import hashlib
 import random
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from services.transparency.checkpoint import Checkpoint
 from services.transparency.merkle import leaf_hash, verify_consistency, verify_inclusion
 from services.transparency.note import Signer, Verifier, open_note
 from tests.integration import stack
-from tests.integration.support import EngineProcess, ProjectionsProcess
+from tests.integration.support import EngineProcess
 
 pytest.register_assert_rewrite("tests.integration.test_gateway")
 from tests.integration.test_gateway import (  # noqa: E402
@@ -52,10 +52,7 @@ engine = stack.engine
 data_dir = stack.data_dir
 
 
-@pytest.fixture(scope="module")
-def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
-    with stack.keeping_the_log(shared_nats.url, data_dir, KEY, ORIGIN) as process:
-        yield process
+projections = stack.projections_keeping_the_log(KEY, ORIGIN)
 
 
 gateway = stack.served_gateway(log_origin=ORIGIN)

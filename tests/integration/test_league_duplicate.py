@@ -17,8 +17,6 @@ from typer.testing import CliRunner, Result
 
 from contracts.answers import ScoredHandRecord
 from domain.boards import board_proof, check_seed
-from services.bots.runner import play_game
-from services.bots.strategy import Bot
 from services.cli.main import app as cli
 from services.client import SpadesClient
 from services.client.leagues import LeagueClient
@@ -53,18 +51,7 @@ ok = stack.ok
 
 async def play_round(gateway: str, started: dict[str, Any], api_key: str | None = None) -> None:
     """Bots in every seat; the games' final states read as the platform of ``api_key``."""
-    async with SpadesClient(gateway, api_key=api_key) as client:
-        await asyncio.gather(
-            *(
-                play_game(
-                    client,
-                    table["game_id"],
-                    {seat["seat"]: seat["token"] for seat in table["seats"]},
-                    Bot,
-                )
-                for table in started["tables"]
-            )
-        )
+    await stack.play_tables(gateway, started["tables"], api_key=api_key)
 
 
 async def records(client: SpadesClient, game_id: str, hands: int) -> list[ScoredHandRecord]:

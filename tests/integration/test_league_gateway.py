@@ -3,7 +3,6 @@ workers behind it, and bots playing every seat through the API with the tokens a
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,6 @@ from typing import Any
 import httpx
 import pytest
 
-from services.bots.runner import play_game
-from services.bots.strategy import Bot
-from services.client import SpadesClient
 from services.runtime.nats_server import EmbeddedNats
 from tests.integration import stack
 from tests.integration.support import EngineProcess
@@ -43,18 +39,7 @@ ok = stack.ok
 
 async def play_round(gateway: str, started: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Bots in every seat of the round, each with its own token; the games' final states."""
-    async with SpadesClient(gateway) as client:
-        outcomes = await asyncio.gather(
-            *(
-                play_game(
-                    client,
-                    table["game_id"],
-                    {seat["seat"]: seat["token"] for seat in table["seats"]},
-                    Bot,
-                )
-                for table in started["tables"]
-            )
-        )
+    outcomes = await stack.play_tables(gateway, started["tables"])
     finished = {}
     async with httpx.AsyncClient(base_url=gateway) as http:
         for outcome in outcomes:

@@ -14,10 +14,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner, Result
 
-from services.bots.runner import play_game
-from services.bots.strategy import Bot
 from services.cli.main import app as cli
-from services.client import SpadesClient
 from tests.integration import stack
 from tests.integration.test_gateway import (
     assert_problem,
@@ -59,18 +56,7 @@ async def test_the_leagues_platform_alone_reads_its_integrity_report(
     started = ok(await http.post(f"/v1/leagues/{league_id}/rounds", headers=owner), 201)
     tables = started["tables"]
     assert len(tables) == 2
-    async with SpadesClient(gateway) as client:
-        await asyncio.gather(
-            *(
-                play_game(
-                    client,
-                    table["game_id"],
-                    {seat["seat"]: seat["token"] for seat in table["seats"]},
-                    Bot,
-                )
-                for table in tables
-            )
-        )
+    await stack.play_tables(gateway, tables)
     records = []
     for table in tables:
         game = f"/v1/games/{table['game_id']}"

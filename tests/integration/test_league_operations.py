@@ -28,10 +28,7 @@ from contracts.wire import league_subject
 from domain.clock import Clock
 from domain.events import GameCreated, TieRule
 from domain.league import RoundCompleted
-from services.bots.runner import play_game
-from services.bots.strategy import Bot
 from services.cli.main import app as cli
-from services.client import SpadesClient
 from services.runtime.league_stream import LeagueStream
 from services.store.ratings import Standing
 from tests.e2e.secrecy import cards_shown
@@ -60,6 +57,7 @@ house = stack.house
 gateway = stack.served_gateway({"min_version_wait_s": 5.0})
 http = stack.http
 ok = stack.ok
+play_tables = stack.play_tables
 
 
 async def create_league(
@@ -101,28 +99,6 @@ async def watch_league(house: Client, league_id: str) -> tuple[LeagueWatch, Any]
     subscription = await house.subscribe(league_subject(league_id), cb=received)
     await house.flush()
     return watch, subscription
-
-
-async def play_tables(
-    gateway: str, tables: list[dict[str, Any]], tokens: dict[tuple[str, int], str] | None = None
-) -> None:
-    """Bots in every seat, each with its token (``tokens`` replaces some: a substitute's)."""
-    replaced = tokens or {}
-    async with SpadesClient(gateway) as client:
-        await asyncio.gather(
-            *(
-                play_game(
-                    client,
-                    table["game_id"],
-                    {
-                        seat["seat"]: replaced.get((table["game_id"], seat["seat"]), seat["token"])
-                        for seat in table["seats"]
-                    },
-                    Bot,
-                )
-                for table in tables
-            )
-        )
 
 
 # --------------------------------------------------------------------------- rounds

@@ -22,16 +22,15 @@ import httpx
 import msgspec
 import pytest
 import sqlalchemy as sa
-from typer.testing import CliRunner
 
 from contracts.log_entries import GameEnd, HandEnd, LogEntry, entry_bytes, read_entry
 from domain.shuffle import table_entropies
-from services.cli.main import app
 from services.runtime.nats_server import EmbeddedNats
 from services.store.database import open_store
 from services.store.schema import log_leaves
 from services.transparency.note import Signer
 from tests.integration import stack
+from tests.integration.kept_folder import verify
 from tests.integration.support import EngineProcess, ProjectionsProcess
 from tests.unit.operator_log import OperatorLog
 
@@ -55,10 +54,7 @@ engine = stack.engine
 data_dir = stack.data_dir
 
 
-@pytest.fixture(scope="module")
-def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
-    with stack.keeping_the_log(shared_nats.url, data_dir, KEY, ORIGIN) as process:
-        yield process
+projections = stack.projections_keeping_the_log(KEY, ORIGIN)
 
 
 @pytest.fixture(scope="module")
@@ -168,21 +164,6 @@ async def played(gateway: str, settings: Any) -> Kept:
         await store.close()
     verifier = logs[partition]["verifier"]
     return Kept(table.game_id, verifier, partition, documents, hand, entries)
-
-
-runner = CliRunner()
-
-
-def verify(folder: Path, documents: Documents, key: str) -> tuple[int, dict[str, Any]]:
-    """``spades verify FOLDER --key KEY --json`` on the documents, as a player runs it."""
-    folder.mkdir()
-    for name, document in documents.items():
-        (folder / name).write_text(json.dumps(document), encoding="utf-8")
-    result = runner.invoke(app, ["verify", str(folder), "--key", key, "--json"])
-    assert result.exit_code in (0, 1), result.output
-    report: dict[str, Any] = json.loads(result.output)
-    code: int = result.exit_code
-    return code, report
 
 
 def caught(report: dict[str, Any]) -> list[dict[str, Any]]:

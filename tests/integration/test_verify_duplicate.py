@@ -8,24 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
-from services.bots.runner import play_game
-from services.bots.strategy import Bot
-from services.cli.main import app
-from services.client import SpadesClient
-from services.runtime.nats_server import EmbeddedNats
 from services.transparency.note import Signer
 from tests.integration import stack
-from tests.integration.support import ProjectionsProcess
+from tests.integration.kept_folder import verify
 
 pytestmark = pytest.mark.integration
 
@@ -39,13 +31,9 @@ data_dir = stack.data_dir
 gateway = stack.served_gateway(log_origin=ORIGIN)
 http = stack.http
 ok = stack.ok
-runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def projections(shared_nats: EmbeddedNats, data_dir: Path) -> Iterator[ProjectionsProcess]:
-    with stack.keeping_the_log(shared_nats.url, data_dir, KEY, ORIGIN) as process:
-        yield process
+projections = stack.projections_keeping_the_log(KEY, ORIGIN)
 
 
 async def within(read: Any, done: Any) -> Any:
@@ -79,18 +67,7 @@ async def _played(gateway: str) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
         league_id = ok(await client.post("/v1/leagues", json=body), 201)["league_id"]
         started = ok(await client.post(f"/v1/leagues/{league_id}/rounds"), 201)
-        async with SpadesClient(gateway) as spades:
-            await asyncio.gather(
-                *(
-                    play_game(
-                        spades,
-                        table["game_id"],
-                        {seat["seat"]: seat["token"] for seat in table["seats"]},
-                        Bot,
-                    )
-                    for table in started["tables"]
-                )
-            )
+        await stack.play_tables(gateway, started["tables"])
         url = f"/v1/leagues/{league_id}"
         league = await within(lambda: client.get(url), lambda r: r.json()["revealed"])
         records = {}
@@ -104,17 +81,6 @@ async def _played(gateway: str) -> dict[str, Any]:
 
 def _with_receipt(answer: httpx.Response) -> bool:
     return answer.status_code == 200 and answer.json()["receipt"] is not None
-
-
-def verify(folder: Path, documents: dict[str, Any], key: str) -> tuple[int, dict[str, Any]]:
-    """``spades verify FOLDER --key KEY --json`` on the documents, as a player runs it."""
-    folder.mkdir()
-    for name, document in documents.items():
-        (folder / name).write_text(json.dumps(document), encoding="utf-8")
-    result = runner.invoke(app, ["verify", str(folder), "--key", key, "--json"])
-    assert result.exit_code in (0, 1), result.output
-    report: dict[str, Any] = json.loads(result.output)
-    return result.exit_code, report
 
 
 def caught(report: dict[str, Any]) -> list[tuple[str, str]]:
