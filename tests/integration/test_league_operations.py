@@ -450,8 +450,12 @@ async def test_the_director_voids_a_table_and_adjusts_a_score_in_the_history_and
     assert_problem(await http.post(f"{url}/voids", json=body), 409, "wrong_phase")
     someone = other["seats"][0]["player"]
     adjustment = {"player": someone, "points": -25, "reason": "slow play, warned twice", "round": 1}
-    made = ok(await http.post(f"{url}/adjustments", json=adjustment), 201)
+    keyed = {"Idempotency-Key": "a1"}
+    made = ok(await http.post(f"{url}/adjustments", json=adjustment, headers=keyed), 201)
     assert made == {"number": 1, **adjustment}
+    # a retry with the key records it once (the standings below list one adjustment)
+    again = await http.post(f"{url}/adjustments", json=adjustment, headers=keyed)
+    assert ok(again, 201) == made
 
     for wrong, status, code in [
         ({**adjustment, "points": 0}, 400, "malformed"),

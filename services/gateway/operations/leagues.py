@@ -44,7 +44,7 @@ from domain.platforms import FIRST_ISSUE
 from domain.rules import Rules
 from services.gateway.commands import keyed_command_id, league_command_id
 from services.gateway.deps import Gateway
-from services.gateway.operations import Seated, command, create, expected, seated
+from services.gateway.operations import E, Seated, command, create, expected, seated
 from services.gateway.problems import ProblemError
 from services.runtime.logging import get_logger
 
@@ -245,10 +245,7 @@ async def adjust_score(
     key: str | None,
 ) -> ScoreAdjusted:
     """Record the director's adjusted score (once for a retry with the same key)."""
-    command_id = keyed_command_id(services.secret, key, "adjust", league_id, platform)
-    with command(services, command_id):
-        reply = await services.commands.send_league(league_id, request, command_id)
-    return expected(reply.events, ScoreAdjusted, "recorded nothing")
+    return await _directed(services, league_id, platform, request, key, ScoreAdjusted)
 
 
 async def void_table(
@@ -259,7 +256,21 @@ async def void_table(
     key: str | None,
 ) -> TableVoided:
     """Record the director's void of a finished table (once for a retry with the same key)."""
-    command_id = keyed_command_id(services.secret, key, "void", league_id, platform)
+    return await _directed(services, league_id, platform, request, key, TableVoided)
+
+
+async def _directed(
+    services: Gateway,
+    league_id: str,
+    platform: str | None,
+    request: AdjustScoreRequest | VoidTableRequest,
+    key: str | None,
+    recorded: type[E],
+) -> E:
+    """A director's command sent once for its key (the request's kind in the command id),
+    and the event it recorded."""
+    kind = "adjust" if isinstance(request, AdjustScoreRequest) else "void"
+    command_id = keyed_command_id(services.secret, key, kind, league_id, platform)
     with command(services, command_id):
         reply = await services.commands.send_league(league_id, request, command_id)
-    return expected(reply.events, TableVoided, "recorded nothing")
+    return expected(reply.events, recorded, "recorded nothing")
