@@ -18,6 +18,7 @@ import msgspec
 
 from contracts.answers import SeatTaken
 from domain.clock import Clock
+from domain.league import MatchTies
 from domain.rules import Rules
 from domain.schedule import Pairing
 from domain.state import Status
@@ -136,7 +137,7 @@ class Bracket(msgspec.Struct, frozen=True, kw_only=True):
     target: int | None
     seeding: Literal["standings", "ratings"]
     tie_break: Annotated[
-        Literal["play_on", "extra_deal", "higher_seed"],
+        MatchTies,
         msgspec.Meta(
             description="A match tied on top at its end: `play_on` a hand at a time until one "
             "side leads alone; `extra_deal` so for up to `extra_deals` hands, then the better "

@@ -61,7 +61,6 @@ from domain.knockout import (
     MAX_EXTRA_DEALS,
     TIE_BREAKS,
     Match,
-    TieBreak,
     first_round,
     places,
     seeded_by_rating,
@@ -186,6 +185,11 @@ class Standing(msgspec.Struct, frozen=True):
     forfeits: int = 0
 
 
+MatchTies = Literal["play_on", "extra_deal", "higher_seed"]
+"""How a knockout's match tied on top at its end is decided: ``play_on``, or a
+:data:`~domain.knockout.TieBreak`."""
+
+
 class KnockoutStage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A knockout after the league's rounds (or instead of them: ``rounds`` 0): the first
     ``top`` of the standings then (every player still in, when absent; a duplicate event's
@@ -200,7 +204,7 @@ class KnockoutStage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     target: int | None = None
     ratings: dict[str, float] | None = None
     """Seeds by these ratings (highest first, then by name), not by the standings."""
-    tie_break: TieBreak | Literal["play_on"] = "play_on"
+    tie_break: MatchTies = "play_on"
     """How a match tied on top at its end is decided: ``play_on`` a hand at a time until one
     leads alone; ``extra_deal`` so for up to ``extra_deals`` hands, then the better seed;
     ``higher_seed`` the better seed at once (:class:`domain.events.TieRule`)."""
@@ -905,7 +909,7 @@ def _check_stage(
             "a knockout is head to head: the two-player game, or a duplicate event's fixed "
             "pairs at a four-seat partnership table (a league of players has no fixed pairs)",
         )
-    if stage.tie_break not in ("play_on", *TIE_BREAKS):
+    if stage.tie_break not in get_args(MatchTies):
         raise RuleViolation("invalid_rules", f"a tie break is play_on or one of {TIE_BREAKS}")
     if not 0 <= stage.extra_deals <= MAX_EXTRA_DEALS:
         raise RuleViolation("invalid_rules", f"a match plays 0 to {MAX_EXTRA_DEALS} extra deals")

@@ -20,6 +20,7 @@ from domain.league import (
     MAX_REASON,
     MAX_ROUNDS,
     REASON_PATTERN,
+    MatchTies,
     PairingChoice,
 )
 from domain.movement import MAX_BOARDS_PER_ROUND
@@ -338,7 +339,7 @@ class KnockoutSettings(_Strict):
         description="Seed by these ratings (every player's, highest first, ties by name) "
         "rather than by the standings of the rounds before.",
     )
-    tie_break: Literal["play_on", "extra_deal", "higher_seed"] = Field(
+    tie_break: MatchTies = Field(
         default="play_on",
         description="A match tied on top at its end: `play_on` a hand at a time until one "
         "side leads alone; `extra_deal` so for up to `extra_deals` hands, then the better "
